@@ -1,0 +1,362 @@
+"""One dispatch-level pass: every ATen op, attributed to the innermost running module.
+
+The tracer combines a ``TorchDispatchMode`` (sees every op, on real, meta or fake tensors, with
+no FX tracing) with global module forward hooks (know which module is running). For each op it
+reads arguments by schema name, prices them with the cost registry, measures bytes, and links
+each tensor input to the op that produced it. Tensor lifetimes (first write to last read, by
+buffer) give the peak of live activation memory.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
+from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, TensorMeta
+
+__all__ = ["Tracer", "tensor_meta"]
+
+_ITEMSIZE: dict[torch.dtype, int] = {}
+
+
+def tensor_meta(t: torch.Tensor) -> TensorMeta:
+    dtype = t.dtype
+    size = _ITEMSIZE.get(dtype)
+    if size is None:
+        size = _ITEMSIZE[dtype] = t.element_size()
+    return TensorMeta(tuple(int(s) for s in t.shape), str(dtype).removeprefix("torch."), size)
+
+
+@dataclass(slots=True)
+class _OpInfo:
+    """Per-overload facts derived once from the schema."""
+
+    names: tuple[str, ...]
+    entry: FormulaEntry | None
+    # For each return: the argument it aliases (or None) and whether the op writes to it.
+    aliases: tuple[tuple[str | None, bool], ...]
+    is_view: bool
+
+
+@dataclass(slots=True)
+class _Buffer:
+    nbytes: int
+    born: int
+    last_use: int
+    activation: bool  # False for parameters, buffers and model inputs
+
+
+def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
+    schema = func._schema
+    names = tuple(arg.name for arg in schema.arguments)
+    sets: dict[str, str] = {}
+    for arg in schema.arguments:
+        info = arg.alias_info
+        if info is not None:
+            for s in info.before_set:
+                sets[s] = arg.name
+    aliases: list[tuple[str | None, bool]] = []
+    for ret in schema.returns:
+        info = ret.alias_info
+        if info is None:
+            aliases.append((None, False))
+        else:
+            target = next((sets[s] for s in info.before_set if s in sets), None)
+            aliases.append((target, bool(info.is_write)))
+    is_view = bool(aliases) and all(a is not None and not w for a, w in aliases)
+    return _OpInfo(names, registry.lookup(func), tuple(aliases), is_view)
+
+
+def _flat_tensors(value: Any, out: list[torch.Tensor]) -> None:
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flat_tensors(v, out)
+
+
+def _to_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return tensor_meta(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_meta(v) for v in value) if isinstance(value, list) else tuple(
+            _to_meta(v) for v in value
+        )
+    return value
+
+
+def _read_bytes(t: torch.Tensor, meta: TensorMeta) -> int:
+    # A broadcast (expanded) operand is read once from its storage, not once per element.
+    if t.is_contiguous():
+        return meta.nbytes
+    try:
+        return min(meta.nbytes, t.untyped_storage().nbytes())
+    except (RuntimeError, NotImplementedError):  # storage-less tensor subclasses
+        return meta.nbytes
+
+
+class _DispatchHook(TorchDispatchMode):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.tracer._record(func, args, kwargs, out)
+        return out
+
+
+class Tracer:
+    """Collects a :class:`Capture` from one or more passes over ``model``."""
+
+    def __init__(self, model: nn.Module, registry: CostRegistry) -> None:
+        self.model = model
+        self.registry = registry
+        self.capture = Capture()
+        self.phase: Phase = "forward"
+        self.failed_at: str | None = None
+        self._info: dict[Any, _OpInfo] = {}
+        self._stack: list[str] = []
+        self._paths: dict[int, str] = {}
+        self._types: dict[str, str] = {}
+        for name, module in model.named_modules(remove_duplicate=True):
+            self._paths[id(module)] = name
+            self._types[name] = type(module).__name__
+        self.capture.module_types = dict(self._types)
+        self.capture.module_params = {
+            name: sum(p.numel() for p in m.parameters(recurse=False))
+            for name, m in model.named_modules()
+        }
+        # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
+        self._producer: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self._param_names: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        self._buffers: list[_Buffer] = []
+        self._called: set[str] = set()
+        # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
+        # kernels; if nothing reads them they are dropped from traffic and lifetimes in finish().
+        self._aux: list[tuple[int, int]] = []
+        for name, p in model.named_parameters():
+            self._param_names[p] = name
+            self._new_buffer(p, -1, activation=False)
+        for name, b in model.named_buffers():
+            self._param_names[b] = name
+            self._new_buffer(b, -1, activation=False)
+
+    # -- module scope ---------------------------------------------------------------------
+    def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        path = self._paths.get(id(module))
+        if path is not None:
+            self._stack.append(path)
+            self._called.add(path)
+
+    def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        path = self._paths.get(id(module))
+        if path is None:
+            return
+        if sys.exc_info()[1] is not None and self.failed_at is None:
+            self.failed_at = path  # the innermost module that was running when it failed
+        if self._stack and self._stack[-1] == path:
+            self._stack.pop()
+        if self.phase == "forward" and sys.exc_info()[1] is None:
+            call = self.capture.modules.get(path)
+            if call is None:
+                call = self.capture.modules[path] = ModuleCall(path, self._types[path])
+            call.calls += 1
+            tensors: list[torch.Tensor] = []
+            _flat_tensors(output, tensors)
+            if tensors:
+                call.output_shape = tuple(int(s) for s in tensors[0].shape)
+
+    @property
+    def current_module(self) -> str:
+        return self._stack[-1] if self._stack else ""
+
+    # -- buffers and lifetimes ----------------------------------------------------------------
+    def _new_buffer(self, t: torch.Tensor, op_index: int, *, activation: bool) -> int:
+        nbytes = tensor_meta(t).nbytes
+        self._buffers.append(_Buffer(nbytes, op_index, op_index, activation))
+        buf = len(self._buffers) - 1
+        self._producer[t] = (op_index, buf)
+        return buf
+
+    def mark_inputs(self, values: Any) -> None:
+        """Model inputs are live from the start; not counted as activations."""
+        tensors: list[torch.Tensor] = []
+        _flat_tensors(list(values), tensors)
+        for t in tensors:
+            if t not in self._producer:
+                self._new_buffer(t, -1, activation=False)
+
+    def mark_outputs(self, values: Any) -> None:
+        """Model outputs stay live to the end of the pass."""
+        tensors: list[torch.Tensor] = []
+        _flat_tensors(values if isinstance(values, (list, tuple)) else [values], tensors)
+        end = len(self.capture.ops)
+        producers: list[int] = []
+        for t in tensors:
+            entry = self._producer.get(t)
+            if entry is not None:
+                self._buffers[entry[1]].last_use = end
+                if entry[0] >= 0:
+                    producers.append(entry[0])
+        self.capture.output_ops = tuple(sorted(set(producers)))
+
+    # -- the per-op work ----------------------------------------------------------------------
+    def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        if func.namespace == "prim":
+            return  # metadata queries (prim.device, prim.layout) that fake tensors dispatch
+        info = self._info.get(func)
+        if info is None:
+            info = self._info[func] = _schema_info(func, self.registry)
+        index = len(self.capture.ops)
+
+        in_tensors: list[torch.Tensor] = []
+        _flat_tensors(args, in_tensors)
+        _flat_tensors(list(kwargs.values()), in_tensors)
+        out_tensors: list[torch.Tensor] = []
+        _flat_tensors(out, out_tensors)
+
+        in_meta = tuple(tensor_meta(t) for t in in_tensors)
+        out_meta = tuple(tensor_meta(t) for t in out_tensors)
+
+        # Cost, from arguments by name.
+        cost: OpCost
+        family: str | None
+        if info.entry is not None:
+            named = dict(zip(info.names, (_to_meta(a) for a in args), strict=False))
+            for k, v in kwargs.items():
+                named[k] = _to_meta(v)
+            out_m = _to_meta(out)
+            cost = info.entry.formula(named, out_m)
+            family = info.entry.family
+        else:
+            cost = OpCost(0, 0)
+            family = None
+
+        # Dataflow: who produced each input; which parameters were read.
+        producers: list[int] = []
+        params: list[str] = []
+        bytes_read = 0
+        for t, m in zip(in_tensors, in_meta, strict=True):
+            entry = self._producer.get(t)
+            if entry is None:  # a tensor created outside the capture (constant, closure)
+                self._new_buffer(t, -1, activation=False)
+                entry = self._producer[t]
+            src, buf = entry
+            self._buffers[buf].last_use = index
+            if src >= 0 and src not in producers:
+                producers.append(src)
+            name = self._param_names.get(t)
+            if name is not None and name not in params:
+                params.append(name)
+            if not info.is_view:
+                bytes_read += _read_bytes(t, m)
+
+        # Outputs: new buffers unless the schema says they alias an input.
+        bytes_written = 0
+        named_inputs: dict[str, Any] | None = None
+        for i, (t, m) in enumerate(zip(out_tensors, out_meta, strict=True)):
+            alias, writes = info.aliases[i] if i < len(info.aliases) else (None, False)
+            if alias is None and len(info.aliases) == 1 and info.aliases[0][0] is not None:
+                alias, writes = info.aliases[0]  # a list return (split) shares one alias set
+            base: tuple[int, int] | None = None
+            if alias is not None:
+                if named_inputs is None:
+                    named_inputs = dict(zip(info.names, args, strict=False))
+                    named_inputs.update(kwargs)
+                src_t = named_inputs.get(alias)
+                if isinstance(src_t, torch.Tensor):
+                    base = self._producer.get(src_t)
+            if base is not None:
+                self._producer[t] = (index, base[1])
+                self._buffers[base[1]].last_use = index
+                if writes:
+                    bytes_written += m.nbytes
+            else:
+                buf = self._new_buffer(t, index, activation=True)
+                bytes_written += m.nbytes
+                if i > 0:
+                    self._aux.append((index, buf))
+
+        self.capture.ops.append(
+            OpRecord(
+                index=index,
+                op=str(func),
+                family=family,
+                module=self.current_module,
+                phase=self.phase,
+                inputs=in_meta,
+                outputs=out_meta,
+                flops=int(cost.flops),
+                macs=int(cost.macs),
+                bytes_read=bytes_read,
+                bytes_written=bytes_written,
+                producers=tuple(producers),
+                params=tuple(params),
+                is_view=info.is_view,
+            )
+        )
+
+    # -- driving ---------------------------------------------------------------------------
+    @contextmanager
+    def tracing(self) -> Iterator[Tracer]:
+        """Install hooks and the dispatch mode for the duration of the block."""
+        pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
+        post: RemovableHandle = nn.modules.module.register_module_forward_hook(
+            self._post_hook, always_call=True
+        )
+        try:
+            with _DispatchHook(self):
+                yield self
+        finally:
+            pre.remove()
+            post.remove()
+            self._stack.clear()
+
+    def finish(self) -> Capture:
+        """Compute lifetimes, peak and uncalled modules; return the capture."""
+        for index, buf_id in self._aux:
+            buf = self._buffers[buf_id]
+            if buf.last_use == buf.born:
+                self.capture.ops[index].bytes_written -= buf.nbytes
+                buf.activation = False
+        events: dict[int, int] = {}
+        activation = 0
+        for buf in self._buffers:
+            if not buf.activation:
+                continue
+            activation += buf.nbytes
+            events[buf.born] = events.get(buf.born, 0) + buf.nbytes
+            events[buf.last_use + 1] = events.get(buf.last_use + 1, 0) - buf.nbytes
+        live = peak = 0
+        for at in sorted(events):
+            live += events[at]
+            peak = max(peak, live)
+        self.capture.peak_activation_bytes = peak
+        self.capture.activation_bytes = activation
+        self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
+        return self.capture
+
+
+def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:
+    """Modules never called whose parent was called (children of an uncalled one are implied)."""
+    out: list[str] = []
+    for path in paths:
+        if not path or path in called:
+            continue
+        parent = path.rpartition(".")[0]
+        if parent == "" or parent in called:
+            out.append(path)
+    return sorted(out)

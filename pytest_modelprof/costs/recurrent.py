@@ -1,0 +1,79 @@
+"""Fused recurrent kernels (cuDNN, oneDNN). The unfused path decomposes into mm + pointwise ops.
+
+Per time step, batch row and direction, a cell with G gates (LSTM 4, GRU 3, RNN 1) computes
+G*H outputs from the input (I) and the hidden state (H): G*H*(I + H) MACs. The pointwise work per
+hidden unit is what the decomposed cell does, so fused and unfused paths count the same:
+  LSTM 30: 8 bias adds, 4 gate sums, 3 sigmoids (4 each), tanh(g), c' = f*c + i*g (3),
+           h' = o * tanh(c') (2)
+  GRU  22: 6 bias adds, r and z (sum + sigmoid: 5 each), n = tanh(i_n + r*h_n) (3),
+           h' = n + z*(h - n) (3)
+  RNN   4: 2 bias adds, 1 sum, tanh or relu (1)
+Without biases, subtract the bias adds (2 per gate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost
+
+__all__ = ["register", "rnn_cost", "CELL_FLOPS"]
+
+GATES = {0: 1, 1: 1, 2: 4, 3: 3}  # cuDNN/oneDNN modes: RNN_RELU, RNN_TANH, LSTM, GRU
+CELL_FLOPS = {1: 4, 4: 30, 3: 22}  # per hidden unit, with biases, keyed by gate count
+
+
+def _cell_flops(gates: int, has_biases: bool) -> int:
+    return CELL_FLOPS[gates] - (0 if has_biases else 2 * gates)
+
+
+def rnn_cost(
+    rows: int, input_size: int, hidden: int, gates: int, directions: int, has_biases: bool = True
+) -> OpCost:
+    """``rows`` = time steps x batch."""
+    macs = rows * gates * hidden * (input_size + hidden) * directions
+    pointwise = rows * hidden * directions * _cell_flops(gates, has_biases)
+    return OpCost(flops=2 * macs + pointwise, macs=macs)
+
+
+def mkldnn_rnn_layer(a: Args, out: Any) -> OpCost:
+    # One layer, one direction per call: input (T, B, I) or (B, T, I).
+    x = a["input"]
+    rows = x.shape[0] * x.shape[1]
+    gates = GATES[int(a["mode"])]
+    return rnn_cost(rows, x.shape[-1], int(a["hidden_size"]), gates, 1, bool(a["has_biases"]))
+
+
+def cudnn_rnn(a: Args, out: Any) -> OpCost:
+    x = a["input"]
+    hidden = int(a["hidden_size"])
+    gates = GATES[int(a["mode"])]
+    directions = 2 if a["bidirectional"] else 1
+    layers = int(a["num_layers"])
+    rows = x.shape[0] * x.shape[1] if x.ndim == 3 else x.shape[0]
+    # cuDNN packs biases with the weights; PyTorch always passes them for bias=True modules.
+    biases = len(a["weight"]) // (layers * directions) == 4
+    first = rnn_cost(rows, x.shape[-1], hidden, gates, directions, biases)
+    rest = rnn_cost(rows, hidden * directions, hidden, gates, directions, biases)
+    return OpCost(first.flops + (layers - 1) * rest.flops, first.macs + (layers - 1) * rest.macs)
+
+
+def _fused_cell(gates: int) -> Any:
+    # _thnn_fused_*_cell: the pointwise part only (its matmuls ran as separate mm ops).
+    def formula(a: Args, out: Any) -> OpCost:
+        g = a["input_gates"]
+        hidden_units = g.numel // gates
+        return OpCost(hidden_units * _cell_flops(gates, a.get("input_bias") is not None))
+
+    formula.__name__ = f"fused_cell_{gates}"
+    return formula
+
+
+def register(reg: CostRegistry) -> None:
+    import torch
+
+    aten = torch.ops.aten
+    reg.register(aten.mkldnn_rnn_layer, family="rnn")(mkldnn_rnn_layer)
+    reg.register(aten._cudnn_rnn, aten.miopen_rnn, family="rnn")(cudnn_rnn)
+    reg.register(aten._thnn_fused_lstm_cell, family="rnn")(_fused_cell(4))
+    reg.register(aten._thnn_fused_gru_cell, family="rnn")(_fused_cell(3))

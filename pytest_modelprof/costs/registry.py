@@ -1,0 +1,139 @@
+"""The one registry of cost formulas, keyed by qualified ATen op name (``"aten::mm"``).
+
+A formula is a pure function of the op's arguments, read *by name* from the op schema, with
+every tensor replaced by a :class:`TensorMeta`. It returns an :class:`OpCost` in integer units:
+``macs`` counts multiply-accumulates, ``flops`` counts floating-point operations (2 per MAC plus
+whatever else the op does). Bytes are not the formulas' business: the capture measures them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+__all__ = [
+    "TensorMeta",
+    "OpCost",
+    "Formula",
+    "FormulaEntry",
+    "CostRegistry",
+    "ZERO",
+    "numel",
+    "prod",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorMeta:
+    """Shape, dtype and size of a tensor, detached from its storage (works for meta/fake/real)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    itemsize: int
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.itemsize
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+class OpCost(NamedTuple):
+    """What one op call costs. ``flops`` already includes ``2 * macs``."""
+
+    flops: int
+    macs: int = 0
+
+
+ZERO = OpCost(0, 0)
+
+Args = Mapping[str, Any]
+Formula = Callable[[Args, Any], OpCost]
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaEntry:
+    """A registered formula and the op family it reports under."""
+
+    op: str
+    family: str
+    formula: Formula
+
+
+def prod(values: Any) -> int:
+    return math.prod(int(v) for v in values)
+
+
+def numel(t: TensorMeta | None) -> int:
+    return 0 if t is None else t.numel
+
+
+def _op_name(op: Any) -> str:
+    """``torch.ops.aten.mm`` (packet), ``aten.mm.default`` (overload) or ``"aten::mm"`` -> ``"aten::mm"``."""
+    if isinstance(op, str):
+        if "::" not in op:
+            raise ValueError(f"op names are qualified like 'aten::mm', got {op!r}")
+        return op.split(".")[0]
+    qualified = getattr(op, "_qualified_op_name", None)  # OpOverloadPacket
+    if qualified is None:
+        qualified = op._schema.name  # OpOverload
+    return str(qualified)
+
+
+class CostRegistry:
+    """Maps ops to formulas. Registering the same op twice is an error, never a silent override."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, FormulaEntry] = {}
+
+    def register(self, *ops: Any, family: str) -> Callable[[Formula], Formula]:
+        """Decorator: ``@registry.register(aten.mm, aten.bmm, family="matmul")``."""
+        if not ops:
+            raise ValueError("register() needs at least one op")
+
+        def decorate(formula: Formula) -> Formula:
+            for op in ops:
+                self.add(op, formula, family=family)
+            return formula
+
+        return decorate
+
+    def add(self, op: Any, formula: Formula, *, family: str) -> None:
+        name = _op_name(op)
+        if name in self._entries:
+            raise ValueError(
+                f"a cost formula for {name} is already registered "
+                f"(family {self._entries[name].family!r}); remove one of the two"
+            )
+        self._entries[name] = FormulaEntry(name, family, formula)
+
+    def lookup(self, op: Any) -> FormulaEntry | None:
+        return self._entries.get(_op_name(op))
+
+    def __contains__(self, op: Any) -> bool:
+        return _op_name(op) in self._entries
+
+    def __iter__(self) -> Iterator[FormulaEntry]:
+        return iter(sorted(self._entries.values(), key=lambda e: e.op))
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def families(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for entry in self:
+            out.setdefault(entry.family, []).append(entry.op)
+        return out
+
+    def copy(self) -> CostRegistry:
+        new = CostRegistry()
+        new._entries = dict(self._entries)
+        return new

@@ -1,0 +1,153 @@
+"""Reductions, pooling, interpolation and sorting."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_modelprof.costs.pointwise import first_tensor
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, prod
+
+__all__ = ["register", "adaptive_window_total"]
+
+# Per input element: sum/mean accumulate once; var/std also subtract the mean and square;
+# logsumexp subtracts the max, exponentiates and accumulates (after a max pass).
+REDUCTION_FLOPS: dict[str, int] = {
+    "sum": 1, "mean": 1, "nansum": 1, "prod": 1, "amax": 1, "amin": 1, "max": 1, "min": 1,
+    "argmax": 1, "argmin": 1, "aminmax": 2, "any": 1, "all": 1, "cumsum": 1, "cumprod": 1,
+    "logcumsumexp": 3, "norm": 2, "linalg_vector_norm": 2, "var": 3, "std": 3, "var_mean": 3,
+    "std_mean": 3, "logsumexp": 4, "count_nonzero": 1,
+}
+
+
+def _reduction(flops: int) -> Any:
+    def formula(a: Args, out: Any) -> OpCost:
+        x = a["self"] if "self" in a else a["input"]
+        return OpCost(flops * x.numel)
+
+    formula.__name__ = f"reduction_{flops}"
+    return formula
+
+
+def _window(a: Args, dims: int) -> int:
+    k = list(a["kernel_size"])
+    return prod(k * dims if len(k) == 1 else k)
+
+
+def _pool(dims: int) -> Any:
+    # Max pooling compares, average pooling adds and divides: one FLOP per window element.
+    def formula(a: Args, out: Any) -> OpCost:
+        t = first_tensor(out)
+        return OpCost((t.numel if t is not None else 0) * _window(a, dims))
+
+    formula.__name__ = f"pool{dims}d"
+    return formula
+
+
+def adaptive_window_total(in_size: int, out_size: int) -> int:
+    """Sum of window lengths of an adaptive pool along one dim (windows may overlap)."""
+    total = 0
+    for i in range(out_size):
+        start = (i * in_size) // out_size
+        end = math.ceil((i + 1) * in_size / out_size)
+        total += end - start
+    return total
+
+
+def _adaptive(a: Args, out: Any) -> OpCost:
+    x = a["self"]
+    t = first_tensor(out)
+    if t is None:
+        return OpCost(0)
+    spatial = len(t.shape) - 2 if len(t.shape) > 2 else len(t.shape) - 1
+    lead = prod(t.shape[:-spatial])
+    work = lead
+    for i_size, o_size in zip(x.shape[-spatial:], t.shape[-spatial:], strict=True):
+        work *= adaptive_window_total(int(i_size), int(o_size))
+    return OpCost(work)
+
+
+def _pool_backward(a: Args, out: Any) -> OpCost:
+    # Scatter (max) or spread (avg) each gradient element over its window.
+    g = a["grad_output"]
+    k = a.get("kernel_size")
+    window = prod(k) if isinstance(k, Sequence) and k else 1
+    return OpCost(g.numel * window)
+
+
+# Output-element cost of interpolation: 2^d multiplies + (2^d - 1) adds for d-linear,
+# 16 taps for bicubic (16 + 15); nearest copies.
+def _interp(flops: int) -> Any:
+    def formula(a: Args, out: Any) -> OpCost:
+        t = first_tensor(out)
+        return OpCost(flops * (t.numel if t is not None else 0))
+
+    formula.__name__ = f"interpolate_{flops}"
+    return formula
+
+
+def grid_sampler(a: Args, out: Any) -> OpCost:
+    per = {0: 7, 1: 0, 2: 31}.get(int(a["interpolation_mode"]), 7)  # bilinear, nearest, bicubic
+    t = first_tensor(out)
+    return OpCost(per * (t.numel if t is not None else 0))
+
+
+def sort(a: Args, out: Any) -> OpCost:
+    # Comparison sort along `dim`: n * ceil(log2 n) comparisons per row.
+    x = a["self"]
+    dim = int(a.get("dim", -1)) % max(x.ndim, 1) if x.ndim else 0
+    n = x.shape[dim] if x.ndim else 1
+    return OpCost(x.numel * max(1, math.ceil(math.log2(max(n, 2)))))
+
+
+def register(reg: CostRegistry) -> None:
+    import torch
+
+    aten = torch.ops.aten
+    for name, flops in REDUCTION_FLOPS.items():
+        if hasattr(aten, name):
+            reg.register(getattr(aten, name), family="reduction")(_reduction(flops))
+    for dims in (1, 2, 3):
+        ops = [
+            getattr(aten, n)
+            for n in (f"max_pool{dims}d_with_indices", f"avg_pool{dims}d", f"max_pool{dims}d")
+            if hasattr(aten, n)
+        ]
+        if dims == 2 and hasattr(aten, "mkldnn_max_pool2d"):
+            ops.append(aten.mkldnn_max_pool2d)
+        reg.register(*ops, family="pool")(_pool(dims))
+        adaptive = [
+            getattr(aten, n)
+            for n in (f"_adaptive_avg_pool{dims}d", f"adaptive_max_pool{dims}d")
+            if hasattr(aten, n)
+        ]
+        if adaptive:
+            reg.register(*adaptive, family="pool")(_adaptive)
+        backward = [
+            getattr(aten, n)
+            for n in (
+                f"max_pool{dims}d_with_indices_backward",
+                f"avg_pool{dims}d_backward",
+                f"_adaptive_avg_pool{dims}d_backward",
+                f"adaptive_max_pool{dims}d_backward",
+            )
+            if hasattr(aten, n)
+        ]
+        if backward:
+            reg.register(*backward, family="pool")(_pool_backward)
+    interp = {
+        "upsample_nearest1d": 0, "upsample_nearest2d": 0, "upsample_nearest3d": 0,
+        "_upsample_nearest_exact1d": 0, "_upsample_nearest_exact2d": 0,
+        "_upsample_nearest_exact3d": 0, "upsample_linear1d": 3, "upsample_bilinear2d": 7,
+        "_upsample_bilinear2d_aa": 7, "upsample_trilinear3d": 15, "upsample_bicubic2d": 31,
+        "_upsample_bicubic2d_aa": 31,
+    }
+    for name, flops in interp.items():
+        if hasattr(aten, name):
+            reg.register(getattr(aten, name), family="interpolate")(_interp(flops))
+        backward = name + "_backward"
+        if hasattr(aten, backward):
+            reg.register(getattr(aten, backward), family="interpolate")(_interp(flops))
+    reg.register(aten.grid_sampler_2d, aten.cudnn_grid_sampler, family="interpolate")(grid_sampler)
+    reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, aten.msort, family="sort")(sort)

@@ -1,0 +1,41 @@
+"""Exceptions raised by pytest-modelprof. Every message names the culprit and says what to do."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ModelprofError",
+    "ModelNotFoundError",
+    "ModelBuildError",
+    "ModelInputError",
+    "UncountedOpsError",
+    "BaselineError",
+    "SettingsError",
+]
+
+
+class ModelprofError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ModelNotFoundError(ModelprofError, LookupError):
+    """A model name that no registry source knows."""
+
+
+class ModelBuildError(ModelprofError):
+    """A model that could not be constructed."""
+
+
+class ModelInputError(ModelprofError, ValueError):
+    """An input the model rejected; names the model, the shapes and the refusing layer."""
+
+
+class UncountedOpsError(ModelprofError):
+    """Raised under ``strict=True`` when ops without a cost formula ran."""
+
+
+class BaselineError(ModelprofError):
+    """A baseline file that is missing, corrupt or from a newer schema."""
+
+
+class SettingsError(ModelprofError, ValueError):
+    """A bad setting; the message names where it came from (marker, CLI, ini)."""

@@ -1,0 +1,180 @@
+"""The persisted profile document: :class:`ModelProfile` and its parts (pydantic v2, frozen)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from pytest_modelprof.machines import Machine
+
+if TYPE_CHECKING:
+    from pytest_modelprof.capture.record import Capture
+
+__all__ = [
+    "PROFILE_SCHEMA_VERSION",
+    "Bottleneck",
+    "CaptureMode",
+    "TensorSpec",
+    "CaptureInfo",
+    "Environment",
+    "LayerStats",
+    "OpFamilyStats",
+    "UncountedOp",
+    "ModelProfile",
+    "dumps_deterministic",
+]
+
+PROFILE_SCHEMA_VERSION = 1
+
+CaptureMode = Literal["meta", "fake", "real"]
+Bottleneck = Literal["compute-bound", "memory-bound", "none"]
+
+# Floats are rounded to this many decimals on write so that files diff cleanly.
+FLOAT_DIGITS = 6
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TensorSpec(_Frozen):
+    """One model input: positional (``name=None``) or keyword (``name="input_ids"``)."""
+
+    name: str | None = None
+    shape: list[int]
+    dtype: str
+
+
+class CaptureInfo(_Frozen):
+    """Which tensors the capture ran on and why; ``attempts`` lists the modes that failed first."""
+
+    mode: CaptureMode
+    requested: str
+    reason: str
+    attempts: list[str] = []
+    warmup: bool = True
+
+
+class Environment(_Frozen):
+    """Where the profile was taken."""
+
+    torch_version: str
+    python_version: str
+    platform: str
+    device: str
+    dtype: str
+
+
+class LayerStats(_Frozen):
+    """Cost of the ops that ran directly in one module (its own scope, not its children)."""
+
+    name: str
+    type: str
+    calls: int
+    flops: int
+    macs: int
+    params: int
+    bytes_read: int
+    bytes_written: int
+    memory: int
+    arithmetic_intensity: float
+    bottleneck: Bottleneck
+    output_shape: list[int] | None = None
+
+
+class OpFamilyStats(_Frozen):
+    """Aggregate of one op family (conv, matmul, norm, ...)."""
+
+    family: str
+    count: int
+    flops: int
+    macs: int
+    memory: int
+    share: float
+
+
+class UncountedOp(_Frozen):
+    """An ATen op that ran but has no cost formula: recorded, never silently zero."""
+
+    op: str
+    count: int
+    modules: list[str]
+
+
+class ModelProfile(_Frozen):
+    """Everything one capture measured. Totals include backward ops when ``include_backward``."""
+
+    schema_version: int = PROFILE_SCHEMA_VERSION
+    model: str
+    inputs: list[TensorSpec]
+    capture: CaptureInfo
+    environment: Environment
+    machine: Machine
+    include_backward: bool = False
+    total_flops: int
+    total_macs: int
+    backward_flops: int = 0
+    backward_macs: int = 0
+    total_params: int
+    param_bytes: int
+    buffer_bytes: int
+    activation_bytes: int
+    total_memory: int
+    peak_activation_bytes: int
+    arithmetic_intensity: float
+    num_ops: int
+    op_breakdown: list[OpFamilyStats]
+    layers: list[LayerStats]
+    uncounted_ops: list[UncountedOp] = []
+    uncalled_modules: list[str] = []
+
+    # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
+    _capture: Capture | None = PrivateAttr(default=None)
+
+    @property
+    def capture_record(self) -> Capture | None:
+        """The in-memory op capture this profile was computed from (``None`` after a JSON load)."""
+        return self._capture
+
+    @property
+    def forward_flops(self) -> int:
+        return self.total_flops - self.backward_flops
+
+    @property
+    def forward_macs(self) -> int:
+        return self.total_macs - self.backward_macs
+
+    def bottleneck_shares(self) -> dict[str, float]:
+        """Share of FLOPs in compute- and memory-bound layers."""
+        total = sum(layer.flops for layer in self.layers) or 1
+        out = {"compute-bound": 0.0, "memory-bound": 0.0}
+        for layer in self.layers:
+            if layer.bottleneck in out:
+                out[layer.bottleneck] += layer.flops / total
+        return out
+
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
+        return dumps_deterministic(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_json(cls, text: str) -> ModelProfile:
+        return cls.model_validate_json(text)
+
+
+def _round_floats(value: Any) -> Any:
+    if isinstance(value, float):
+        rounded = round(value, FLOAT_DIGITS)
+        return 0.0 if rounded == 0 else rounded  # no "-0.0" in files
+    if isinstance(value, dict):
+        return {k: _round_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_round_floats(v) for v in value]
+    return value
+
+
+def dumps_deterministic(data: Any) -> str:
+    """The one JSON writer for every persisted document."""
+    return json.dumps(_round_floats(data), sort_keys=True, indent=2, ensure_ascii=False) + "\n"
