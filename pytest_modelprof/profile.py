@@ -373,8 +373,9 @@ def _capture(
             from torch.func import functional_call
 
             swapped = {
-                k: torch.empty_like(v, device="meta", dtype=dtype or v.dtype)
-                if v.is_floating_point() else torch.empty_like(v, device="meta")
+                k: torch.empty_like(
+                    v, device="meta", dtype=(dtype or v.dtype) if v.is_floating_point() else v.dtype
+                ).requires_grad_(v.requires_grad)
                 for k, v in {**dict(module.named_parameters()), **dict(module.named_buffers())}.items()
             }
 
@@ -387,10 +388,12 @@ def _capture(
         stack.enter_context(_eval_mode(module))
         args, kwargs = _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
         tracer = Tracer(module, registry)
+        if forward is not module:
+            tracer.add_named_tensors(swapped)
         tracer.mark_inputs(list(args) + list(kwargs.values()))
         try:
             if warmup:
-                with torch.no_grad():
+                with tracer.tracing(record=False), torch.no_grad():
                     forward(*args, **kwargs)
             with tracer.tracing():
                 with torch.set_grad_enabled(include_backward):
@@ -399,6 +402,7 @@ def _capture(
                 if include_backward:
                     tracer.phase = "backward"
                     tracer._stack.append(BACKWARD_SCOPE)
+                    tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
                     loss = _loss(out)
                     if loss is None:
                         raise ModelInputError(

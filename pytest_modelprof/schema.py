@@ -133,6 +133,14 @@ class ModelProfile(_Frozen):
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)
 
+    def __eq__(self, other: object) -> bool:
+        # Equal documents are equal profiles; the in-memory capture is not part of the document.
+        if not isinstance(other, ModelProfile):
+            return NotImplemented
+        return self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
+
     @property
     def capture_record(self) -> Capture | None:
         """The in-memory op capture this profile was computed from (``None`` after a JSON load)."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.machines import Machine
-from pytest_modelprof.schema import Bottleneck, LayerStats, OpFamilyStats, UncountedOp
+from pytest_modelprof.schema import FLOAT_DIGITS, Bottleneck, LayerStats, OpFamilyStats, UncountedOp
 
 __all__ = [
     "ROOT",
@@ -53,8 +53,8 @@ def totals(ops: Iterable[OpRecord]) -> Totals:
 
 
 def arithmetic_intensity(flops: int, memory: int) -> float:
-    """FLOPs per byte moved; 0 when nothing moved."""
-    return flops / memory if memory else 0.0
+    """FLOPs per byte moved; 0 when nothing moved. Rounded as files store it (exact round trip)."""
+    return round(flops / memory, FLOAT_DIGITS) if memory else 0.0
 
 
 def classify(flops: int, memory: int, machine: Machine) -> Bottleneck:
@@ -105,7 +105,9 @@ def family_breakdown(ops: Iterable[OpRecord]) -> list[OpFamilyStats]:
         row[3] += op.memory
     total = sum(r[1] for r in acc.values()) or 1
     stats = [
-        OpFamilyStats(family=k, count=c, flops=f, macs=m, memory=b, share=f / total)
+        OpFamilyStats(
+            family=k, count=c, flops=f, macs=m, memory=b, share=round(f / total, FLOAT_DIGITS)
+        )
         for k, (c, f, m, b) in acc.items()
     ]
     return sorted(stats, key=lambda s: (-s.flops, -s.count, s.family))

@@ -147,12 +147,15 @@ class Tracer:
         # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
         # kernels; if nothing reads them they are dropped from traffic and lifetimes in finish().
         self._aux: list[tuple[int, int]] = []
-        for name, p in model.named_parameters():
-            self._param_names[p] = name
-            self._new_buffer(p, -1, activation=False)
-        for name, b in model.named_buffers():
-            self._param_names[b] = name
-            self._new_buffer(b, -1, activation=False)
+        self.add_named_tensors(dict(model.named_parameters()))
+        self.add_named_tensors(dict(model.named_buffers()))
+        self._recording = True
+
+    def add_named_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
+        """Parameters and buffers (also stand-ins swapped in by functional_call)."""
+        for name, t in tensors.items():
+            self._param_names[t] = name
+            self._new_buffer(t, -1, activation=False)
 
     # -- module scope ---------------------------------------------------------------------
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
@@ -169,7 +172,7 @@ class Tracer:
             self.failed_at = path  # the innermost module that was running when it failed
         if self._stack and self._stack[-1] == path:
             self._stack.pop()
-        if self.phase == "forward" and sys.exc_info()[1] is None:
+        if self._recording and self.phase == "forward" and sys.exc_info()[1] is None:
             call = self.capture.modules.get(path)
             if call is None:
                 call = self.capture.modules[path] = ModuleCall(path, self._types[path])
@@ -311,14 +314,22 @@ class Tracer:
 
     # -- driving ---------------------------------------------------------------------------
     @contextmanager
-    def tracing(self) -> Iterator[Tracer]:
-        """Install hooks and the dispatch mode for the duration of the block."""
+    def tracing(self, *, record: bool = True) -> Iterator[Tracer]:
+        """Install hooks and the dispatch mode for the duration of the block.
+
+        ``record=False`` installs only the module hooks (a warm-up pass that still tells which
+        layer failed).
+        """
+        self._recording = record
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
         post: RemovableHandle = nn.modules.module.register_module_forward_hook(
             self._post_hook, always_call=True
         )
         try:
-            with _DispatchHook(self):
+            if record:
+                with _DispatchHook(self):
+                    yield self
+            else:
                 yield self
         finally:
             pre.remove()

@@ -32,7 +32,7 @@ COPY_OPS = (
     "_functional_assert_async", "sym_constrain_range_for_size", "tril_indices", "triu_indices",
     "searchsorted", "bucketize", "one_hot", "block_diag", "_reshape_copy",
     "masked_fill_", "zero_", "fill", "fill_", "detach_", "type_as", "to",
-    "split_copy", "view_copy", "permute_copy", "expand_copy", "t_copy", "transpose_copy",
+    "_linalg_check_errors", "split_copy", "view_copy", "permute_copy", "expand_copy", "t_copy", "transpose_copy",
 )
 CREATION_OPS = (
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full",

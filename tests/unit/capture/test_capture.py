@@ -1,0 +1,161 @@
+"""The capture: modes agree, edges are right, what is not counted is reported."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+
+from pytest_modelprof.costs import default_registry
+from pytest_modelprof.errors import ModelInputError, UncountedOpsError
+from pytest_modelprof.profile import profile_model
+
+
+class Residual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.act = nn.ReLU()
+        self.unused = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.conv(x)) + x  # the add runs in the model's own scope
+
+
+def signature(model: nn.Module, mode: str, **kw: object) -> tuple[object, ...]:
+    p = profile_model(model, input_shape=(1, 3, 32, 32), mode=mode, **kw)  # type: ignore[arg-type]
+    return (p.total_flops, p.total_macs, p.total_memory, p.peak_activation_bytes,
+            p.activation_bytes, [(lr.name, lr.flops, lr.memory) for lr in p.layers])
+
+
+@pytest.mark.parametrize("builder", [torchvision.models.resnet18, torchvision.models.mobilenet_v3_small])
+def test_meta_fake_real_identical(builder: object) -> None:
+    model = builder()  # type: ignore[operator]
+    assert signature(model, "meta") == signature(model, "fake") == signature(model, "real")
+
+
+def test_counts_do_not_depend_on_grad_mode() -> None:
+    model = torchvision.models.VisionTransformer(
+        image_size=64, patch_size=16, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64
+    )
+    x = torch.randn(1, 3, 64, 64)
+    with torch.no_grad():
+        a = profile_model(model, inputs=(x,), mode="real")
+    b = profile_model(model, inputs=(x,), mode="real")
+    c = profile_model(model, inputs=(x,), mode="meta")
+    assert a.total_flops == b.total_flops == c.total_flops
+    attn = {f.family: f for f in a.op_breakdown}
+    assert attn["matmul"].macs > 0
+
+
+def test_module_scopes_edges_and_uncalled() -> None:
+    p = profile_model(Residual(), input_shape=(1, 4, 8, 8), mode="meta")
+    names = [layer.name for layer in p.layers]
+    assert names == ["conv", "act", "(model)"]
+    assert p.uncalled_modules == ["unused"]
+    cap = p.capture_record
+    assert cap is not None
+    conv = next(op for op in cap.ops if op.op == "aten.convolution.default")
+    relu = next(op for op in cap.ops if op.op.startswith("aten.relu"))
+    add = next(op for op in cap.ops if op.op == "aten.add.Tensor")
+    assert conv.params == ("conv.weight", "conv.bias")
+    assert relu.producers == (conv.index,)
+    assert add.producers == (relu.index,)  # the other input is the model input
+    assert add.module == ""
+    assert cap.output_ops == (add.index,)
+
+
+def test_bytes_and_peak_on_a_chain() -> None:
+    # x (1x4x8x8 fp32 = 1024 B) -> conv (reads x + weight 576 B + bias 16 B, writes 1024 B)
+    # -> relu (reads 1024, writes 1024) -> add (reads 2048, writes 1024).
+    p = profile_model(Residual(), input_shape=(1, 4, 8, 8), mode="meta")
+    by_name = {layer.name: layer for layer in p.layers}
+    assert (by_name["conv"].bytes_read, by_name["conv"].bytes_written) == (1024 + 576 + 16, 1024)
+    assert (by_name["act"].bytes_read, by_name["act"].bytes_written) == (1024, 1024)
+    assert (by_name["(model)"].bytes_read, by_name["(model)"].bytes_written) == (2048, 1024)
+    # Live activations: conv out, then relu out (conv out dead after relu), then add out while
+    # relu out is still read: peak 2 x 1024.
+    assert p.peak_activation_bytes == 2048
+    assert p.activation_bytes == 3 * 1024
+
+
+def test_uncounted_ops_are_recorded_and_strict_fails() -> None:
+    class Odd(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.linalg.cholesky(x @ x.mT + torch.eye(4))
+
+    x = torch.randn(4, 4)
+    p = profile_model(Odd(), inputs=(x,), mode="real")
+    assert [u.op for u in p.uncounted_ops] == ["aten.linalg_cholesky_ex.default"]
+    assert p.uncounted_ops[0].modules == ["(model)"]
+    assert p.uncounted_ops[0].count == 1
+    with pytest.raises(UncountedOpsError, match="linalg_cholesky_ex"):
+        profile_model(Odd(), inputs=(x,), mode="real", strict=True)
+
+
+def test_wrong_input_shape_names_model_shape_and_layer() -> None:
+    model = torchvision.models.resnet18()
+    with pytest.raises(ModelInputError) as info:
+        profile_model(model, input_shape=(1, 4, 64, 64))
+    text = str(info.value)
+    assert "ResNet" in text and "(1, 4, 64, 64)" in text and "'conv1' (Conv2d)" in text
+
+
+def test_keyword_inputs_for_language_models() -> None:
+    class TinyLM(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(100, 16)
+            self.head = nn.Linear(16, 100, bias=False)
+
+        def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+            return self.head(self.emb(input_ids))
+
+    ids = torch.randint(0, 100, (2, 7))
+    p = profile_model(TinyLM(), inputs={"input_ids": ids})
+    # head: 14 tokens x 16 x 100 = 22400 MACs.
+    assert p.total_macs == 22400
+    assert p.inputs[0].name == "input_ids" and p.inputs[0].dtype == "int64"
+
+
+def test_user_module_is_not_mutated_by_meta_profiling() -> None:
+    model = nn.Linear(4, 4)
+    before = model.weight.detach().clone()
+    p = profile_model(model, input_shape=(2, 4), device="meta")
+    assert p.capture.mode == "meta"
+    assert not model.weight.is_meta and torch.equal(model.weight, before)
+
+
+def test_fake_falls_back_to_real_on_data_dependent_forward() -> None:
+    class DataDependent(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[x > 0].sum() * 2 if x.sum().item() != 0 else x
+
+    p = profile_model(DataDependent(), input_shape=(4, 4))
+    assert p.capture.mode == "real"
+    assert p.capture.attempts and p.capture.attempts[0].startswith("fake:")
+    assert "fell back" in p.capture.reason
+
+
+def test_json_round_trip_is_deterministic() -> None:
+    from pytest_modelprof.schema import ModelProfile
+
+    p = profile_model(Residual(), input_shape=(1, 4, 8, 8), mode="meta")
+    text = p.to_json()
+    again = ModelProfile.from_json(text)
+    assert again == p and again.to_json() == text
+    assert text.endswith("}\n")
+
+
+def test_compat_private_apis_smoke() -> None:
+    from pytest_modelprof import _compat
+
+    assert issubclass(_compat.TorchDispatchMode, object)
+    assert _compat.fake_fallback_errors()
+    with _compat.FakeTensorMode():
+        t = torch.empty(2, 3)
+    d = _compat.WeakTensorKeyDictionary()
+    d[t] = 1
+    assert d[t] == 1
+    assert len(default_registry()) > 300
