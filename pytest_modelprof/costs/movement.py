@@ -76,7 +76,9 @@ def register(reg: CostRegistry) -> None:
 
     aten = torch.ops.aten
     for family, names in (("view", VIEW_OPS), ("copy", COPY_OPS), ("creation", CREATION_OPS)):
-        ops = [getattr(aten, n) for n in names if hasattr(aten, n)]
+        # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...).
+        candidates = [v for n in names for v in (n, n + "_") if hasattr(aten, v)]
+        ops = [getattr(aten, n) for n in dict.fromkeys(candidates)]
         ops = [op for op in ops if op not in reg]
         reg.register(*ops, family=family)(_zero)
     reg.register(aten.scatter_add, aten.scatter_add_, aten.scatter_reduce, family="copy")(
