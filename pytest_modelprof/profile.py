@@ -32,7 +32,7 @@ from pytest_modelprof.schema import (
     TensorSpec,
 )
 
-__all__ = ["profile_model", "Mode", "BACKWARD_SCOPE"]
+__all__ = ["profile_model", "canonical_kernels", "Mode", "BACKWARD_SCOPE"]
 
 Mode = Literal["auto", "meta", "fake", "real"]
 
@@ -67,7 +67,7 @@ def profile_model(
     include_backward: bool = False,
     strict: bool = False,
     machine: str | float | Machine | None = None,
-    warmup: bool = True,
+    warmup: bool | None = None,
     name: str | None = None,
     registry: CostRegistry | None = None,
     **arch_kwargs: Any,
@@ -76,7 +76,9 @@ def profile_model(
 
     ``mode="auto"`` runs on meta tensors for names and on fake tensors for modules, and falls
     back to real execution when the model needs data (the profile's ``capture`` says which and
-    why). ``device="meta"`` forces meta. Extra keyword arguments go to the model builder.
+    why). ``device="meta"`` forces meta. ``warmup=None`` captures again when the first forward
+    initialised lazy state; ``True`` always runs a warm-up forward first, ``False`` never.
+    Extra keyword arguments go to the model builder.
     """
     subject = _subject(model, name, arch_kwargs)
     reg = registry or default_registry()
@@ -87,7 +89,7 @@ def profile_model(
     attempts: list[str] = []
     for capture_mode in plan:
         try:
-            with _canonical_kernels():
+            with canonical_kernels():
                 result = _capture(
                     subject, capture_mode, input_shape, inputs, real_device, torch_dtype,
                     include_backward, warmup, reg,
@@ -99,7 +101,7 @@ def profile_model(
         reason = _reason(capture_mode, mode, subject, attempts, build_note)
         info = CaptureInfo(
             mode=capture_mode, requested=mode if device is None else f"{mode}, device={device}",
-            reason=reason, attempts=attempts, warmup=warmup,
+            reason=reason, attempts=attempts, warmup="warm-up" in build_note,
         )
         profile = _to_profile(
             subject, capture, module, args, kwargs, info, mach, include_backward, capture_mode,
@@ -172,7 +174,7 @@ def _dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
 # -- the capture ------------------------------------------------------------------------------
 
 @contextmanager
-def _canonical_kernels() -> Iterator[None]:
+def canonical_kernels() -> Iterator[None]:
     """Make the op sequence independent of device and grad mode.
 
     The nn.MultiheadAttention/TransformerEncoderLayer fast path and the fused SDPA kernels are
@@ -244,9 +246,16 @@ def _build_real(subject: _Subject, shape: tuple[int, ...] | None,
     except ModelprofError:
         raise
     except Exception as exc:
+        where = f" on {device}" if device is not None else ""
+        hint = (
+            f"Check the builder arguments ({subject.arch_kwargs})."
+            if subject.arch_kwargs
+            else "Is the device available? Run without device= to profile on meta tensors."
+            if device is not None and device.type != "cpu"
+            else "The model's builder itself failed."
+        )
         raise ModelBuildError(
-            f"{subject.label}: building the model failed: {_short(exc)}. Check the builder "
-            f"arguments ({subject.arch_kwargs or 'none given'})."
+            f"{subject.label}: building the model{where} failed: {_short(exc)}. {hint}"
         ) from exc
 
 
@@ -336,7 +345,7 @@ def _describe_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 def _capture(
     subject: _Subject, mode: CaptureMode, input_shape: Sequence[int] | None, inputs: Any,
     device: torch.device | None, dtype: torch.dtype | None, include_backward: bool,
-    warmup: bool, registry: CostRegistry,
+    warmup: bool | None, registry: CostRegistry,
 ) -> tuple[Any, nn.Module, tuple[Any, ...], dict[str, Any], str]:
     note = ""
     with ExitStack() as stack:
@@ -387,29 +396,40 @@ def _capture(
             stack.enter_context(fake)
         stack.enter_context(_eval_mode(module))
         args, kwargs = _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
+        # warmup=None: capture once and capture again only if that forward changed module
+        # state (lazy initialisation, like YOLO's anchors), so most models need a single pass.
+        warmed = False
         tracer = Tracer(module, registry)
-        if forward is not module:
-            tracer.add_named_tensors(swapped)
-        tracer.mark_inputs(list(args) + list(kwargs.values()))
         try:
             if warmup:
                 with tracer.tracing(record=False), torch.no_grad():
                     forward(*args, **kwargs)
-            with tracer.tracing():
-                with torch.set_grad_enabled(include_backward):
-                    out = forward(*args, **kwargs)
-                tracer.mark_outputs(out)
-                if include_backward:
-                    tracer.phase = "backward"
-                    tracer._stack.append(BACKWARD_SCOPE)
-                    tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
-                    loss = _loss(out)
-                    if loss is None:
-                        raise ModelInputError(
-                            f"{subject.label}: include_backward=True needs an output that "
-                            "requires grad; none of the outputs does."
-                        )
-                    loss.backward()
+                warmed = True
+            while True:
+                tracer = Tracer(module, registry)
+                if forward is not module:
+                    tracer.add_named_tensors(swapped)
+                tracer.mark_inputs(list(args) + list(kwargs.values()))
+                before = _state_fingerprint(module) if warmup is None and not warmed else None
+                with tracer.tracing():
+                    with torch.set_grad_enabled(include_backward):
+                        out = forward(*args, **kwargs)
+                    tracer.mark_outputs(out)
+                    if include_backward:
+                        tracer.phase = "backward"
+                        tracer._stack.append(BACKWARD_SCOPE)
+                        tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
+                        loss = _loss(out)
+                        if loss is None:
+                            raise ModelInputError(
+                                f"{subject.label}: include_backward=True needs an output that "
+                                "requires grad; none of the outputs does."
+                            )
+                        loss.backward()
+                if before is not None and _state_fingerprint(module) != before:
+                    warmed = True  # that pass was the warm-up
+                    continue
+                break
         except ModelprofError:
             raise
         except Exception as exc:
@@ -429,8 +449,26 @@ def _capture(
                 + "."
             ) from exc
         capture = tracer.finish()
+        if warmed:
+            note = "; ".join(x for x in (note, "after a warm-up forward") if x)
         return capture, module, args, kwargs, note
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _state_fingerprint(module: nn.Module) -> list[Any]:
+    """Cheap identity of a module tree's state: which tensors and plain values it holds."""
+    out: list[Any] = []
+    for m in module.modules():
+        for key, value in m.__dict__.items():
+            if key in ("_parameters", "_buffers", "_modules"):
+                out.append((key, [(n, id(t)) for n, t in value.items()]))
+            elif key.startswith("_") or key == "training":
+                continue
+            elif isinstance(value, torch.Tensor):
+                out.append((key, id(value)))
+            elif isinstance(value, (int, float, str, bool, tuple, type(None))):
+                out.append((key, value))
+    return out
 
 
 def _loss(out: Any) -> torch.Tensor | None:

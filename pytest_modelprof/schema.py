@@ -54,7 +54,7 @@ class CaptureInfo(_Frozen):
     requested: str
     reason: str
     attempts: list[str] = []
-    warmup: bool = True
+    warmup: bool = False
 
 
 class Environment(_Frozen):

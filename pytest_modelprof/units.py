@@ -9,13 +9,14 @@ __all__ = ["format_count", "format_bytes", "parse_quantity", "parse_bytes"]
 # Decimal (SI) prefixes throughout: 1 MB = 10**6 bytes, as model cards and fvcore print them.
 _PREFIXES = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
 _PARSE_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
-_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)\s*([A-Za-z/]*)\s*$")
+_QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
 
 
 def format_count(value: float, unit: str = "", digits: int = 3) -> str:
     """``4_089_184_256, "MACs"`` -> ``"4.09 GMACs"``; ``digits`` significant figures."""
     sign = "-" if value < 0 else ""
-    mag = abs(value)
+    # Round first, then choose the prefix: 999_960 is "1 M", not "1000 K".
+    mag = float(f"{abs(value):.{digits}g}")
     for factor, prefix in _PREFIXES:
         if mag >= factor:
             return f"{sign}{_sig(mag / factor, digits)} {prefix}{unit}".rstrip()
@@ -31,15 +32,24 @@ def _sig(x: float, digits: int) -> str:
     if x == int(x) and x < 10**digits:
         return str(int(x))
     text = f"{x:.{digits}g}"
-    if "e" in text:  # 999.96 with 3 digits rounds up to 1e+03; print it plainly
+    if "e" in text:
         text = f"{x:.0f}"
     return text
 
 
-def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
-    """``"9G"`` -> ``9e9``; ``"4.1 GFLOPs"`` -> ``4.1e9``; plain numbers pass through.
+# Unit words accepted after the number (case-insensitive), by the unit a caller asks for.
+_UNIT_WORDS: dict[str, frozenset[str]] = {
+    "": frozenset({"flop", "flops", "mac", "macs", "param", "params", "ops", "op", "b", "byte",
+                   "bytes"}),
+    "B": frozenset({"b", "byte", "bytes"}),
+}
 
-    ``unit`` is an optional suffix to accept (case-insensitive), e.g. ``"B"`` for bytes.
+
+def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
+    """``"9G"`` -> ``9e9``; ``"4.1 GFLOPs"`` -> ``4.1e9``; ``"9 MACs"`` -> ``9``.
+
+    ``unit="B"`` accepts only byte units (``"120MB"``, ``"5 bytes"``); the default accepts any
+    known unit word (FLOPs, MACs, params, ops, bytes) or a bare prefix.
     """
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text)
@@ -48,13 +58,16 @@ def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
     match = _QUANTITY.match(text)
     if match is None:
         raise ValueError(f"cannot read {text!r} as a quantity; write e.g. '9G', '30M' or '120MB'")
-    number, prefix, suffix = match.groups()
-    if suffix and unit and suffix.lower() not in {unit.lower(), unit.lower() + "s"}:
-        if not _is_unit_word(suffix):
-            raise ValueError(f"unknown unit {suffix!r} in {text!r}; expected {unit!r}")
-    elif suffix and not unit and not _is_unit_word(suffix):
-        raise ValueError(f"unknown unit {suffix!r} in {text!r}")
-    return float(number) * _PARSE_PREFIX[prefix.upper()]
+    number, word = match.group(1), match.group(2)
+    words = _UNIT_WORDS.get(unit, frozenset({unit.lower()}))
+    # A whole unit word first ("MACs" is MACs, not mega-"ACs"), then prefix + unit word.
+    if word == "" or word.lower() in words:
+        return float(number)
+    prefix, rest = word[0].upper(), word[1:]
+    if prefix in _PARSE_PREFIX and (rest == "" and unit == "" or rest.lower() in words):
+        return float(number) * _PARSE_PREFIX[prefix]
+    expected = "bytes (e.g. '120MB')" if unit == "B" else "a count (e.g. '9G', '4.1 GFLOPs', '30M params')"
+    raise ValueError(f"cannot read {text!r}: unknown unit {word!r}; expected {expected}")
 
 
 def parse_bytes(text: str | float | int) -> float:
@@ -65,7 +78,3 @@ def parse_bytes(text: str | float | int) -> float:
             power = "KMGTP".index(m.group(2).upper()) + 1
             return float(m.group(1)) * 1024**power
     return parse_quantity(text, unit="B")
-
-
-def _is_unit_word(suffix: str) -> bool:
-    return suffix.lower() in {"b", "flop", "flops", "mac", "macs", "param", "params", "ops"}

@@ -129,10 +129,12 @@ class Tracer:
         self.failed_at: str | None = None
         self._info: dict[Any, _OpInfo] = {}
         self._stack: list[str] = []
-        self._paths: dict[int, str] = {}
+        # A module object can sit at several paths (ultralytics shares one SiLU across every
+        # Conv block); a call is attributed to the path under the module that made it.
+        self._paths: dict[int, list[str]] = {}
         self._types: dict[str, str] = {}
-        for name, module in model.named_modules(remove_duplicate=True):
-            self._paths[id(module)] = name
+        for name, module in model.named_modules(remove_duplicate=False):
+            self._paths.setdefault(id(module), []).append(name)
             self._types[name] = type(module).__name__
         self.capture.module_types = dict(self._types)
         self.capture.module_params = {
@@ -158,14 +160,28 @@ class Tracer:
             self._new_buffer(t, -1, activation=False)
 
     # -- module scope ---------------------------------------------------------------------
+    def _path_of(self, module: nn.Module) -> str | None:
+        paths = self._paths.get(id(module))
+        if paths is None:
+            return None
+        if len(paths) > 1 and self._stack:
+            parent = self._stack[-1]
+            prefix = parent + "." if parent else ""
+            for path in paths:
+                if path.startswith(prefix) and "." not in path[len(prefix):]:
+                    return path
+        return paths[0]
+
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
-        path = self._paths.get(id(module))
+        path = self._path_of(module)
         if path is not None:
             self._stack.append(path)
             self._called.add(path)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
-        path = self._paths.get(id(module))
+        if id(module) not in self._paths:
+            return
+        path = self._stack[-1] if self._stack else self._path_of(module)
         if path is None:
             return
         if sys.exc_info()[1] is not None and self.failed_at is None:
@@ -362,12 +378,21 @@ class Tracer:
 
 
 def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:
-    """Modules never called whose parent was called (children of an uncalled one are implied)."""
+    """Topmost modules of which nothing ran.
+
+    A container that is iterated rather than called (ModuleList, a ModuleDict, a Sequential
+    walked by hand) is not uncalled when its children ran.
+    """
+    active = set(called)
+    for path in called:
+        while path:
+            path = path.rpartition(".")[0]
+            active.add(path)
     out: list[str] = []
     for path in paths:
-        if not path or path in called:
+        if not path or path in active:
             continue
         parent = path.rpartition(".")[0]
-        if parent == "" or parent in called:
+        if parent == "" or parent in active:
             out.append(path)
     return sorted(out)

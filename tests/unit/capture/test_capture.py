@@ -159,3 +159,22 @@ def test_compat_private_apis_smoke() -> None:
     d[t] = 1
     assert d[t] == 1
     assert len(default_registry()) > 300
+
+
+def test_shared_module_is_attributed_to_each_caller_and_containers_are_not_uncalled() -> None:
+    class Shared(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            act = nn.ReLU()  # one object under two paths, like ultralytics' Conv.default_act
+            self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(4, 4), act) for _ in range(2))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for block in self.blocks:  # the ModuleList itself is never called
+                x = block(x)
+            return x
+
+    p = profile_model(Shared(), input_shape=(2, 4), mode="meta")
+    rows = {layer.name: layer for layer in p.layers}
+    # Each ReLU call: 2x4 = 8 outputs, 1 FLOP each, under its own caller's path.
+    assert rows["blocks.0.1"].flops == 8 and rows["blocks.1.1"].flops == 8
+    assert p.uncalled_modules == []

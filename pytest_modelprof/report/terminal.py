@@ -1,0 +1,573 @@
+"""Plain-text renderers for the terminal: a profile, the model list and the fvcore comparison.
+
+Everything here is a pure function from data to a string. Lines never exceed ``width`` columns
+(100 by default): tables shrink their name column and abbreviate names in the middle
+(``model.22.cv3.0…conv``); full names stay in the JSON and CSV exports. Numbers always carry
+their unit, and nothing depends on time or on the machine running the report.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pytest_modelprof.analysis.rollup import Totals, classify, module_tree_totals
+from pytest_modelprof.schema import LayerStats, ModelProfile
+from pytest_modelprof.units import format_bytes, format_count
+
+if TYPE_CHECKING:
+    from pytest_modelprof.capture.record import Capture
+    from pytest_modelprof.fvcore_compare import FvcoreComparison
+
+__all__ = [
+    "DEFAULT_WIDTH",
+    "ELLIPSIS",
+    "abbreviate",
+    "format_ai",
+    "format_shape",
+    "render_table",
+    "render_profile",
+    "render_model_list",
+    "render_fvcore",
+]
+
+DEFAULT_WIDTH = 100
+ELLIPSIS = "…"
+INDENT = "  "
+AI_HEADER = "AI (FLOPs/B)"
+# Layer tables shrink the name column to 24, then the type column to 10, then the name to 8.
+LAYER_FLEX = ((0, 24), (1, 10), (0, 8))
+
+Align = Literal["<", ">"]
+
+
+# -- small formatting helpers -------------------------------------------------------------------
+
+def abbreviate(name: str, width: int) -> str:
+    """Shorten ``name`` to ``width`` characters by cutting its middle: ``model.22.cv3.0…conv``.
+
+    The last dotted component (the layer's own name) is kept whole when it fits in half the
+    width, because it is what tells two sibling layers apart.
+    """
+    if len(name) <= width:
+        return name
+    if width <= 1:
+        return ELLIPSIS[:width]
+    tail = name.rpartition(".")[2]
+    keep_tail = min(len(tail), (width - 1) // 2)
+    head = width - 1 - keep_tail
+    return name[:head] + ELLIPSIS + (name[-keep_tail:] if keep_tail else "")
+
+
+def format_ai(value: float, unit: bool = True) -> str:
+    """Arithmetic intensity: ``55.2 FLOPs/B`` (the bare number for a column headed by its unit)."""
+    # No SI prefix: "1 KFLOPs/B" would read as a thousand FLOPs per byte only to the careful.
+    number = f"{value:.0f}" if value >= 999.5 else format_count(value)
+    return f"{number} FLOPs/B" if unit else number
+
+
+def format_shape(shape: Sequence[int] | None) -> str:
+    """``[1, 64, 32, 32]`` -> ``1x64x32x32``; an empty shape is a scalar."""
+    if shape is None:
+        return "-"
+    return "x".join(str(s) for s in shape) if shape else "scalar"
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.1f} %"
+
+
+def _bound(bottleneck: str) -> str:
+    return {"compute-bound": "compute", "memory-bound": "memory"}.get(bottleneck, "-")
+
+
+def _wrap(text: str, width: int, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text, width=width, initial_indent=indent, subsequent_indent=indent + INDENT,
+        break_on_hyphens=False,
+    ) or [indent]
+
+
+# -- tables -------------------------------------------------------------------------------------
+
+def render_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    align: Sequence[Align] | None = None,
+    flex: Sequence[tuple[int, int]] = ((0, 8),),
+    width: int = DEFAULT_WIDTH,
+    indent: str = INDENT,
+) -> list[str]:
+    """Lay out a table in at most ``width`` columns.
+
+    When the table is too wide, the ``flex`` columns give up space in order, each down to its
+    minimum (``(column, min_width)`` pairs: e.g. the name column to 24, then the type
+    column to 10, then the name column to 8, as :data:`LAYER_FLEX` does; the default shrinks
+    the first column only); their cells are abbreviated in the middle.
+    Columns are separated by two blanks; ``align`` is ``"<"`` or ``">"`` per column.
+    """
+    right: list[Align] = [">"] * (len(headers) - 1)
+    aligns: Sequence[Align] = align or ["<", *right]
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    flexible = {col for col, _ in flex if col < len(widths)}
+    for col, minimum in flex:
+        used = len(indent) + sum(widths) + 2 * (len(widths) - 1)
+        if used <= width:
+            break
+        if col < len(widths):
+            widths[col] = max(min(minimum, widths[col]), widths[col] - (used - width))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = []
+        for i, cell in enumerate(cells):
+            text = _abbreviate_indented(cell, widths[i]) if i in flexible else cell
+            parts.append(text.ljust(widths[i]) if aligns[i] == "<" else text.rjust(widths[i]))
+        text = (indent + "  ".join(parts)).rstrip()
+        # Last resort when even the shrunk table is too wide: never exceed the width.
+        return text if len(text) <= width else text[: width - 1] + ELLIPSIS
+
+    return [line(headers), *[line(r) for r in rows]]
+
+
+def _abbreviate_indented(cell: str, width: int) -> str:
+    """Abbreviate a tree label after its indentation, so the nesting stays visible."""
+    name = cell.lstrip(" ")
+    lead = min(len(cell) - len(name), max(0, width - 6))
+    return cell[:lead] + abbreviate(name, width - lead)
+
+
+def _wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> list[str]:
+    """``label: a, b, c`` wrapped at the commas only, so ``op x3`` never splits."""
+    lines: list[str] = []
+    current = f"{indent}{label}: "
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(current) + len(piece) > width and current.strip():
+            lines.append(current.rstrip())
+            current = indent + INDENT
+        current += piece + " "
+    lines.append(current.rstrip())
+    return [line if len(line) <= width else line[: width - 1] + ELLIPSIS for line in lines]
+
+
+def _section(title: str, width: int) -> list[str]:
+    return ["", title, "-" * min(width, max(len(title), 40))]
+
+
+# -- the profile --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _TreeRow:
+    path: str
+    depth: int
+    totals: Totals
+
+
+def _tree_rows(capture: Capture) -> list[_TreeRow]:
+    """Every module that ran ops (and its ancestors), parents first, in first-execution order."""
+    totals = module_tree_totals(capture)
+    children: dict[str, list[str]] = {}
+    seen: set[str] = {""}
+    for op in capture.ops:
+        path = op.module
+        chain: list[str] = []
+        while path not in seen:
+            chain.append(path)
+            path = path.rpartition(".")[0]
+        for node in reversed(chain):
+            seen.add(node)
+            children.setdefault(node.rpartition(".")[0], []).append(node)
+    rows: list[_TreeRow] = []
+
+    def walk(path: str, depth: int) -> None:
+        rows.append(_TreeRow(path, depth, totals[path]))
+        for child in children.get(path, []):
+            walk(child, depth + 1)
+
+    if "" in totals:
+        walk("", 0)
+    return rows
+
+
+def _subtree_params(capture: Capture) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for path, own in capture.module_params.items():
+        node = path
+        while True:
+            out[node] = out.get(node, 0) + own
+            if not node:
+                break
+            node = node.rpartition(".")[0]
+    return out
+
+
+def _capture_text(profile: ModelProfile) -> str:
+    info = profile.capture
+    reason = info.reason if info.mode in info.reason else f"{info.mode} tensors: {info.reason}"
+    return reason if info.warmup else f"{reason}; no warm-up pass"
+
+
+def _summary(profile: ModelProfile, width: int) -> list[str]:
+    machine = profile.machine
+    inputs = ", ".join(
+        (f"{s.name}=" if s.name else "") + f"{format_shape(s.shape)} {s.dtype}"
+        for s in profile.inputs
+    ) or "none"
+    flops = format_count(profile.total_flops, "FLOPs")
+    macs = format_count(profile.total_macs, "MACs")
+    if profile.include_backward:
+        flops += (
+            f" (forward {format_count(profile.forward_flops, 'FLOPs')}, "
+            f"backward {format_count(profile.backward_flops, 'FLOPs')})"
+        )
+        macs += (
+            f" (forward {format_count(profile.forward_macs, 'MACs')}, "
+            f"backward {format_count(profile.backward_macs, 'MACs')})"
+        )
+    params = (
+        f"{format_count(profile.total_params)} params "
+        f"({format_bytes(profile.param_bytes)}; buffers {format_bytes(profile.buffer_bytes)})"
+    )
+    env = profile.environment
+    items = [
+        ("Model", profile.model),
+        ("Capture", _capture_text(profile)),
+        ("Inputs", inputs),
+        ("Device, dtype", f"{env.device}, {env.dtype}"),
+        ("Parameters", params),
+        ("MACs", macs),
+        ("FLOPs", flops),
+        ("Memory traffic", f"{format_bytes(profile.total_memory)} (read + written by every op)"),
+        ("Peak activations", format_bytes(profile.peak_activation_bytes)),
+        ("Arithmetic int.", format_ai(profile.arithmetic_intensity)),
+        (
+            "Machine balance",
+            f"{format_ai(machine.balance)} ({machine.name}: "
+            f"{format_count(machine.peak_flops, 'FLOP/s')}, "
+            f"{format_bytes(machine.bandwidth)}/s)",
+        ),
+        ("ATen ops", f"{profile.num_ops} (views excluded), {len(profile.layers)} layers"),
+    ]
+    label_width = max(len(k) for k, _ in items) + 2
+    lines = [f"modelprof profile: {profile.model}", "=" * width, "Summary"]
+    for key, value in items:
+        wrapped = textwrap.wrap(
+            value, width=width - len(INDENT) - label_width, break_on_hyphens=False
+        ) or [""]
+        lines.append(f"{INDENT}{key.ljust(label_width)}{wrapped[0]}")
+        lines.extend(f"{INDENT}{'':{label_width}}{INDENT}{more}" for more in wrapped[1:])
+    return lines
+
+
+def _op_breakdown(profile: ModelProfile, width: int) -> list[str]:
+    bar_width = 20
+    rows = [
+        [
+            f.family,
+            str(f.count),
+            format_count(f.flops, "FLOPs"),
+            format_count(f.macs, "MACs"),
+            format_bytes(f.memory),
+            _percent(f.share),
+            "#" * round(bar_width * f.share),
+        ]
+        for f in profile.op_breakdown
+    ]
+    return [
+        *_section("Operation breakdown (by op family; share of FLOPs)", width),
+        *render_table(
+            ["Family", "Ops", "FLOPs", "MACs", "Memory", "Share", ""],
+            rows, align=["<", ">", ">", ">", ">", ">", "<"], width=width,
+        ),
+    ]
+
+
+def _bottlenecks(profile: ModelProfile, width: int) -> list[str]:
+    total_flops = sum(layer.flops for layer in profile.layers) or 1
+    total_memory = sum(layer.memory for layer in profile.layers) or 1
+    groups: dict[str, list[LayerStats]] = {"compute-bound": [], "memory-bound": [], "none": []}
+    for layer in profile.layers:
+        groups.setdefault(layer.bottleneck, []).append(layer)
+    rows = []
+    for kind, label in (
+        ("compute-bound", "compute-bound"), ("memory-bound", "memory-bound"), ("none", "no cost"),
+    ):
+        layers = groups[kind]
+        if kind == "none" and not layers:
+            continue
+        flops = sum(layer.flops for layer in layers)
+        memory = sum(layer.memory for layer in layers)
+        rows.append([
+            label, str(len(layers)), format_count(flops, "FLOPs"), _percent(flops / total_flops),
+            format_bytes(memory), _percent(memory / total_memory),
+        ])
+    balance = format_ai(profile.machine.balance)
+    return [
+        *_section(
+            f"Bottleneck analysis (per layer, against {profile.machine.name}: "
+            f"compute-bound when AI >= {balance})",
+            width,
+        ),
+        *render_table(
+            ["Class", "Layers", "FLOPs", "FLOPs share", "Memory", "Memory share"], rows,
+            width=width,
+        ),
+    ]
+
+
+def _layer_row(layer: LayerStats, show_shape: bool) -> list[str]:
+    row = [
+        layer.name,
+        layer.type,
+        format_count(layer.flops, "FLOPs"),
+        format_bytes(layer.memory),
+        format_ai(layer.arithmetic_intensity, unit=False),
+        _bound(layer.bottleneck),
+    ]
+    if show_shape:
+        row.append(format_shape(layer.output_shape))
+    return row
+
+
+def _layer_headers(show_shape: bool) -> list[str]:
+    headers = ["Layer", "Type", "FLOPs", "Memory", AI_HEADER, "Bound"]
+    return [*headers, "Output shape"] if show_shape else headers
+
+
+def _layer_aligns(show_shape: bool) -> list[Align]:
+    aligns: list[Align] = ["<", "<", ">", ">", ">", "<"]
+    return [*aligns, "<"] if show_shape else aligns
+
+
+def _top_layers(profile: ModelProfile, top: int, show_shape: bool, width: int) -> list[str]:
+    ranked = sorted(
+        enumerate(profile.layers), key=lambda item: (-item[1].flops, -item[1].memory, item[0])
+    )[:top]
+    rows = [[str(rank), *_layer_row(layer, show_shape)] for rank, (_, layer) in
+            enumerate(ranked, start=1)]
+    share = sum(layer.flops for _, layer in ranked) / (profile.total_flops or 1)
+    return [
+        *_section(
+            f"Top {len(rows)} of {len(profile.layers)} layers by FLOPs "
+            f"({_percent(share)} of all FLOPs)",
+            width,
+        ),
+        *render_table(
+            ["#", *_layer_headers(show_shape)], rows,
+            align=[">", *_layer_aligns(show_shape)], flex=((1, 24), (2, 10), (1, 8)),
+            width=width,
+        ),
+    ]
+
+
+def _all_layers_flat(profile: ModelProfile, show_shape: bool, width: int) -> list[str]:
+    rows = [_layer_row(layer, show_shape) for layer in profile.layers]
+    return [
+        *_section(f"All {len(rows)} layers (ops run directly in each module)", width),
+        *render_table(
+            _layer_headers(show_shape), rows, align=_layer_aligns(show_shape), flex=LAYER_FLEX,
+            width=width,
+        ),
+    ]
+
+
+def _module_tree(profile: ModelProfile, capture: Capture, show_shape: bool,
+                 width: int) -> list[str]:
+    params = _subtree_params(capture)
+    nodes = _tree_rows(capture)
+    labels = [profile.model if n.path == "" else n.path.rpartition(".")[2] for n in nodes]
+    rows = []
+    for node, label in zip(nodes, labels, strict=True):
+        t = node.totals
+        call = capture.modules.get(node.path)
+        row = [
+            label,
+            capture.module_types.get(node.path, "?"),
+            format_count(params.get(node.path, 0)),
+            format_count(t.flops, "FLOPs"),
+            format_bytes(t.memory),
+            format_ai(t.flops / t.memory if t.memory else 0.0, unit=False),
+            _bound(classify(t.flops, t.memory, profile.machine)),
+        ]
+        if show_shape:
+            row.append(format_shape(call.output_shape if call else None))
+        rows.append(row)
+    headers = ["Module", "Type", "Params", "FLOPs", "Memory", AI_HEADER, "Bound"]
+    aligns: list[Align] = ["<", "<", ">", ">", ">", ">", "<"]
+    if show_shape:
+        headers.append("Output shape")
+        aligns.append("<")
+    # Two blanks per level reads best; deep trees (YOLO heads) fall back to one blank per level
+    # rather than abbreviating the names, and to abbreviation only when even that is too wide.
+    for step in (2, 1):
+        for row, node, label in zip(rows, nodes, labels, strict=True):
+            row[0] = " " * (step * node.depth) + label
+        table = render_table(headers, rows, align=aligns, flex=LAYER_FLEX, width=width)
+        body = zip(table[1:], rows, strict=True)
+        if all(line[len(INDENT):].startswith(row[0]) for line, row in body):
+            break
+    return [
+        *_section("Module tree (every module with the totals of its subtree)", width),
+        *table,
+    ]
+
+
+def _not_counted(profile: ModelProfile, width: int) -> list[str]:
+    lines: list[str] = []
+    if profile.uncounted_ops:
+        rows = []
+        for u in profile.uncounted_ops:
+            where = ", ".join(u.modules[:3]) + (f" (+{len(u.modules) - 3})"
+                                                if len(u.modules) > 3 else "")
+            rows.append([u.op, f"{u.count}x", where])
+        lines += _section(
+            f"Uncounted ops: {len(rows)} ATen ops ran without a cost formula (counted as 0)",
+            width,
+        )
+        lines += render_table(["Op", "Calls", "Where"], rows, align=["<", ">", "<"],
+                              flex=((2, 24), (0, 24), (2, 8)), width=width)
+    if profile.uncalled_modules:
+        names = ", ".join(profile.uncalled_modules)
+        lines += _section(
+            f"Uncalled modules: {len(profile.uncalled_modules)} defined but never run", width
+        )
+        lines += _wrap(names, width, INDENT)
+    return lines
+
+
+def render_profile(
+    profile: ModelProfile,
+    *,
+    top: int = 10,
+    verbose: bool = False,
+    show_shape: bool = False,
+    width: int = DEFAULT_WIDTH,
+) -> str:
+    """The full terminal report of one profile; ``verbose`` adds every layer (as a module tree
+    when the in-memory capture is available, else as a flat list)."""
+    lines = _summary(profile, width)
+    lines += _op_breakdown(profile, width)
+    lines += _bottlenecks(profile, width)
+    if top > 0 and profile.layers:
+        lines += _top_layers(profile, top, show_shape, width)
+    if verbose:
+        capture = profile.capture_record
+        if capture is not None and capture.ops:
+            lines += _module_tree(profile, capture, show_shape, width)
+        else:
+            lines += _all_layers_flat(profile, show_shape, width)
+    lines += _not_counted(profile, width)
+    return "\n".join(lines) + "\n"
+
+
+# -- the model list -----------------------------------------------------------------------------
+
+def _columns(names: Sequence[str], width: int, indent: str) -> list[str]:
+    """Names in column-major order (like ``ls``), as many columns as fit in ``width``."""
+    if not names:
+        return []
+    col = min(max(len(n) for n in names), width - len(indent)) + 2
+    ncols = max(1, (width - len(indent) + 2) // col)
+    nrows = -(-len(names) // ncols)
+    lines = []
+    for r in range(nrows):
+        cells = [abbreviate(names[c * nrows + r], col - 2).ljust(col)
+                 for c in range(ncols) if c * nrows + r < len(names)]
+        lines.append((indent + "".join(cells)).rstrip())
+    return lines
+
+
+def render_model_list(
+    groups: Mapping[str, Sequence[str]], *, width: int = DEFAULT_WIDTH, filter: str | None = None
+) -> str:
+    """Model names grouped by source, each group in compact columns, with counts."""
+    lines: list[str] = []
+    total = 0
+    for source in sorted(groups):
+        names = sorted(groups[source])
+        if not names:
+            continue
+        total += len(names)
+        lines += ["", f"{source} ({len(names)})"]
+        lines += _columns(names, width, INDENT)
+    sources = sum(1 for names in groups.values() if names)
+    matching = f" matching {filter!r}" if filter else ""
+    if total == 0:
+        return f"no models{matching}; run 'modelprof list' without --filter to see them all\n"
+    head = f"{total} models{matching} from {sources} sources"
+    tail = _wrap("Profile one with: modelprof profile NAME [--input-shape 1,3,224,224]", width, "")
+    return "\n".join([head, *lines, "", *tail]) + "\n"
+
+
+# -- the fvcore comparison ----------------------------------------------------------------------
+
+def _giga(value: float) -> str:
+    return f"{value / 1e9:.3f}"
+
+
+def render_fvcore(
+    comparisons: Iterable[FvcoreComparison],
+    *,
+    tolerance: float,
+    failures: Mapping[str, str] | None = None,
+    verbose: bool = False,
+    width: int = DEFAULT_WIDTH,
+) -> str:
+    """The ours-vs-fvcore table (both in multiply-adds), what fvcore skipped, and any failures."""
+    results = list(comparisons)
+    failed = dict(failures or {})
+    rows = []
+    for c in results:
+        rows.append([
+            c.model,
+            format_shape(c.input_shape) if c.input_shape else "-",
+            _giga(c.ours_macs),
+            _giga(c.fvcore_macs),
+            ("+" if c.difference > 0 else "") + format_count(c.difference, "MACs"),
+            f"{100 * c.agreement:.2f} %",
+            "ok" if c.within(tolerance) else "OVER",
+        ])
+    for model, _ in failed.items():
+        rows.append([model, "-", "-", "-", "-", "-", "ERROR"])
+    lines = [
+        "modelprof fvcore: our MACs beside fvcore's (fvcore counts one per multiply-add)",
+        "=" * width,
+        *render_table(
+            ["Model", "Input", "Ours (GMACs)", "fvcore (GMACs)", "Difference", "Agreement",
+             "Verdict"],
+            rows, align=["<", "<", ">", ">", ">", ">", "<"], width=width,
+        ),
+        "",
+        f"{INDENT}Agreement = 1 - |ours - fvcore| / fvcore; OVER when the difference exceeds "
+        f"{_percent(tolerance)}.",
+    ]
+    if any(c.unsupported_ops for c in results):
+        lines += _section("Ops fvcore skipped (its unsupported_ops(); counted as 0 by fvcore)",
+                          width)
+        for c in results:
+            if c.unsupported_ops:
+                items = [f"{op} x{n}" for op, n in sorted(c.unsupported_ops.items())]
+                lines += _wrap_items(c.model, items, width, INDENT)
+    if any(c.ours_uncounted for c in results):
+        lines += _section("Ops we did not count (no cost formula)", width)
+        for c in results:
+            if c.ours_uncounted:
+                items = [f"{op} x{n}" for op, n in sorted(c.ours_uncounted.items())]
+                lines += _wrap_items(c.model, items, width, INDENT)
+    if verbose:
+        for c in results:
+            lines += _section(f"fvcore by operator: {c.model}", width)
+            rows = [[op, format_count(n, "MACs")] for op, n in
+                    sorted(c.fvcore_by_operator.items(), key=lambda kv: (-kv[1], kv[0]))]
+            lines += render_table(["Operator", "MACs"], rows, width=width)
+    if failed:
+        lines += _section("Failures", width)
+        for model, message in failed.items():
+            lines += _wrap(f"{model}: {message}", width, INDENT)
+    return "\n".join(lines) + "\n"
