@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "ModelprofError",
     "ModelNotFoundError",
+    "DuplicateModelError",
     "ModelBuildError",
     "ModelInputError",
     "UncountedOpsError",
@@ -19,6 +20,10 @@ class ModelprofError(Exception):
 
 class ModelNotFoundError(ModelprofError, LookupError):
     """A model name that no registry source knows."""
+
+
+class DuplicateModelError(ModelprofError, ValueError):
+    """A model name registered twice, or one that shadows a built-in name."""
 
 
 class ModelBuildError(ModelprofError):

@@ -1,0 +1,55 @@
+"""Random example inputs for each ``InputKind``; tensors go straight to the requested device."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.errors import ModelInputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from pytest_modelprof.models._spec import InputKind, Shape
+
+__all__ = ["make_inputs"]
+
+
+def make_inputs(
+    name: str,
+    kind: InputKind,
+    shape: Shape,
+    *,
+    device: torch.device,
+    dtype: torch.dtype,
+    vocab_size: int,
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``(args, kwargs)`` of random data shaped for ``kind``; see ``InputKind``."""
+    import torch
+
+    if kind == "tensor":
+        return (torch.randn(shape, device=device, dtype=dtype),), {}
+    if kind == "token_ids":
+        return (torch.randint(0, vocab_size, shape, device=device, dtype=torch.long),), {}
+    if kind == "image_list":
+        # torchvision detection models take a list of CxHxW images (each may differ in size);
+        # (N, C, H, W) reads as N images of CxHxW, and a bare (C, H, W) as one image.
+        if len(shape) == 3:
+            shape = (1, *shape)
+        if len(shape) != 4:
+            raise ModelInputError(
+                f"model {name!r} takes a list of images: input_shape must be (N, C, H, W) "
+                f"(N images of CxHxW) or (C, H, W), got {shape}"
+            )
+        n, *chw = shape
+        return ([torch.randn(chw, device=device, dtype=dtype) for _ in range(n)],), {}
+    if kind == "image_pair":
+        if len(shape) != 4 or shape[-1] % 8 or shape[-2] % 8:
+            raise ModelInputError(
+                f"model {name!r} (optical flow) takes two images of shape (B, 3, H, W) with "
+                f"H and W multiples of 8, got {shape}; e.g. input_shape=(1, 3, 520, 960)"
+            )
+        return (
+            torch.randn(shape, device=device, dtype=dtype),
+            torch.randn(shape, device=device, dtype=dtype),
+        ), {}
+    raise ModelInputError(f"model {name!r}: unknown input kind {kind!r}")  # pragma: no cover

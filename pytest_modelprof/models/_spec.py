@@ -1,0 +1,135 @@
+"""``ModelSpec``: one resolved model name, able to build the module and example inputs for it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, final
+
+from pytest_modelprof.errors import ModelBuildError, ModelInputError
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+__all__ = ["ModelSpec", "Source", "InputKind", "Shape", "BuildFn", "ShapeKwargsFn"]
+
+Source = Literal["torchvision", "ultralytics", "import", "registered"]
+"""Where a name came from."""
+
+InputKind = Literal["tensor", "image_list", "image_pair", "token_ids"]
+"""How ``input_shape`` becomes the forward arguments.
+
+- ``tensor``: one float tensor of exactly that shape.
+- ``image_list``: ``(N, C, H, W)`` means a list of ``N`` images of ``C x H x W`` (detection).
+- ``image_pair``: two float tensors of that shape (optical flow: ``raft_*``).
+- ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
+"""
+
+Shape = tuple[int, ...]
+BuildFn = Callable[..., Any]
+"""Called with the merged architecture kwargs; returns the module (checked: an ``nn.Module``)."""
+ShapeKwargsFn = Callable[[Shape], Mapping[str, Any]]
+"""Architecture kwargs an input shape implies, e.g. ``image_size=384`` for ``vit_b_16``."""
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def _no_shape_kwargs(shape: Shape) -> Mapping[str, Any]:
+    return _EMPTY
+
+
+@final
+@dataclass(frozen=True)
+class ModelSpec:
+    """A resolved model: how to build it, what it eats by default, and where it came from.
+
+    ``build`` never loads weights (except a ``.pt`` file the user pointed at) and builds on the
+    ambient default device, so ``with torch.device("meta"): spec.build()`` allocates nothing.
+    """
+
+    name: str
+    source: Source
+    builder: BuildFn = field(repr=False, compare=False)
+    default_input_shape: Shape | None = None
+    input_kind: InputKind = "tensor"
+    group: str = ""
+    """The ``list_models`` group, e.g. ``"torchvision.classification"``."""
+    default_arch_kwargs: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    """Kwargs always passed to the builder (user ``arch_kwargs`` override them)."""
+    shape_kwargs: ShapeKwargsFn = field(default=_no_shape_kwargs, repr=False, compare=False)
+    vocab_size: int = 32_000
+    """Upper bound (exclusive) of generated ids when ``input_kind == "token_ids"``."""
+
+    def __post_init__(self) -> None:
+        # Specs are cached and shared: freeze the kwargs so no caller can edit another's defaults.
+        frozen = MappingProxyType(dict(self.default_arch_kwargs))
+        object.__setattr__(self, "default_arch_kwargs", frozen)
+        if self.default_input_shape is not None:
+            object.__setattr__(self, "default_input_shape", tuple(self.default_input_shape))
+
+    def arch_kwargs_for(
+        self, input_shape: Shape | None = None, **arch_kwargs: Any
+    ) -> dict[str, Any]:
+        """Kwargs ``build`` passes: defaults, then what the input shape implies, then the user's."""
+        shape = self._shape(input_shape, required=False)
+        implied = dict(self.shape_kwargs(shape)) if shape is not None else {}
+        return {**self.default_arch_kwargs, **implied, **arch_kwargs}
+
+    def build(self, input_shape: Shape | None = None, **arch_kwargs: Any) -> nn.Module:
+        """Construct the model with random weights on the ambient device, in ``eval()`` mode.
+
+        Exceptions from the underlying builder propagate unchanged (the engine retries a failed
+        meta-device build on CPU); only a builder that returns a non-module raises here.
+        """
+        from torch import nn
+
+        module = self.builder(**self.arch_kwargs_for(input_shape, **arch_kwargs))
+        if not isinstance(module, nn.Module):
+            raise ModelBuildError(
+                f"model {self.name!r} ({self.source}): the factory returned "
+                f"{type(module).__name__}, not a torch.nn.Module; make it return the model instance"
+            )
+        return module.eval()
+
+    def example_inputs(
+        self,
+        input_shape: Shape | None = None,
+        device: torch.device | str = "cpu",
+        dtype: torch.dtype | None = None,
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Random ``(args, kwargs)`` for ``module(*args, **kwargs)`` on ``device`` (meta works).
+
+        ``dtype`` defaults to ``torch.float32``; it is ignored for ``token_ids`` (always int64).
+        """
+        import torch
+
+        from pytest_modelprof.models._inputs import make_inputs
+
+        shape = self._shape(input_shape, required=True)
+        assert shape is not None  # required=True raised otherwise
+        return make_inputs(
+            self.name,
+            self.input_kind,
+            shape,
+            device=torch.device(device),
+            dtype=torch.float32 if dtype is None else dtype,
+            vocab_size=self.vocab_size,
+        )
+
+    def _shape(self, input_shape: Shape | None, *, required: bool) -> Shape | None:
+        if input_shape is None:
+            if self.default_input_shape is None and required:
+                raise ModelInputError(
+                    f"model {self.name!r} ({self.source}) has no default input shape; "
+                    "pass input_shape=(...) (or --modelprof-input-shape / the marker's input_shape)"
+                )
+            return self.default_input_shape
+        shape = tuple(input_shape)
+        if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+            raise ModelInputError(
+                f"model {self.name!r}: input_shape must be a non-empty tuple of positive ints, "
+                f"got {input_shape!r}"
+            )
+        return shape
