@@ -1,0 +1,181 @@
+"""The baseline document: one pydantic model per persisted file, with ``schema_version``.
+
+A baseline holds what a later run needs to judge a profile: the metrics, the per-layer rows for
+the layer diff, the settings the gate used and the environment that produced the numbers.
+Older schema versions are upgraded on read by the steps in :data:`MIGRATIONS`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pytest_modelprof.baseline.metrics import metric_values
+from pytest_modelprof.errors import BaselineError
+from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dumps_deterministic
+
+__all__ = [
+    "BASELINE_SCHEMA_VERSION",
+    "MIGRATIONS",
+    "BaselineLayer",
+    "BaselineEnvironment",
+    "BaselineDocument",
+    "migrate",
+]
+
+BASELINE_SCHEMA_VERSION = 1
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+#: ``MIGRATIONS[n]`` turns a version-``n`` document (a plain dict) into version ``n + 1``.
+#: Version 1 is the first released format, so the table is empty; the next format change adds
+#: ``MIGRATIONS[1]`` and bumps :data:`BASELINE_SCHEMA_VERSION`, with a test reading a v1 file.
+MIGRATIONS: dict[int, Migration] = {}
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BaselineLayer(_Frozen):
+    """The per-layer numbers the layer diff needs (a module's own ops, not its children)."""
+
+    name: str
+    type: str
+    flops: int
+    macs: int
+    params: int
+    memory: int
+
+
+class BaselineEnvironment(_Frozen):
+    """What produced the numbers; only fields that are the same on every worker and OS."""
+
+    torch_version: str
+    device: str
+    dtype: str
+    capture_mode: str
+
+
+class BaselineDocument(_Frozen):
+    """One committed baseline: the costs of one profiled model in one test."""
+
+    schema_version: int = BASELINE_SCHEMA_VERSION
+    test: str  # the node id of the test that owns the baseline
+    name: str | None = None  # the ``name=`` that tells several profiles of one test apart
+    model: str
+    inputs: list[TensorSpec]
+    metrics: dict[str, int | float]
+    layers: list[BaselineLayer]
+    settings: dict[str, str]
+    environment: BaselineEnvironment
+
+    @classmethod
+    def from_profile(
+        cls,
+        profile: ModelProfile,
+        *,
+        test: str,
+        name: str | None,
+        settings: Mapping[str, str],
+    ) -> BaselineDocument:
+        """The baseline a profile would write; also the "current" side of a comparison."""
+        rows: dict[str, BaselineLayer] = {}
+        for layer in profile.layers:  # a module may appear twice (shared modules): sum it
+            prev = rows.get(layer.name)
+            rows[layer.name] = BaselineLayer(
+                name=layer.name,
+                type=layer.type,
+                flops=layer.flops + (prev.flops if prev else 0),
+                macs=layer.macs + (prev.macs if prev else 0),
+                params=max(layer.params, prev.params if prev else 0),
+                memory=layer.memory + (prev.memory if prev else 0),
+            )
+        values = {
+            k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
+            for k, v in metric_values(profile).items()
+        }
+        return cls(
+            test=test,
+            name=name,
+            model=profile.model,
+            inputs=list(profile.inputs),
+            metrics=values,
+            layers=sorted(rows.values(), key=lambda r: r.name),
+            settings=dict(sorted(settings.items())),
+            environment=BaselineEnvironment(
+                torch_version=profile.environment.torch_version,
+                device=profile.environment.device,
+                dtype=profile.environment.dtype,
+                capture_mode=profile.capture.mode,
+            ),
+        )
+
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
+        return dumps_deterministic(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "<string>") -> BaselineDocument:
+        """Parse, migrate and validate; failures are :class:`BaselineError` naming ``source``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BaselineError(
+                f"{source}: corrupt baseline (not valid JSON: {exc}). Delete it and run "
+                f"`pytest --modelprof-update-baselines` to write it again."
+            ) from None
+        data = migrate(data, source=source)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise BaselineError(
+                f"{source}: corrupt baseline ({problems}). Delete it and run "
+                f"`pytest --modelprof-update-baselines` to write it again."
+            ) from None
+
+
+def migrate(
+    data: Any,
+    *,
+    source: str,
+    migrations: Mapping[int, Migration] = MIGRATIONS,
+    current: int = BASELINE_SCHEMA_VERSION,
+) -> dict[str, Any]:
+    """Upgrade a raw document step by step to ``current``; refuse newer or unknown versions."""
+    if not isinstance(data, dict):
+        raise BaselineError(
+            f"{source}: corrupt baseline (expected a JSON object, got {type(data).__name__}). "
+            f"Delete it and run `pytest --modelprof-update-baselines` to write it again."
+        )
+    doc: dict[str, Any] = dict(data)
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise BaselineError(
+            f"{source}: corrupt baseline (schema_version is {version!r}, expected an integer). "
+            f"Delete it and run `pytest --modelprof-update-baselines` to write it again."
+        )
+    if version > current:
+        raise BaselineError(
+            f"{source}: baseline schema_version {version} is newer than this pytest-modelprof "
+            f"understands (up to {current}). Upgrade pytest-modelprof, or rewrite the baseline "
+            f"with `pytest --modelprof-update-baselines`."
+        )
+    while version < current:
+        step = migrations.get(version)
+        if step is None:
+            raise BaselineError(
+                f"{source}: baseline schema_version {version} is not supported (no migration to "
+                f"{version + 1}). Run `pytest --modelprof-update-baselines` to write it again."
+            )
+        doc = dict(step(doc))
+        version += 1
+        doc["schema_version"] = version
+    return doc

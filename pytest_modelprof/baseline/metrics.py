@@ -1,0 +1,199 @@
+"""The metric table: every gated number, its getter, its direction, its limits and its unit.
+
+Adding a metric (subgraphs and latency arrive with later issues) means adding one row here;
+settings, the CLI, the ini file, the marker, :func:`~pytest_modelprof.baseline.compare.compare`
+and the terminal summary all read the table. A getter returns ``None`` when the profile does
+not measure the metric; a limit on such a metric fails the test with "not measured" (see
+:mod:`pytest_modelprof.gate`), it is never silently ignored.
+
+Standard library only: the plugin builds its options from this table at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Tolerance
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_quantity
+
+if TYPE_CHECKING:
+    from pytest_modelprof.schema import ModelProfile
+
+__all__ = ["Direction", "Metric", "METRICS", "METRICS_BY_NAME", "LIMIT_KEYS", "metric_values"]
+
+Direction = Literal["lower", "higher"]  # which way is *better*
+Number = int | float
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g} ms"
+
+
+def _ratio(value: float) -> str:
+    return f"{value:.3g} FLOP/B"
+
+
+def _plain(value: float) -> str:
+    return f"{value:g}"
+
+
+def _parse_ms(value: str | float | int) -> float:
+    if isinstance(value, str):
+        text = value.strip().lower().removesuffix("ms").strip()
+        return float(text)
+    return float(value)
+
+
+def _field(name: str) -> Callable[[ModelProfile], Number | None]:
+    def get(profile: ModelProfile) -> Number | None:
+        value = getattr(profile, name, None)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    get.__name__ = f"get_{name}"
+    return get
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One gated number. ``delta_key``/``budget_key`` are the limit names users type."""
+
+    name: str  # key in baseline files and summary rows
+    label: str  # what the terminal prints
+    getter: Callable[[ModelProfile], Number | None]
+    direction: Direction
+    delta_key: str
+    default_delta: Tolerance
+    formatter: Callable[[float], str]
+    budget_key: str | None = None
+    budget_parser: Callable[[str | float | int], float] = parse_quantity
+    layer_field: str | None = None  # LayerStats field for the "layers that grew most" diff
+    summary: bool = True  # a column of the terminal summary
+
+    def format(self, value: float | None) -> str:
+        """The value in human units, ``"n/a"`` when not measured."""
+        return "n/a" if value is None else self.formatter(value)
+
+    def worse_by(self, current: float, baseline: float) -> float:
+        """Relative change in the worse direction: ``+0.1`` is 10 % worse, ``-0.1`` 10 % better.
+
+        A zero baseline is explicit: no change is 0, any worse value is ``inf``.
+        """
+        worse = current - baseline if self.direction == "lower" else baseline - current
+        if baseline == 0:
+            if worse == 0:
+                return 0.0
+            return float("inf") if worse > 0 else float("-inf")
+        return worse / abs(baseline)
+
+
+# Counted metrics are deterministic, so the built-in tolerance is exact: any growth fails until
+# the user sets a tolerance. Latency is noisy, so it is ignored unless a limit is set.
+METRICS: tuple[Metric, ...] = (
+    Metric(
+        name="flops",
+        label="FLOPs",
+        getter=_field("total_flops"),
+        direction="lower",
+        delta_key="max_flops_delta",
+        default_delta=Exact(),
+        formatter=lambda v: format_count(v, "FLOPs"),
+        budget_key="max_flops",
+        layer_field="flops",
+    ),
+    Metric(
+        name="macs",
+        label="MACs",
+        getter=_field("total_macs"),
+        direction="lower",
+        delta_key="max_macs_delta",
+        default_delta=Exact(),
+        formatter=lambda v: format_count(v, "MACs"),
+        layer_field="macs",
+        summary=False,
+    ),
+    Metric(
+        name="params",
+        label="params",
+        getter=_field("total_params"),
+        direction="lower",
+        delta_key="max_params_delta",
+        default_delta=Exact(),
+        formatter=lambda v: format_count(v),
+        budget_key="max_params",
+        layer_field="params",
+    ),
+    Metric(
+        name="memory",
+        label="memory",
+        getter=_field("total_memory"),
+        direction="lower",
+        delta_key="max_memory_delta",
+        default_delta=Exact(),
+        formatter=format_bytes,
+        budget_key="max_memory",
+        budget_parser=parse_bytes,
+        layer_field="memory",
+    ),
+    Metric(
+        name="peak_memory",
+        label="peak memory",
+        getter=_field("peak_activation_bytes"),
+        direction="lower",
+        delta_key="max_peak_memory_delta",
+        default_delta=Exact(),
+        formatter=format_bytes,
+    ),
+    Metric(
+        name="arithmetic_intensity",
+        label="AI",
+        getter=_field("arithmetic_intensity"),
+        direction="higher",
+        delta_key="max_ai_drop",
+        default_delta=Exact(),
+        formatter=_ratio,
+    ),
+    # Not measured yet: the partitioner issue provides ``num_subgraphs``.
+    Metric(
+        name="subgraphs",
+        label="subgraphs",
+        getter=_field("num_subgraphs"),
+        direction="lower",
+        delta_key="max_subgraphs_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+        summary=False,
+    ),
+    # Not measured yet: the runtime timing issue provides ``latency_ms``.
+    Metric(
+        name="latency_ms",
+        label="latency",
+        getter=_field("latency_ms"),
+        direction="lower",
+        delta_key="max_latency_delta",
+        default_delta=Ignore(),
+        formatter=_ms,
+        budget_key="max_latency_ms",
+        budget_parser=_parse_ms,
+        summary=False,
+    ),
+)
+
+METRICS_BY_NAME: Mapping[str, Metric] = {m.name: m for m in METRICS}
+
+#: Every limit name a user may type, mapped to its metric.
+LIMIT_KEYS: Mapping[str, Metric] = {
+    **{m.delta_key: m for m in METRICS},
+    **{m.budget_key: m for m in METRICS if m.budget_key},
+}
+
+
+def metric_values(profile: ModelProfile) -> dict[str, Number]:
+    """The measured metrics of one profile, by metric name (unmeasured ones are left out)."""
+    out: dict[str, Number] = {}
+    for metric in METRICS:
+        value = metric.getter(profile)
+        if value is not None:
+            out[metric.name] = value
+    return out

@@ -1,0 +1,425 @@
+"""The regression gate without pytest: profile (with a session cache), compare, decide, write.
+
+The plugin calls :func:`evaluate` once per profile registered in a test and turns the
+:class:`Outcome` into one ``pytest.fail``. Records are plain JSON-able values so that xdist
+workers can ship them to the controller on the test report.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from pytest_modelprof.baseline.compare import Comparison, compare, format_change
+from pytest_modelprof.baseline.metrics import METRICS
+from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
+from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.errors import BaselineError, ModelprofError, SettingsError
+from pytest_modelprof.settings import Limits, ProfileRequest, SessionSettings, parse_input_shape
+
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.schema import ModelProfile
+
+__all__ = [
+    "Status",
+    "STATUS_ORDER",
+    "GateRecord",
+    "Outcome",
+    "ProfileCache",
+    "TestProfiles",
+    "ModelprofFixture",
+    "call_profile_model",
+    "fvcore_failures",
+    "evaluate",
+    "update_command",
+    "records_to_json",
+    "records_from_json",
+    "summary_lines",
+]
+
+Status = Literal["regressed", "missing", "error", "improved", "updated", "new", "ok"]
+#: Summary order: what needs attention first.
+STATUS_ORDER: Final[tuple[Status, ...]] = (
+    "regressed",
+    "missing",
+    "error",
+    "improved",
+    "updated",
+    "new",
+    "ok",
+)
+ProfileFn = Callable[[ProfileRequest], "ModelProfile"]
+
+
+@dataclass(frozen=True)
+class GateRecord:
+    """One profile's result, as the summary and other plugins see it (JSON-able)."""
+
+    nodeid: str
+    name: str | None
+    model: str
+    status: Status
+    baseline_path: str  # relative to the baseline directory, always with "/"
+    metrics: dict[str, float] = field(default_factory=dict)
+    baseline_metrics: dict[str, float] = field(default_factory=dict)
+    failed: bool = False
+
+    @property
+    def label(self) -> str:
+        """``nodeid`` or ``nodeid@name``."""
+        return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the plugin does with one profile: the record, and a failure or a hint to print."""
+
+    record: GateRecord
+    failure: str | None = None
+    hint: str | None = None
+    comparison: Comparison | None = None
+
+
+def records_to_json(records: Iterable[GateRecord]) -> str:
+    """Records as one JSON string (the xdist transport on the test report)."""
+    return json.dumps([asdict(r) for r in records], sort_keys=True)
+
+
+def records_from_json(text: str) -> list[GateRecord]:
+    """The inverse of :func:`records_to_json`."""
+    return [GateRecord(**item) for item in json.loads(text)]
+
+
+class ProfileCache:
+    """Profiles already taken in this session, keyed by model, inputs and device.
+
+    Names and shapes are keyed by value. Module and tensor objects are keyed by identity (plus
+    their type, repr and shapes, so an edited architecture is profiled again) and kept alive
+    by the cache so that an ``id`` cannot be reused by another object during the session.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[Hashable, tuple[object, ModelProfile]] = {}
+        self.hits = 0
+
+    @staticmethod
+    def _key(request: ProfileRequest) -> Hashable:
+        def obj_key(value: object) -> Hashable:
+            if value is None or isinstance(value, (str, int, float, bool)):
+                return ("value", value)
+            if isinstance(value, tuple) and all(
+                isinstance(v, (int, tuple)) or v is None for v in value
+            ):
+                return ("value", value)
+            if isinstance(value, (list, tuple)):
+                return ("seq", tuple(obj_key(v) for v in value))
+            if isinstance(value, dict):
+                return ("dict", tuple(sorted((str(k), obj_key(v)) for k, v in value.items())))
+            shape = getattr(value, "shape", None)
+            extra: Hashable = tuple(shape) if shape is not None else None
+            if hasattr(value, "training") and callable(getattr(value, "parameters", None)):
+                extra = (getattr(value, "training", None), repr(value))
+            return ("object", id(value), type(value).__qualname__, extra)
+
+        return (
+            obj_key(request.model),
+            obj_key(request.input_shape),
+            obj_key(request.inputs),
+            request.device,
+        )
+
+    def get_or_profile(self, request: ProfileRequest, profile_fn: ProfileFn) -> ModelProfile:
+        """The cached profile for ``request``, or a new one from ``profile_fn``."""
+        key = self._key(request)
+        entry = self._entries.get(key)
+        if entry is not None:
+            self.hits += 1
+            return entry[1]
+        profile = profile_fn(request)
+        self._entries[key] = ((request.model, request.inputs), profile)
+        return profile
+
+
+def call_profile_model(request: ProfileRequest) -> ModelProfile:
+    """Profile with the real engine; imports torch on first use, never at plugin import."""
+    from pytest_modelprof.profile import profile_model
+
+    kwargs: dict[str, Any] = {}
+    if request.input_shape is not None:
+        kwargs["input_shape"] = request.input_shape
+    if request.inputs is not None:
+        kwargs["inputs"] = request.inputs
+    if request.device is not None:
+        kwargs["device"] = request.device
+    return profile_model(request.model, **kwargs)
+
+
+class TestProfiles:
+    """The profiles one test registered, in order, told apart by ``name``."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str | None, ProfileRequest, ModelProfile]] = []
+
+    def check_free(self, name: str | None) -> None:
+        """Raise :class:`SettingsError` if a profile under ``name`` is already registered."""
+        if any(other == name for other, _, _ in self.entries):
+            what = "without name=" if name is None else f"with name={name!r}"
+            raise SettingsError(
+                f"this test already profiled a model {what}; give each profile of a test "
+                f"its own name=, e.g. modelprof(model, name='backbone')"
+            )
+
+    def add(self, name: str | None, request: ProfileRequest, profile: ModelProfile) -> None:
+        """Register one profile; a second one under the same ``name`` is an error."""
+        self.check_free(name)
+        self.entries.append((name, request, profile))
+
+
+class ModelprofFixture:
+    """The ``modelprof`` fixture: ``modelprof(module_or_name, input_shape=..., name=...)``.
+
+    Profiles the model (reusing a profile taken earlier in the session for the same model and
+    inputs), registers it for this test's gate and returns the :class:`ModelProfile`.
+    """
+
+    def __init__(
+        self,
+        profiles: TestProfiles,
+        profile: Callable[[ProfileRequest], ModelProfile],
+        defaults: Callable[[], tuple[Any, str | None]],
+    ) -> None:
+        self._profiles = profiles
+        self._profile = profile
+        self._defaults = defaults
+
+    def __call__(
+        self,
+        module_or_name: Any,
+        input_shape: Any = None,
+        inputs: Any = None,
+        name: str | None = None,
+        *,
+        device: str | None = None,
+    ) -> ModelProfile:
+        """Profile ``module_or_name``, register it for the gate and return the profile."""
+        if name is not None and (not isinstance(name, str) or not name):
+            raise SettingsError(f"modelprof(): name={name!r} must be a non-empty string")
+        default_shape, default_device = self._defaults()
+        if input_shape is None and inputs is None:
+            input_shape = default_shape
+        shape = parse_input_shape(input_shape, "modelprof()")
+        request = ProfileRequest(
+            module_or_name, shape, inputs, device if device is not None else default_device, name
+        )
+        self._profiles.check_free(name)
+        result = self._profile(request)
+        self._profiles.add(name, request, result)
+        return result
+
+
+def fvcore_failures(request: ProfileRequest, limits: Limits) -> list[str]:
+    """With ``fvcore=True``: our MACs against fvcore's on the same model and inputs."""
+    if not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
+        return []
+    from pytest_modelprof.fvcore_compare import compare_with_fvcore
+    from pytest_modelprof.units import format_count
+
+    shape = request.input_shape
+    single = shape if shape and all(isinstance(d, int) for d in shape) else None
+    if shape is not None and single is None:
+        return ["fvcore=True: the fvcore cross-check takes one input shape; pass inputs= instead"]
+    try:
+        result = compare_with_fvcore(request.model, single, inputs=request.inputs)
+    except ModelprofError as exc:
+        return [f"fvcore=True: {exc}"]
+    tolerance = limits.max_fvcore_delta
+    allowed = tolerance.fraction if isinstance(tolerance, Relative) else 0.0
+    if result.within(allowed):
+        return []
+    skipped = ", ".join(f"{op} x{n}" for op, n in sorted(result.unsupported_ops.items()))
+    return [
+        f"fvcore cross-check: ours {format_count(result.ours_macs, 'MACs')} vs fvcore "
+        f"{format_count(result.fvcore_macs, 'MACs')} ({result.relative_difference * 100:.1f} % "
+        f"apart, max_fvcore_delta {allowed * 100:.1f} %)"
+        + (f"; fvcore skipped {skipped}" if skipped else "")
+    ]
+
+
+def update_command(nodeids: Sequence[str]) -> str:
+    """The shell command that rewrites these tests' baselines."""
+    return "pytest --modelprof-update-baselines " + " ".join(shlex.quote(n) for n in nodeids)
+
+
+def _display(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _failure(
+    head: str,
+    comparison: Comparison | None,
+    extra: Sequence[str],
+    footer: str | None,
+) -> str:
+    lines = [head]
+    if comparison is not None:
+        for check in comparison.regressions:
+            lines.append("  " + check.describe())
+        for check in comparison.unmeasured:
+            lines.append(
+                "  " + check.describe() + "; remove the limit until the metric is measured"
+            )
+        if comparison.layers and comparison.layer_metric is not None:
+            m = comparison.layer_metric
+            lines.append(f"  layers that grew most ({m.label}):")
+            for d in comparison.layers:
+                lines.append(
+                    f"    {d.name or '<root>'} ({d.type}): {m.format(d.baseline)} \u2192 "
+                    f"{m.format(d.current)} (+{m.format(d.growth)})"
+                )
+    lines.extend("  " + e for e in extra)
+    if footer:
+        lines.append(footer)
+    return "\n".join(lines)
+
+
+def evaluate(
+    profile: ModelProfile,
+    *,
+    nodeid: str,
+    name: str | None,
+    limits: Limits,
+    session: SessionSettings,
+    rootdir: Path,
+    extra_failures: Sequence[str] = (),
+) -> Outcome:
+    """Judge one profile against its baseline; in update mode, write the baseline first."""
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    rel = baseline_relpath(nodeid, name)
+    path = session.baseline_dir / rel
+    shown = _display(path, rootdir)
+    current = BaselineDocument.from_profile(
+        profile, test=nodeid, name=name, settings=limits.describe()
+    )
+    label = nodeid if name is None else f"{nodeid} (name={name!r})"
+    who = f"modelprof: {profile.model} in {label}"
+
+    baseline: BaselineDocument | None = None
+    load_error: str | None = None
+    try:
+        text = read_text(path)
+        if text is not None:
+            baseline = BaselineDocument.from_json(text, source=shown)
+    except BaselineError as exc:
+        load_error = str(exc)
+
+    comparison = compare(current, baseline, limits.policy())
+
+    def record(status: Status, failed: bool) -> GateRecord:
+        return GateRecord(
+            nodeid=nodeid,
+            name=name,
+            model=profile.model,
+            status=status,
+            baseline_path=rel.as_posix(),
+            metrics={k: float(v) for k, v in current.metrics.items()},
+            baseline_metrics=(
+                {k: float(v) for k, v in baseline.metrics.items()} if baseline else {}
+            ),
+            failed=failed,
+        )
+
+    # Absolute budgets and limits on unmeasured metrics hold in every mode.
+    hard = [
+        c for c in comparison.checks
+        if c.verdict == "unmeasured" or (c.verdict == "regressed" and c.over_budget)
+    ]
+
+    if session.update:
+        written = write_atomic(path, current.to_json())
+        status: Status = "ok"
+        if written:
+            status = "new" if baseline is None and load_error is None else "updated"
+        if hard or extra_failures:
+            only_hard = Comparison(tuple(hard), None, (), comparison.has_baseline)
+            message = _failure(
+                f"{who} breaks limits that updating the baseline cannot fix "
+                f"(baseline {shown} was written anyway):",
+                only_hard,
+                extra_failures,
+                None,
+            )
+            return Outcome(record(status, True), message, None, comparison)
+        return Outcome(record(status, False), None, None, comparison)
+
+    if load_error is not None:
+        return Outcome(record("error", True), f"{who}: {load_error}", None, comparison)
+
+    fix = f"If the change is intended, run: {update_command([nodeid])}"
+    if baseline is None:
+        extra = [c.describe() for c in hard] + list(extra_failures)
+        message = (
+            f"{who}: no baseline at {shown}.\n"
+            + "".join(f"  {e}\n" for e in extra)
+            + f"Write it with: {update_command([nodeid])}"
+        )
+        return Outcome(record("missing", True), message, None, comparison)
+
+    if comparison.regressions or comparison.unmeasured or extra_failures:
+        n = len(comparison.regressions) + len(comparison.unmeasured) + len(extra_failures)
+        message = _failure(
+            f"{who} regressed against {shown} ({n} problem{'s' if n > 1 else ''}):",
+            comparison,
+            extra_failures,
+            fix,
+        )
+        return Outcome(record("regressed", True), message, None, comparison)
+
+    if comparison.improvements:
+        lines = [
+            "  " + c.describe().replace("limit", "tolerance") for c in comparison.improvements
+        ]
+        tighten = f"Lock it in with: {update_command([nodeid])}"
+        if session.strict:
+            message = (
+                f"{who} improved beyond tolerance against {shown} "
+                f"(--modelprof-strict keeps baselines tight):\n" + "\n".join(lines) + f"\n{tighten}"
+            )
+            return Outcome(record("improved", True), message, None, comparison)
+        hint = f"{who} improved against {shown}:\n" + "\n".join(lines) + f"\n{tighten}"
+        return Outcome(record("improved", False), None, hint, comparison)
+
+    return Outcome(record("ok", False), None, None, comparison)
+
+
+def summary_lines(records: Sequence[GateRecord]) -> list[str]:
+    """The rows of the terminal summary, regressions first."""
+    columns = [m for m in METRICS if m.summary]
+    ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
+    header = ["status", "test"] + [m.label for m in columns]
+    rows = [header]
+    for r in ordered:
+        cells = [r.status, r.label]
+        for m in columns:
+            value = r.metrics.get(m.name)
+            cell = m.format(value)
+            before = r.baseline_metrics.get(m.name)
+            if value is not None and before is not None and before != value:
+                change = (value - before) / abs(before) if before else float("inf")
+                cell += f" ({format_change(change)})"
+            cells.append(cell)
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]

@@ -1,0 +1,30 @@
+"""Hooks other plugins implement to extend pytest-modelprof (registered by the plugin)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_modelprof.gate import GateRecord
+    from pytest_modelprof.schema import ModelProfile
+    from pytest_modelprof.settings import ProfileRequest
+
+__all__ = ["pytest_modelprof_profile", "pytest_modelprof_record"]
+
+
+@pytest.hookspec(firstresult=True)
+def pytest_modelprof_profile(
+    config: pytest.Config, request: ProfileRequest
+) -> ModelProfile | None:
+    """Profile ``request`` instead of :func:`pytest_modelprof.profile_model`.
+
+    Return ``None`` to let the next implementation (finally the built-in engine) handle it.
+    Useful for another engine, a remote profiler, or a fake in the plugin's own tests.
+    """
+
+
+@pytest.hookspec()
+def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
+    """Called once per gated profile, on the xdist controller (or the only process)."""

@@ -1,0 +1,84 @@
+"""Default limits from the CLI and the ini file; precedence marker > CLI > ini > built-in."""
+
+from __future__ import annotations
+
+import pytest
+from modelprof_testing import Project
+
+from pytest_modelprof.settings import LIMIT_NAMES, cli_flag, ini_key
+
+PLAIN = """
+import pytest
+
+@pytest.mark.profile(model="fake:tiny")
+def test_plain():
+    pass
+"""
+MARKED = """
+import pytest
+
+@pytest.mark.profile(model="fake:tiny", max_flops_delta=0.01, max_macs_delta=0.01)
+def test_marked():
+    pass
+"""
+
+
+def _grow(project: Project) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN, test_marked=MARKED)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=2)
+    project.set_costs(tiny={"flops": 1_200_000, "ai": 10.0})  # +20 % FLOPs and MACs
+
+
+def test_builtin_default_is_exact(project: Project) -> None:
+    _grow(project)
+    project.run().assert_outcomes(failed=2)
+
+
+def test_ini_default(project: Project) -> None:
+    _grow(project)
+    project.pytester.makeini(
+        "[pytest]\nmodelprof_max_flops_delta = 25%\nmodelprof_max_macs_delta = 0.25\n"
+    )
+    result = project.run()
+    result.assert_outcomes(passed=1, failed=1)  # the marker's 1 % beats the ini's 25 %
+    result.stdout.fnmatch_lines(["*FAILED test_marked.py::test_marked*"])
+
+
+def test_cli_beats_ini(project: Project) -> None:
+    _grow(project)
+    project.pytester.makeini("[pytest]\nmodelprof_max_flops_delta = 0.01\n")
+    result = project.run("--modelprof-max-flops-delta=0.3", "--modelprof-max-macs-delta=0.3")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+def test_cli_budget(project: Project) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    result = project.run("--modelprof-update-baselines", "--modelprof-max-flops=100K")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*over budget max_flops=100 KFLOPs*"])
+
+
+def test_bad_cli_value_is_a_usage_error(project: Project) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    result = project.run("--modelprof-max-flops-delta=lots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*pytest-modelprof: --modelprof-max-flops-delta: bad value for max_flops_delta='lots'*"]
+    )
+
+
+def test_bad_ini_value_names_the_key(project: Project) -> None:
+    project.pytester.makeini("[pytest]\nmodelprof_max_memory = huge\n")
+    project.pytester.makepyfile(test_plain=PLAIN)
+    result = project.run()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ini modelprof_max_memory: bad value for max_memory='huge'*"])
+
+
+@pytest.mark.parametrize("key", [k for k in LIMIT_NAMES if k != "fvcore"])
+def test_every_limit_has_cli_flag_and_ini_key(project: Project, key: str) -> None:
+    budgets = {"max_latency_ms": "5", "max_memory": "120MB", "max_flops": "9G", "max_params": "30M"}
+    value = budgets.get(key, "0.1")
+    project.pytester.makeini(f"[pytest]\n{ini_key(key)} = {value}\n")
+    project.pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    project.run(f"{cli_flag(key)}={value}", "--strict-config").assert_outcomes(passed=1)

@@ -1,0 +1,109 @@
+"""Baseline paths (safe for any node id, the same on every OS) and atomic writes."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from pytest_modelprof.baseline.store import (
+    baseline_relpath,
+    iter_baseline_files,
+    read_text,
+    sanitize_component,
+    write_atomic,
+)
+from pytest_modelprof.errors import BaselineError
+
+SAFE = re.compile(r"^[A-Za-z0-9._\-\[\]=+,@]+$")
+WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(1, 10))}
+
+
+def posix(nodeid: str, name: str | None = None) -> str:
+    return PurePosixPath(*baseline_relpath(nodeid, name).parts).as_posix()
+
+
+def test_mirrors_the_test_module() -> None:
+    assert posix("tests/test_zoo.py::test_resnet18") == "tests/test_zoo/test_resnet18.json"
+    assert posix("tests/test_zoo.py::TestA::test_b[x-1]") == "tests/test_zoo/TestA/test_b[x-1].json"
+    assert posix("test_m.py::test_fix", "backbone") == "test_m/test_fix@backbone.json"
+
+
+@pytest.mark.parametrize(
+    "param_id",
+    [
+        "../../etc/passwd",
+        "a/b",
+        "a\\b",
+        "a::b",
+        'c:<>"|?*',
+        "CON",
+        "nul.txt",
+        "trailing. ",
+        ".hidden",
+        "..",
+        "\u00fcnic\u00f8de-\U0001f600",
+        "sp ace",
+        "x" * 400,
+        "tab\tnew\nline\x00",
+    ],
+)
+def test_any_param_id_is_safe(param_id: str) -> None:
+    rel = baseline_relpath(f"tests/test_x.py::test_y[{param_id}]")
+    assert rel.parts[:2] == ("tests", "test_x")
+    for part in rel.parts:
+        assert SAFE.match(part), part
+        assert part not in {".", ".."} and not part.startswith(".")
+        assert part.split(".")[0].lower() not in WINDOWS_RESERVED
+        assert len(part.encode()) <= 255
+    assert len(rel.parts) == 3  # the id never creates directories
+
+
+def test_lossy_names_get_distinct_hashes() -> None:
+    ids = ["a/b", "a\\b", "a:b", "a_b", "a?b"]
+    paths = {baseline_relpath(f"t.py::test[{i}]") for i in ids}
+    assert len(paths) == len(ids)
+    assert posix("t.py::test[a_b]") == "t/test[a_b].json"  # clean ids stay readable
+
+
+def test_name_is_sanitised_too() -> None:
+    assert "/" not in posix("t.py::test", "../x").split("/", 1)[1]
+    assert baseline_relpath("t.py::test", "a@b") != baseline_relpath("t.py::test@a", "b")
+
+
+def test_sanitize_is_stable() -> None:
+    # the same on every OS and run: no randomness, no platform-dependent rules
+    assert sanitize_component("a/b") == sanitize_component("a/b")
+    assert sanitize_component("ok-name[1]") == "ok-name[1]"
+
+
+def test_empty_nodeid_is_an_error() -> None:
+    with pytest.raises(BaselineError):
+        baseline_relpath("")
+
+
+def test_write_atomic(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "dir" / "b.json"
+    assert write_atomic(path, "{}\n") is True
+    assert path.read_bytes() == b"{}\n"
+    mtime = os.stat(path).st_mtime_ns
+    assert write_atomic(path, "{}\n") is False  # identical: untouched
+    assert os.stat(path).st_mtime_ns == mtime
+    assert write_atomic(path, '{"a": 1}\n') is True
+    assert read_text(path) == '{"a": 1}\n'
+    assert [p.name for p in path.parent.iterdir()] == ["b.json"]  # no temp files left
+
+
+def test_read_missing_and_iter(tmp_path: Path) -> None:
+    assert read_text(tmp_path / "nope.json") is None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.json").write_text("{}")
+    (tmp_path / "a" / ".x.json.123.tmp").write_text("{}")
+    (tmp_path / "b.json").write_text("{}")
+    assert [p.relative_to(tmp_path).as_posix() for p in iter_baseline_files(tmp_path)] == [
+        "a/x.json",
+        "b.json",
+    ]
+    assert list(iter_baseline_files(tmp_path / "none")) == []

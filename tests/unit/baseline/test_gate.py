@@ -1,0 +1,230 @@
+"""The gate without pytest: missing -> update -> ok -> regress -> update, plus cache and records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.gate import (
+    GateRecord,
+    ModelprofFixture,
+    Outcome,
+    ProfileCache,
+    TestProfiles,
+    evaluate,
+    records_from_json,
+    records_to_json,
+    summary_lines,
+    update_command,
+)
+from pytest_modelprof.schema import LayerStats, ModelProfile
+from pytest_modelprof.settings import Limits, ProfileRequest, SessionSettings
+
+MakeProfile = Callable[..., ModelProfile]
+MakeLayer = Callable[..., LayerStats]
+NODE = "tests/test_m.py::test_tiny[a/b]"
+
+
+def run(
+    profile: ModelProfile,
+    tmp_path: Path,
+    *,
+    update: bool = False,
+    strict: bool = False,
+    limits: Limits | None = None,
+    name: str | None = None,
+) -> Outcome:
+    settings = SessionSettings(baseline_dir=tmp_path / "baselines", update=update, strict=strict)
+    return evaluate(
+        profile,
+        nodeid=NODE,
+        name=name,
+        limits=limits or Limits(),
+        session=settings,
+        rootdir=tmp_path,
+    )
+
+
+def test_full_flow(tmp_path: Path, make_profile: MakeProfile, make_layer: MakeLayer) -> None:
+    base = make_profile(flops=1_000_000)
+    missing = run(base, tmp_path)
+    assert missing.record.status == "missing" and missing.record.failed
+    assert missing.failure is not None
+    assert "no baseline at baselines/tests/test_m/test_tiny[a_b]-" in missing.failure
+    assert (
+        "pytest --modelprof-update-baselines 'tests/test_m.py::test_tiny[a/b]'" in missing.failure
+    )
+    assert not (tmp_path / "baselines").exists()  # a normal run never writes
+
+    new = run(base, tmp_path, update=True)
+    assert new.record.status == "new" and new.failure is None
+    (path,) = (tmp_path / "baselines").rglob("*.json")
+    first = path.read_bytes()
+
+    again = run(base, tmp_path, update=True)
+    assert again.record.status == "ok"
+    assert path.read_bytes() == first  # byte-identical rewrite
+
+    assert run(base, tmp_path).record.status == "ok"
+
+    grown_layers = [make_layer("conv1", 750_000, params=1000), make_layer("fc", 250_000)]
+    grown_layers.append(make_layer("head", 300_000, type="Linear"))
+    grown = make_profile(flops=1_300_000, layers=grown_layers)
+    regressed = run(grown, tmp_path, limits=Limits().with_values({"max_flops_delta": 0.1}, "m"))
+    assert regressed.record.status == "regressed"
+    failure = regressed.failure or ""
+    assert "regressed against baselines/tests/test_m/" in failure
+    assert "FLOPs: 1 MFLOPs \u2192 1.3 MFLOPs (+30.0 %, limit +10.0 %)" in failure
+    assert "MACs: 500 KMACs \u2192 650 KMACs (+30.0 %, limit exact)" in failure
+    assert "layers that grew most (FLOPs):" in failure
+    assert "head (Linear): 0 FLOPs \u2192 300 KFLOPs (+300 KFLOPs)" in failure
+    assert "If the change is intended, run: pytest --modelprof-update-baselines" in failure
+    assert path.read_bytes() == first
+
+    updated = run(grown, tmp_path, update=True)
+    assert updated.record.status == "updated" and not updated.record.failed
+    assert path.read_bytes() != first
+    assert run(grown, tmp_path).record.status == "ok"
+
+
+def test_improvement_passes_with_hint_or_fails_strict(
+    tmp_path: Path, make_profile: MakeProfile
+) -> None:
+    run(make_profile(flops=1_000_000), tmp_path, update=True)
+    better = make_profile(flops=500_000, ai=10.0, memory=50_000)
+    lax = run(better, tmp_path)
+    assert lax.record.status == "improved" and lax.failure is None
+    assert lax.hint is not None and "Lock it in with" in lax.hint
+    strict = run(better, tmp_path, strict=True)
+    assert strict.record.status == "improved" and strict.record.failed
+    assert strict.failure is not None and "--modelprof-strict" in strict.failure
+
+
+def test_budget_fails_even_when_updating(tmp_path: Path, make_profile: MakeProfile) -> None:
+    limits = Limits().with_values({"max_flops": "500K"}, "marker")
+    out = run(make_profile(flops=1_000_000), tmp_path, update=True, limits=limits)
+    assert out.record.failed and out.record.status == "new"
+    assert "over budget max_flops=500 KFLOPs" in (out.failure or "")
+    assert "updating the baseline cannot fix" in (out.failure or "")
+
+
+def test_missing_baseline_also_lists_budget(tmp_path: Path, make_profile: MakeProfile) -> None:
+    limits = Limits().with_values({"max_params": "10"}, "marker")
+    out = run(make_profile(params=1000), tmp_path, limits=limits)
+    assert out.record.status == "missing"
+    assert "over budget max_params=10" in (out.failure or "")
+
+
+def test_unmeasured_limit_fails(tmp_path: Path, make_profile: MakeProfile) -> None:
+    run(make_profile(), tmp_path, update=True)
+    limits = Limits().with_values({"max_latency_ms": 5}, "marker")
+    out = run(make_profile(), tmp_path, limits=limits)
+    assert out.record.status == "regressed"
+    assert "latency: a limit is set (max_latency_ms=5 ms) but this profile does not measure it" in (
+        out.failure or ""
+    )
+
+
+def test_corrupt_and_newer_baselines(tmp_path: Path, make_profile: MakeProfile) -> None:
+    run(make_profile(), tmp_path, update=True)
+    (path,) = (tmp_path / "baselines").rglob("*.json")
+    path.write_text("{oops")
+    out = run(make_profile(), tmp_path)
+    assert out.record.status == "error"
+    assert "corrupt baseline" in (out.failure or "") and path.name in (out.failure or "")
+    fixed = run(make_profile(), tmp_path, update=True)
+    assert fixed.record.status == "updated" and not fixed.record.failed
+    path.write_text(path.read_text().replace('"schema_version": 1', '"schema_version": 99'))
+    newer = run(make_profile(), tmp_path)
+    assert newer.record.status == "error" and "newer" in (newer.failure or "")
+
+
+def test_named_profiles_get_their_own_files(tmp_path: Path, make_profile: MakeProfile) -> None:
+    run(make_profile(), tmp_path, update=True, name="backbone")
+    run(make_profile(), tmp_path, update=True, name="head")
+    names = sorted(p.name for p in (tmp_path / "baselines").rglob("*.json"))
+    assert len(names) == 2 and names[0].endswith("@backbone.json")
+
+
+def test_records_round_trip() -> None:
+    record = GateRecord("t::x", "n", "m", "ok", "t/x@n.json", {"flops": 1.0}, {}, False)
+    assert records_from_json(records_to_json([record])) == [record]
+    assert record.label == "t::x@n"
+
+
+def test_summary_puts_regressions_first() -> None:
+    rows = [
+        GateRecord("t::a", None, "m", "ok", "a", {"flops": 1e9}),
+        GateRecord("t::b", None, "m", "regressed", "b", {"flops": 2e9}, {"flops": 1e9}, True),
+        GateRecord("t::c", None, "m", "missing", "c", {"flops": 1e6}, {}, True),
+    ]
+    lines = summary_lines(rows)
+    assert lines[0].split()[:3] == ["status", "test", "FLOPs"]
+    assert [line.split()[0] for line in lines[1:]] == ["regressed", "missing", "ok"]
+    assert "2 GFLOPs (+100.0 %)" in lines[1]
+
+
+def test_update_command_quotes() -> None:
+    assert update_command(["t.py::x[a b]"]) == "pytest --modelprof-update-baselines 't.py::x[a b]'"
+
+
+def test_cache_reuses_profiles(make_profile: MakeProfile) -> None:
+    cache = ProfileCache()
+    calls: list[ProfileRequest] = []
+
+    def profile(req: ProfileRequest) -> ModelProfile:
+        calls.append(req)
+        return make_profile()
+
+    a = cache.get_or_profile(ProfileRequest("resnet18", (1, 3, 64, 64)), profile)
+    b = cache.get_or_profile(ProfileRequest("resnet18", (1, 3, 64, 64), name="other"), profile)
+    assert a is b and len(calls) == 1 and cache.hits == 1
+    cache.get_or_profile(ProfileRequest("resnet18", (1, 3, 32, 32)), profile)
+    cache.get_or_profile(ProfileRequest("resnet18", (1, 3, 64, 64), device="meta"), profile)
+    assert len(calls) == 3
+
+    class Module:
+        training = True
+
+        def parameters(self) -> list[int]:
+            return []
+
+        def __repr__(self) -> str:
+            return f"Module(width={self.width})"
+
+        width = 1
+
+    m = Module()
+    cache.get_or_profile(ProfileRequest(m, (1, 8)), profile)
+    cache.get_or_profile(ProfileRequest(m, (1, 8)), profile)
+    assert len(calls) == 4
+    m.width = 2  # the architecture changed: profile again
+    cache.get_or_profile(ProfileRequest(m, (1, 8)), profile)
+    assert len(calls) == 5
+    cache.get_or_profile(ProfileRequest(Module(), (1, 8)), profile)
+    assert len(calls) == 6
+
+
+def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile) -> None:
+    profiles = TestProfiles()
+    seen: list[ProfileRequest] = []
+
+    def profile(req: ProfileRequest) -> ModelProfile:
+        seen.append(req)
+        return make_profile()
+
+    fixture = ModelprofFixture(profiles, profile, lambda: ((1, 3, 8, 8), "cpu"))
+    result = fixture("resnet18")
+    assert isinstance(result, ModelProfile)
+    assert seen[0].input_shape == (1, 3, 8, 8) and seen[0].device == "cpu"  # marker defaults
+    fixture("resnet18", input_shape=[2, 3, 8, 8], name="b")
+    assert seen[1].input_shape == (2, 3, 8, 8)
+    with pytest.raises(SettingsError, match="already profiled a model without name="):
+        fixture("resnet18")
+    with pytest.raises(SettingsError, match="name='b'"):
+        fixture("x", name="b")
+    assert len(seen) == 2  # refused before profiling
+    assert [n for n, _, _ in profiles.entries] == [None, "b"]

@@ -1,0 +1,65 @@
+"""The metric table: names, directions, limits and getters."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytest_modelprof.baseline.metrics import LIMIT_KEYS, METRICS, METRICS_BY_NAME, metric_values
+from pytest_modelprof.baseline.tolerance import Ignore
+from pytest_modelprof.schema import ModelProfile
+
+MakeProfile = Callable[..., ModelProfile]
+
+
+def test_limit_names_are_the_documented_ones() -> None:
+    assert set(LIMIT_KEYS) == {
+        "max_flops_delta",
+        "max_macs_delta",
+        "max_params_delta",
+        "max_memory_delta",
+        "max_peak_memory_delta",
+        "max_ai_drop",
+        "max_subgraphs_delta",
+        "max_latency_delta",
+        "max_flops",
+        "max_params",
+        "max_memory",
+        "max_latency_ms",
+    }
+    assert len({m.name for m in METRICS}) == len(METRICS)
+
+
+def test_directions() -> None:
+    assert METRICS_BY_NAME["flops"].direction == "lower"
+    assert METRICS_BY_NAME["arithmetic_intensity"].direction == "higher"
+
+
+def test_worse_by_follows_direction_and_handles_zero() -> None:
+    flops, ai = METRICS_BY_NAME["flops"], METRICS_BY_NAME["arithmetic_intensity"]
+    assert flops.worse_by(110, 100) == 0.1  # FLOPs up 10 % is 10 % worse
+    assert ai.worse_by(90, 100) == 0.1  # AI down 10 % is 10 % worse
+    assert ai.worse_by(110, 100) == -0.1
+    assert flops.worse_by(0, 0) == 0.0
+    assert flops.worse_by(5, 0) == float("inf")
+    assert flops.worse_by(0, 5) == -1.0
+
+
+def test_metric_values_leaves_out_unmeasured(make_profile: MakeProfile) -> None:
+    values = metric_values(make_profile(flops=2_000, params=10, memory=100, peak=40))
+    assert values == {
+        "flops": 2_000,
+        "macs": 1_000,
+        "params": 10,
+        "memory": 100,
+        "peak_memory": 40,
+        "arithmetic_intensity": 20.0,  # 2000 FLOPs / 100 B
+    }
+    assert "subgraphs" not in values and "latency_ms" not in values
+
+
+def test_latency_is_ignored_by_default_and_formats() -> None:
+    latency = METRICS_BY_NAME["latency_ms"]
+    assert latency.default_delta == Ignore()
+    assert latency.format(1.5) == "1.5 ms"
+    assert latency.format(None) == "n/a"
+    assert METRICS_BY_NAME["memory"].format(120e6) == "120 MB"

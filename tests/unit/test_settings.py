@@ -1,0 +1,157 @@
+"""Settings: precedence marker > CLI > ini > built-in, and errors that name their source."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.settings import (
+    LIMIT_NAMES,
+    MARKER_SIGNATURE,
+    Limits,
+    cli_flag,
+    ini_key,
+    parse_input_shape,
+    resolve_marker,
+    resolve_session,
+)
+
+ROOT = Path("/repo")
+
+
+def session(cli: dict[str, object] | None = None, ini: dict[str, object] | None = None):  # type: ignore[no-untyped-def]
+    return resolve_session(cli or {}, ini or {}, rootdir=ROOT, invocation_dir=ROOT / "sub")
+
+
+def test_defaults() -> None:
+    s = session()
+    assert s.baseline_dir == ROOT.resolve() / "baselines"
+    assert (s.update, s.strict, s.prune) == (False, False, False)
+    policy = s.limits.policy()
+    assert policy.tolerances == {} and policy.budgets == {}
+    assert s.limits.fvcore is False and s.limits.max_fvcore_delta == Relative(0.05)
+
+
+def test_cli_over_ini_over_default() -> None:
+    s = session(
+        cli={"max_flops_delta": "0.2", "strict": True},
+        ini={"max_flops_delta": "0.1", "max_params_delta": "5%", "strict": "false"},
+    )
+    assert s.limits.tolerances["flops"] == Relative(0.2)
+    assert s.limits.tolerances["params"] == Relative(0.05)
+    assert s.strict is True
+    assert session(ini={"strict": "true"}).strict is True
+
+
+def test_marker_over_cli() -> None:
+    base = session(cli={"max_flops_delta": "0.2", "max_flops": "9G"}).limits
+    spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "off"}, base, where="t::x")
+    assert spec.limits.tolerances["flops"] == Relative(0.01)
+    assert "flops" not in spec.limits.budgets  # "off" on the marker removes a CLI budget
+    assert spec.request is None
+
+
+def test_baseline_dir_relative_to_source() -> None:
+    assert session(cli={"baseline_dir": "b"}).baseline_dir == (ROOT / "sub" / "b").resolve()
+    assert session(ini={"baseline_dir": "b"}).baseline_dir == (ROOT / "b").resolve()
+    ini_dir = resolve_session(
+        {}, {"baseline_dir": "b"}, rootdir=ROOT, invocation_dir=ROOT, ini_dir=ROOT / "cfg"
+    )
+    assert ini_dir.baseline_dir == (ROOT / "cfg" / "b").resolve()
+
+
+def test_errors_name_their_source() -> None:
+    with pytest.raises(
+        SettingsError, match=r"^--modelprof-max-flops-delta: bad value for max_flops_delta='x'"
+    ):
+        session(cli={"max_flops_delta": "x"})
+    with pytest.raises(
+        SettingsError, match=r"^ini modelprof_max_memory: bad value for max_memory='lots'"
+    ):
+        session(ini={"max_memory": "lots"})
+    with pytest.raises(SettingsError, match=r"^ini modelprof_strict: expected true or false"):
+        session(ini={"strict": "maybe"})
+    with pytest.raises(
+        SettingsError, match=r"^marker on t.py::test_x: bad value for max_ai_drop=-1"
+    ):
+        resolve_marker((), {"max_ai_drop": -1}, Limits(), where="t.py::test_x")
+
+
+def test_unknown_marker_argument_is_named() -> None:
+    with pytest.raises(SettingsError) as info:
+        resolve_marker((), {"max_flop_delta": 0.1, "bogus": 1}, Limits(), where="t.py::test_x")
+    message = str(info.value)
+    assert message.startswith("marker on t.py::test_x: unknown arguments bogus, max_flop_delta")
+    assert MARKER_SIGNATURE in message
+
+
+def test_marker_model_positional_or_keyword() -> None:
+    spec = resolve_marker(
+        ("resnet18",), {"input_shape": [1, 3, 64, 64], "name": "r"}, Limits(), where="x"
+    )
+    assert spec.request is not None
+    assert spec.request.model == "resnet18"
+    assert spec.request.input_shape == (1, 3, 64, 64)
+    assert spec.request.name == "r"
+    with pytest.raises(SettingsError, match="both positionally"):
+        resolve_marker(("a",), {"model": "b"}, Limits(), where="x")
+    with pytest.raises(SettingsError, match="at most one positional"):
+        resolve_marker(("a", "b"), {}, Limits(), where="x")
+    with pytest.raises(SettingsError, match="name=''"):
+        resolve_marker((), {"name": ""}, Limits(), where="x")
+
+
+def test_budgets_parse_their_units() -> None:
+    spec = resolve_marker(
+        (),
+        {"max_flops": "9G", "max_params": "30M", "max_memory": "120MB", "max_latency_ms": 5},
+        Limits(),
+        where="x",
+    )
+    assert spec.limits.budgets == {
+        "flops": Budget(9e9),
+        "params": Budget(30e6),
+        "memory": Budget(120e6),
+        "latency_ms": Budget(5.0),
+    }
+    assert spec.limits.explicit == {"flops", "params", "memory", "latency_ms"}
+
+
+def test_fvcore_settings() -> None:
+    spec = resolve_marker((), {"fvcore": True, "max_fvcore_delta": 0.1}, Limits(), where="x")
+    assert spec.limits.fvcore is True and spec.limits.max_fvcore_delta == Relative(0.1)
+    assert session(cli={"fvcore": True}).limits.fvcore is True
+    with pytest.raises(SettingsError, match="fvcore"):
+        resolve_marker((), {"fvcore": "perhaps"}, Limits(), where="x")
+
+
+def test_describe_lists_every_effective_limit() -> None:
+    limits = Limits().with_values({"max_flops_delta": 0.1, "max_flops": "9G"}, "x")
+    described = limits.describe()
+    assert described["max_flops_delta"] == "+10.0 %"
+    assert described["max_flops"] == "9e+09"
+    assert described["max_ai_drop"] == "exact"
+    assert described["max_latency_delta"] == "ignored"
+    assert "fvcore" not in described
+
+
+def test_ignore_and_exact_words() -> None:
+    limits = Limits().with_values({"max_flops_delta": "ignore", "max_params_delta": "exact"}, "x")
+    assert limits.tolerances == {"flops": Ignore(), "params": Exact()}
+
+
+def test_input_shape_forms() -> None:
+    assert parse_input_shape((1, 3, 8, 8), "x") == (1, 3, 8, 8)
+    assert parse_input_shape([[1, 8], [1, 4]], "x") == ((1, 8), (1, 4))
+    assert parse_input_shape(None, "x") is None
+    with pytest.raises(SettingsError, match="^marker on t: input_shape='big'"):
+        parse_input_shape("big", "marker on t")
+
+
+def test_flag_and_ini_names() -> None:
+    assert cli_flag("max_flops_delta") == "--modelprof-max-flops-delta"
+    assert ini_key("max_flops_delta") == "modelprof_max_flops_delta"
+    assert "max_latency_ms" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
