@@ -1,0 +1,443 @@
+"""Scaling sweeps: FLOPs, memory and latency over batch size, sequence length, input size, depth.
+
+``sweep(model, over={"batch": [1, 8, 32]})`` profiles the model at each point (one capture per
+point, plus an optional latency measurement) and fits a growth exponent per metric: the slope
+of ``log(metric)`` against ``log(value)`` by least squares. Linear growth fits 1, attention over
+sequence length fits 2. :func:`check_growth` is the pure gate: ``max_flops_growth_exponent=1.1``
+fails a change that turns linear growth quadratic.
+
+Shape axes (:data:`SHAPE_AXES`) change the inputs: ``batch`` is dimension 0, ``seq_len``
+dimension 1 (override with ``axis_dims``), ``input_size`` the trailing spatial dimensions
+(two for 4-D and larger inputs, one for 3-D). Any other axis name (``layers``, ``width``) is
+passed as a keyword to the model factory or to the registry builder of a named model.
+With several axes, each one is swept in turn while the others stay at their first value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import torch
+from pydantic import BaseModel, ConfigDict
+from torch import nn
+
+from pytest_modelprof.runtime._inputs import Inputs, as_inputs
+from pytest_modelprof.runtime.timing import TimingStats, time_forward
+
+__all__ = [
+    "SHAPE_AXES",
+    "GROWTH_LIMITS",
+    "SweepPoint",
+    "GrowthFit",
+    "SweepSeries",
+    "SweepResult",
+    "GrowthViolation",
+    "sweep",
+    "fit_growth",
+    "check_growth",
+    "parse_axis_values",
+    "axis_values_arg",
+    "format_sweep",
+]
+
+SHAPE_AXES: Final = ("batch", "seq_len", "input_size")
+#: Gate limit name -> the swept metric it bounds.
+GROWTH_LIMITS: Final[Mapping[str, str]] = {
+    "max_flops_growth_exponent": "flops",
+    "max_memory_growth_exponent": "memory",
+    "max_peak_memory_growth_exponent": "peak_activation_bytes",
+    "max_latency_growth_exponent": "latency_ms",
+}
+_METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
+
+ModelArg = nn.Module | str | Callable[..., nn.Module]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SweepPoint(_Frozen):
+    """The model measured at one value of one axis."""
+
+    axis: str
+    value: int
+    input_shapes: list[list[int]]
+    params: int
+    flops: int
+    macs: int
+    memory: int
+    peak_activation_bytes: int
+    latency_ms: float | None = None
+    latency: TimingStats | None = None
+    # FLOPs by top-level child module ("(model)": ops of the model's own forward).
+    module_flops: dict[str, int] = {}
+
+    def metric(self, name: str) -> float | None:
+        """The value of a swept metric by name (``None`` if it was not measured)."""
+        value = getattr(self, name)
+        return None if value is None else float(value)
+
+
+class GrowthFit(_Frozen):
+    """``metric ~ value ** exponent``: least-squares slope in log-log space.
+
+    ``tail_exponent`` is the slope between the last two points: where a mix of linear and
+    quadratic terms is heading (an attention model's total fits between 1 and 2 and tends to 2).
+    """
+
+    exponent: float
+    intercept: float
+    r2: float
+    tail_exponent: float | None
+    points: int
+
+
+class SweepSeries(_Frozen):
+    """One axis swept, the others held at the base point."""
+
+    axis: str
+    values: list[int]
+    points: list[SweepPoint]
+    fits: dict[str, GrowthFit]
+    module_fits: dict[str, GrowthFit]
+
+
+class SweepResult(_Frozen):
+    """Every series of a sweep; ``base`` is the point the other axes were held at."""
+
+    model: str
+    base: dict[str, int]
+    series: list[SweepSeries]
+
+    def series_for(self, axis: str) -> SweepSeries:
+        """The series of ``axis``; raises ``KeyError`` naming the swept axes."""
+        for s in self.series:
+            if s.axis == axis:
+                return s
+        raise KeyError(f"{axis!r} was not swept; swept: {', '.join(s.axis for s in self.series)}")
+
+    def exponent(self, axis: str, metric: str = "flops") -> float:
+        """The fitted growth exponent of ``metric`` along ``axis``."""
+        return self.series_for(axis).fits[metric].exponent
+
+
+class GrowthViolation(_Frozen):
+    """A fitted exponent above its limit."""
+
+    axis: str
+    metric: str
+    limit_key: str
+    limit: float
+    exponent: float
+    message: str
+
+
+# -- pure pieces -------------------------------------------------------------------------------
+
+def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> GrowthFit:
+    """Least-squares fit of ``log y = exponent * log x + intercept``; points with y <= 0 are
+    left out (a metric that is zero somewhere has no power law there)."""
+    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
+    n = len(pairs)
+    if n < 2:
+        raise ValueError(f"a growth fit needs at least 2 points with positive values, got {n}")
+    mx = math.fsum(p[0] for p in pairs) / n
+    my = math.fsum(p[1] for p in pairs) / n
+    sxx = math.fsum((p[0] - mx) ** 2 for p in pairs)
+    if sxx == 0:
+        raise ValueError("a growth fit needs at least 2 distinct axis values")
+    sxy = math.fsum((p[0] - mx) * (p[1] - my) for p in pairs)
+    slope = sxy / sxx
+    intercept = my - slope * mx
+    ss_tot = math.fsum((p[1] - my) ** 2 for p in pairs)
+    ss_res = math.fsum((p[1] - (slope * p[0] + intercept)) ** 2 for p in pairs)
+    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
+    (x1, y1), (x2, y2) = pairs[-2], pairs[-1]
+    tail = (y2 - y1) / (x2 - x1) if x2 != x1 else None
+    return GrowthFit(exponent=slope, intercept=intercept, r2=r2, tail_exponent=tail, points=n)
+
+
+def check_growth(
+    result: SweepResult, limits: Mapping[str, float | None], *, slack: float = 0.05
+) -> list[GrowthViolation]:
+    """Every (axis, metric) whose fitted exponent exceeds its limit by more than ``slack``.
+
+    ``limits`` maps names of :data:`GROWTH_LIMITS` to a maximum exponent (``None``: no limit).
+    The slack absorbs the small curvature a constant overhead gives a log-log fit.
+    """
+    out: list[GrowthViolation] = []
+    for key, limit in limits.items():
+        if limit is None:
+            continue
+        metric = GROWTH_LIMITS.get(key)
+        if metric is None:
+            known = ", ".join(GROWTH_LIMITS)
+            raise ValueError(f"unknown growth limit {key!r}; known: {known}")
+        for series in result.series:
+            fit = series.fits.get(metric)
+            if fit is None or fit.exponent <= limit + slack:
+                continue
+            worst = max(series.module_fits.items(), key=lambda kv: kv[1].exponent, default=None)
+            where = (
+                f"; fastest-growing module {worst[0]!r} (exponent {worst[1].exponent:.2f})"
+                if worst is not None and metric == "flops" else ""
+            )
+            out.append(GrowthViolation(
+                axis=series.axis, metric=metric, limit_key=key, limit=limit,
+                exponent=fit.exponent,
+                message=(
+                    f"{metric} grows as {series.axis}^{fit.exponent:.2f} over "
+                    f"{series.values[0]}..{series.values[-1]}, above {key}={limit:g}{where}"
+                ),
+            ))
+    return out
+
+
+def parse_axis_values(text: str) -> list[int]:
+    """``"1,8,32"`` -> ``[1, 8, 32]`` (positive integers, at least two, strictly increasing)."""
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers like '1,8,32', got {text!r}") from None
+    if len(values) < 2:
+        raise ValueError(f"a sweep needs at least two values, got {text!r}")
+    if any(v <= 0 for v in values) or values != sorted(set(values)):
+        raise ValueError(f"sweep values must be positive and increasing, got {text!r}")
+    return values
+
+
+def axis_values_arg(text: str) -> list[int]:
+    """:func:`parse_axis_values` for ``argparse`` ``type=``: errors become usage errors."""
+    import argparse
+
+    try:
+        return parse_axis_values(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def format_sweep(result: SweepResult) -> str:
+    """A plain-text table per axis with the fitted exponents and a bar per point."""
+    from pytest_modelprof.units import format_bytes, format_count
+
+    lines = [f"sweep of {result.model} (others held at {result.base or 'defaults'})"]
+    for series in result.series:
+        lines.append("")
+        lines.append(f"{series.axis:>10}  {'FLOPs':>10}  {'peak act.':>10}  {'latency':>10}  curve")
+        top = max(p.flops for p in series.points) or 1
+        for p in series.points:
+            bar = "#" * max(1, round(30 * p.flops / top)) if p.flops else ""
+            lat = f"{p.latency_ms:.3g} ms" if p.latency_ms is not None else "-"
+            lines.append(
+                f"{p.value:>10}  {format_count(p.flops):>10}  "
+                f"{format_bytes(p.peak_activation_bytes):>10}  {lat:>10}  {bar}"
+            )
+        fits = ", ".join(
+            f"{m} ^{f.exponent:.2f}" + (f" (tail ^{f.tail_exponent:.2f})"
+                                        if f.tail_exponent is not None else "")
+            for m, f in series.fits.items()
+        )
+        lines.append(f"{'':>10}  growth with {series.axis}: {fits}")
+        if len(series.module_fits) > 1:
+            mods = ", ".join(f"{k} ^{f.exponent:.2f}" for k, f in series.module_fits.items())
+            lines.append(f"{'':>10}  FLOPs by module: {mods}")
+    return "\n".join(lines) + "\n"
+
+
+# -- inputs at a point -------------------------------------------------------------------------
+
+def _resize(t: torch.Tensor, point: Mapping[str, int], dims: Mapping[str, int]) -> torch.Tensor:
+    shape = list(t.shape)
+    if "batch" in point and t.dim() >= 1:
+        shape[dims.get("batch", 0)] = point["batch"]
+    if "seq_len" in point and t.dim() >= 2:
+        shape[dims.get("seq_len", 1)] = point["seq_len"]
+    if "input_size" in point and t.dim() >= 3:
+        spatial = 2 if t.dim() >= 4 else 1
+        for d in range(t.dim() - spatial, t.dim()):
+            shape[d] = point["input_size"]
+    if shape == list(t.shape):
+        return t
+    gen = torch.Generator().manual_seed(0)
+    if t.is_floating_point():
+        return torch.randn(shape, generator=gen, dtype=t.dtype).to(t.device)
+    if t.dtype == torch.bool:
+        return torch.ones(shape, dtype=torch.bool, device=t.device)
+    high = max(int(t.max().item()) + 1 if t.numel() else 2, 2)
+    return torch.randint(0, high, shape, generator=gen, dtype=t.dtype).to(t.device)
+
+
+def _map(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(_map(v, fn) for v in value)
+    if isinstance(value, list):
+        return [_map(v, fn) for v in value]
+    if isinstance(value, dict):
+        return {k: _map(v, fn) for k, v in value.items()}
+    return value
+
+
+def _shapes(batch: Inputs) -> list[list[int]]:
+    out: list[list[int]] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, torch.Tensor):
+            out.append([int(s) for s in v.shape])
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(batch)
+    return out
+
+
+def _for_profile(batch: Inputs) -> Any:
+    """``profile_model`` takes positional inputs as a tuple or keyword inputs as a dict."""
+    args, kwargs = batch
+    if args and kwargs:
+        raise ValueError(
+            "profile_model() takes positional or keyword inputs, not both; return a tuple or a "
+            "dict from make_inputs="
+        )
+    return dict(kwargs) if kwargs else tuple(args)
+
+
+def _module_flops(layers: Sequence[Any]) -> dict[str, int]:
+    from pytest_modelprof.analysis.rollup import ROOT
+
+    out: dict[str, int] = {}
+    for layer in layers:
+        name = layer.name
+        if name.startswith("(") and name != ROOT:  # pseudo-layers such as "(backward)"
+            continue
+        top = name if name == ROOT else name.split(".")[0]
+        out[top] = out.get(top, 0) + int(layer.flops)
+    return {k: v for k, v in sorted(out.items()) if v}
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+def sweep(
+    model: ModelArg,
+    over: Mapping[str, Sequence[int]],
+    *,
+    input_shape: Sequence[int] | None = None,
+    inputs: Any = None,
+    make_inputs: Callable[..., Any] | None = None,
+    axis_dims: Mapping[str, int] | None = None,
+    latency: bool = True,
+    rounds: int = 10,
+    warmup: int = 2,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    name: str | None = None,
+) -> SweepResult:
+    """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
+
+    ``model`` is an ``nn.Module`` (shape axes only), a registry name, or a factory called with
+    the non-shape axes as keywords (``lambda layers: Net(layers)``). Inputs come from
+    ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
+    (or a named model's example inputs) with the swept dimensions changed.
+    """
+    from pytest_modelprof.profile import profile_model
+
+    if not over:
+        raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
+    axes = {k: [int(v) for v in vals] for k, vals in over.items()}
+    for axis, vals in axes.items():
+        if len(vals) < 2 or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
+            raise ValueError(f"axis {axis!r}: need >= 2 positive increasing values, got {vals}")
+    arch_axes = [a for a in axes if a not in SHAPE_AXES]
+    if isinstance(model, nn.Module) and arch_axes:
+        raise ValueError(
+            f"axes {arch_axes} change the model itself; pass a factory (e.g. "
+            f"lambda {arch_axes[0]}: MyNet({arch_axes[0]}={arch_axes[0]})) instead of a module"
+        )
+    dims = dict(axis_dims or {})
+    base = {a: vals[0] for a, vals in axes.items()}
+    label: str
+    if name is not None:
+        label = name
+    elif isinstance(model, str):
+        label = model
+    elif isinstance(model, nn.Module):
+        label = type(model).__name__
+    else:
+        label = str(getattr(model, "__name__", "model"))
+    spec = None
+    if isinstance(model, str):
+        from pytest_modelprof.models import resolve
+
+        spec = resolve(model)
+    run_device = torch.device(device) if device is not None else torch.device("cpu")
+
+    def build(arch: dict[str, int], shape: tuple[int, ...] | None) -> nn.Module:
+        if isinstance(model, nn.Module):
+            return model
+        with torch.device(run_device):
+            if spec is not None:
+                built: nn.Module = spec.build(input_shape=shape, **arch)
+            else:
+                assert callable(model) and not isinstance(model, str)
+                built = model(**arch)
+        return built.to(dtype) if dtype is not None else built
+
+    def inputs_at(point: dict[str, int]) -> Inputs:
+        if make_inputs is not None:
+            return as_inputs(make_inputs(**point))
+        shape_point = {k: v for k, v in point.items() if k in SHAPE_AXES}
+        if inputs is not None:
+            template = as_inputs(inputs)
+        elif spec is not None:  # the registry knows the input kinds (token ids, images, ...)
+            shape = tuple(input_shape) if input_shape is not None else None
+            template = spec.example_inputs(shape, device=run_device, dtype=dtype)
+        elif input_shape is not None:
+            template = (torch.randn(tuple(input_shape), dtype=dtype, device=run_device),), {}
+        else:
+            raise ValueError("give inputs=, input_shape= or make_inputs= to sweep a module")
+        resized: Inputs = _map(template, lambda t: _resize(t, shape_point, dims))
+        return resized
+
+    series: list[SweepSeries] = []
+    for axis, values in axes.items():
+        points: list[SweepPoint] = []
+        for value in values:
+            point = {**base, axis: value}
+            arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
+            batch = inputs_at(point)
+            shapes = _shapes(batch)
+            module = build(arch, tuple(shapes[0]) if shapes else None)
+            prof = profile_model(module, inputs=_for_profile(batch), name=label)
+            stats = time_forward(module, batch, rounds=rounds, warmup=warmup) if latency else None
+            points.append(SweepPoint(
+                axis=axis, value=value, input_shapes=shapes,
+                params=prof.total_params, flops=prof.total_flops, macs=prof.total_macs,
+                memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
+                latency_ms=stats.median if stats is not None else None, latency=stats,
+                module_flops=_module_flops(prof.layers),
+            ))
+        series.append(_series(axis, values, points))
+    return SweepResult(model=label, base=base if len(axes) > 1 else {}, series=series)
+
+
+def _series(axis: str, values: list[int], points: list[SweepPoint]) -> SweepSeries:
+    fits: dict[str, GrowthFit] = {}
+    for metric in _METRICS:
+        ys = [p.metric(metric) for p in points]
+        if all(y is not None and y > 0 for y in ys):
+            fits[metric] = fit_growth(values, [float(y) for y in ys if y is not None])
+    module_fits: dict[str, GrowthFit] = {}
+    modules = sorted({m for p in points for m in p.module_flops})
+    for mod in modules:
+        ys2 = [float(p.module_flops.get(mod, 0)) for p in points]
+        if all(y > 0 for y in ys2):
+            module_fits[mod] = fit_growth(values, ys2)
+    return SweepSeries(axis=axis, values=values, points=points, fits=fits, module_fits=module_fits)
