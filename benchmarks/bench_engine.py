@@ -70,11 +70,15 @@ def bench_resnet50() -> dict[str, Any]:
     fcm_meta_t, fcm_macs = best_of(lambda: flop_counter_macs(meta_model, meta_x))
     fcm_real_t, _ = best_of(lambda: flop_counter_macs(real, x))
     return {
-        "ours_s": ours_t, "ours_gmacs": ours_macs / 1e9,
-        "fvcore_s": fv_t, "fvcore_gmacs": fv_macs / 1e9,
-        "flopcounter_meta_s": fcm_meta_t, "flopcounter_real_s": fcm_real_t,
+        "ours_s": ours_t,
+        "ours_gmacs": ours_macs / 1e9,
+        "fvcore_s": fv_t,
+        "fvcore_gmacs": fv_macs / 1e9,
+        "flopcounter_meta_s": fcm_meta_t,
+        "flopcounter_real_s": fcm_real_t,
         "flopcounter_gmacs": fcm_macs / 1e9,
-        "ratio_fvcore": fv_t / ours_t, "ratio_flopcounter_meta": fcm_meta_t / ours_t,
+        "ratio_fvcore": fv_t / ours_t,
+        "ratio_flopcounter_meta": fcm_meta_t / ours_t,
     }
 
 
@@ -101,9 +105,12 @@ def bench_zoo() -> dict[str, Any]:
             fcm_failed.append(name)
         fcm_total += time.perf_counter() - t
     return {
-        "models": len(names), "ours_total_s": ours_total,
-        "flopcounter_meta_total_s": fcm_total, "flopcounter_ok": fcm_ok,
-        "flopcounter_failed": fcm_failed, "ratio_flopcounter": fcm_total / ours_total,
+        "models": len(names),
+        "ours_total_s": ours_total,
+        "flopcounter_meta_total_s": fcm_total,
+        "flopcounter_ok": fcm_ok,
+        "flopcounter_failed": fcm_failed,
+        "ratio_flopcounter": fcm_total / ours_total,
     }
 
 
@@ -117,8 +124,13 @@ def bench_yolo() -> dict[str, Any]:
     x = torch.randn(1, 3, 640, 640)
     model(x)  # lazy init (anchors/strides) outside the timing, as we do
     fcm_t, fcm = best_of(lambda: flop_counter_macs(model, x))
-    return {"ours_s": ours_t, "ours_gmacs": ours / 1e9, "flopcounter_real_s": fcm_t,
-            "flopcounter_gmacs": fcm / 1e9, "ratio_flopcounter": fcm_t / ours_t}
+    return {
+        "ours_s": ours_t,
+        "ours_gmacs": ours / 1e9,
+        "flopcounter_real_s": fcm_t,
+        "flopcounter_gmacs": fcm / 1e9,
+        "ratio_flopcounter": fcm_t / ours_t,
+    }
 
 
 def bench_llama70b() -> dict[str, Any]:
@@ -149,12 +161,17 @@ print(json.dumps({
 
 
 SECTIONS: dict[str, Callable[[], dict[str, Any]]] = {
-    "resnet50": bench_resnet50, "zoo": bench_zoo, "yolo": bench_yolo, "llama70b": bench_llama70b,
+    "resnet50": bench_resnet50,
+    "zoo": bench_zoo,
+    "yolo": bench_yolo,
+    "llama70b": bench_llama70b,
 }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append")
     args = parser.parse_args()
     profile_model("resnet18")  # import and registry warm-up, outside every timing
@@ -165,7 +182,10 @@ def main() -> None:
         for key, value in result.items():
             shown = f"{value:.3f}" if isinstance(value, float) else value
             print(f"  {key:28s} {shown}")
-    print(f"peak RSS of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+    print(
+        f"peak RSS of this process: "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -410,7 +410,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         name="sweep",
-        summary="FLOPs, memory and latency over batch / seq-len / input size, with growth exponents",
+        summary="FLOPs, memory and latency over batch / seq-len / input size, growth exponents",
         description=(
             "Profile MODEL at each point of one or more axes (each swept alone, the others at\n"
             "their first value) and fit metric ~ value**k per metric by least squares in\n"

@@ -1,4 +1,4 @@
-"""Machine-balance presets used to call a layer compute- or memory-bound (the roofline ridge point)."""
+"""Machine-balance presets that decide compute- vs memory-bound (the roofline ridge point)."""
 
 from __future__ import annotations
 
@@ -47,7 +47,9 @@ def resolve_machine(machine: str | float | Machine | None) -> Machine:
     if isinstance(machine, (int, float)) and not isinstance(machine, bool):
         if machine <= 0:
             raise ValueError(f"machine balance must be positive FLOPs/byte, got {machine}")
-        return Machine(name=f"balance={machine:g}", peak_flops=float(machine) * 1e12, bandwidth=1e12)
+        return Machine(
+            name=f"balance={machine:g}", peak_flops=float(machine) * 1e12, bandwidth=1e12
+        )
     if isinstance(machine, str):
         try:
             return MACHINES[machine]

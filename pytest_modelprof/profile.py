@@ -1,4 +1,4 @@
-"""``profile_model``: resolve, choose meta/fake/real tensors, capture once, roll up a ModelProfile."""
+"""``profile_model``: resolve, pick meta/fake/real tensors, capture once, roll up a profile."""
 
 from __future__ import annotations
 
@@ -91,8 +91,15 @@ def profile_model(
         try:
             with canonical_kernels():
                 result = _capture(
-                    subject, capture_mode, input_shape, inputs, real_device, torch_dtype,
-                    include_backward, warmup, reg,
+                    subject,
+                    capture_mode,
+                    input_shape,
+                    inputs,
+                    real_device,
+                    torch_dtype,
+                    include_backward,
+                    warmup,
+                    reg,
                 )
         except _NeedsData as exc:
             attempts.append(f"{capture_mode}: {exc}")
@@ -100,11 +107,22 @@ def profile_model(
         capture, module, args, kwargs, build_note = result
         reason = _reason(capture_mode, mode, subject, attempts, build_note)
         info = CaptureInfo(
-            mode=capture_mode, requested=mode if device is None else f"{mode}, device={device}",
-            reason=reason, attempts=attempts, warmup="warm-up" in build_note,
+            mode=capture_mode,
+            requested=mode if device is None else f"{mode}, device={device}",
+            reason=reason,
+            attempts=attempts,
+            warmup="warm-up" in build_note,
         )
         profile = _to_profile(
-            subject, capture, module, args, kwargs, info, mach, include_backward, capture_mode,
+            subject,
+            capture,
+            module,
+            args,
+            kwargs,
+            info,
+            mach,
+            include_backward,
+            capture_mode,
             real_device,
         )
         if strict and profile.uncounted_ops:
@@ -120,6 +138,7 @@ def profile_model(
 
 
 # -- planning -------------------------------------------------------------------------------
+
 
 def _subject(model: nn.Module | str, name: str | None, arch_kwargs: dict[str, Any]) -> _Subject:
     if isinstance(model, str):
@@ -173,6 +192,7 @@ def _dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
 
 # -- the capture ------------------------------------------------------------------------------
 
+
 @contextmanager
 def canonical_kernels() -> Iterator[None]:
     """Make the op sequence independent of device and grad mode.
@@ -209,13 +229,27 @@ def _is_data_dependent(exc: BaseException, mode: CaptureMode) -> bool:
     if isinstance(exc, NotImplementedError):
         return True
     text = str(exc).lower()
-    markers = ("meta tensor", "meta device", "data-dependent", "data dependent", "'meta' backend",
-               "fake tensor", "faketensor", "cannot copy out of meta", "item() cannot")
+    markers = (
+        "meta tensor",
+        "meta device",
+        "data-dependent",
+        "data dependent",
+        "'meta' backend",
+        "fake tensor",
+        "faketensor",
+        "cannot copy out of meta",
+        "item() cannot",
+    )
     return any(m in text for m in markers)
 
 
-def _build(subject: _Subject, mode: CaptureMode, input_shape: Sequence[int] | None,
-           device: torch.device | None, dtype: torch.dtype | None) -> tuple[nn.Module, str]:
+def _build(
+    subject: _Subject,
+    mode: CaptureMode,
+    input_shape: Sequence[int] | None,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+) -> tuple[nn.Module, str]:
     """Build a named model for ``mode``; returns the module and a note on how it was built."""
     spec = subject.spec
     assert spec is not None
@@ -237,11 +271,14 @@ def _build(subject: _Subject, mode: CaptureMode, input_shape: Sequence[int] | No
     return module, note
 
 
-def _build_real(subject: _Subject, shape: tuple[int, ...] | None,
-                device: torch.device | None) -> nn.Module:
+def _build_real(
+    subject: _Subject, shape: tuple[int, ...] | None, device: torch.device | None
+) -> nn.Module:
+    spec = subject.spec
+    assert spec is not None
     try:
         with torch.device(device or "cpu"):
-            module: nn.Module = subject.spec.build(input_shape=shape, **subject.arch_kwargs)
+            module: nn.Module = spec.build(input_shape=shape, **subject.arch_kwargs)
         return module
     except ModelprofError:
         raise
@@ -265,10 +302,10 @@ def _short(exc: BaseException, limit: int = 300) -> str:
 
 
 def _module_device(module: nn.Module) -> torch.device:
-    for t in module.parameters():
-        return t.device
-    for t in module.buffers():
-        return t.device
+    for p in module.parameters():
+        return p.device
+    for b in module.buffers():
+        return b.device
     return torch.device("cpu")
 
 
@@ -304,8 +341,14 @@ def _user_inputs(inputs: Any) -> Inputs:
     )
 
 
-def _make_inputs(subject: _Subject, module: nn.Module, input_shape: Sequence[int] | None,
-                 inputs: Any, device: torch.device, dtype: torch.dtype) -> Inputs:
+def _make_inputs(
+    subject: _Subject,
+    module: nn.Module,
+    input_shape: Sequence[int] | None,
+    inputs: Any,
+    device: torch.device,
+    dtype: torch.dtype,
+) -> Inputs:
     if inputs is not None:
         args, kwargs = _user_inputs(inputs)
 
@@ -343,9 +386,15 @@ def _describe_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def _capture(
-    subject: _Subject, mode: CaptureMode, input_shape: Sequence[int] | None, inputs: Any,
-    device: torch.device | None, dtype: torch.dtype | None, include_backward: bool,
-    warmup: bool | None, registry: CostRegistry,
+    subject: _Subject,
+    mode: CaptureMode,
+    input_shape: Sequence[int] | None,
+    inputs: Any,
+    device: torch.device | None,
+    dtype: torch.dtype | None,
+    include_backward: bool,
+    warmup: bool | None,
+    registry: CostRegistry,
 ) -> tuple[Any, nn.Module, tuple[Any, ...], dict[str, Any], str]:
     note = ""
     with ExitStack() as stack:
@@ -370,13 +419,16 @@ def _capture(
             run_device = device or _module_device(module)
             if subject.module is not None and run_device != _module_device(module):
                 raise ModelInputError(
-                    f"{subject.label}: the module is on {_module_device(module)}, not {run_device}; "
+                    f"{subject.label}: the module is on {_module_device(module)}, "
+                    f"not {run_device}; "
                     "move it first (module.to(device)) or leave device= unset."
                 )
 
         forward: Callable[..., Any] = module
-        if mode == "meta" and subject.module is not None and not any(
-            p.is_meta for p in module.parameters()
+        if (
+            mode == "meta"
+            and subject.module is not None
+            and not any(p.is_meta for p in module.parameters())
         ):
             # Profile a real module on meta without touching (or copying) its weights.
             from torch.func import functional_call
@@ -385,7 +437,10 @@ def _capture(
                 k: torch.empty_like(
                     v, device="meta", dtype=(dtype or v.dtype) if v.is_floating_point() else v.dtype
                 ).requires_grad_(v.requires_grad)
-                for k, v in {**dict(module.named_parameters()), **dict(module.named_buffers())}.items()
+                for k, v in {
+                    **dict(module.named_parameters()),
+                    **dict(module.named_buffers()),
+                }.items()
             }
 
             def forward(*a: Any, **kw: Any) -> Any:
@@ -425,7 +480,7 @@ def _capture(
                                 f"{subject.label}: include_backward=True needs an output that "
                                 "requires grad; none of the outputs does."
                             )
-                        loss.backward()
+                        loss.backward()  # type: ignore[no-untyped-call]
                 if before is not None and _state_fingerprint(module) != before:
                     warmed = True  # that pass was the warm-up
                     continue
@@ -439,13 +494,17 @@ def _capture(
             layer = tracer.failed_at
             where = (
                 f"at layer {layer!r} ({tracer.capture.module_types.get(layer, '?')})"
-                if layer else "before any layer ran"
+                if layer
+                else "before any layer ran"
             )
             raise ModelInputError(
                 f"{subject.label} rejected input {_describe_inputs(args, kwargs)} {where}: "
                 f"{_short(exc)}. Check input_shape=/inputs= against what the model expects"
-                + (f" (default {subject.spec.default_input_shape})"
-                   if subject.spec is not None and subject.spec.default_input_shape else "")
+                + (
+                    f" (default {subject.spec.default_input_shape})"
+                    if subject.spec is not None and subject.spec.default_input_shape
+                    else ""
+                )
                 + "."
             ) from exc
         capture = tracer.finish()
@@ -496,6 +555,7 @@ def _loss(out: Any) -> torch.Tensor | None:
 
 # -- assembling the profile --------------------------------------------------------------------
 
+
 def _input_specs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[TensorSpec]:
     specs: list[TensorSpec] = []
 
@@ -514,9 +574,16 @@ def _input_specs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[TensorSp
 
 
 def _to_profile(
-    subject: _Subject, capture: Any, module: nn.Module, args: tuple[Any, ...],
-    kwargs: dict[str, Any], info: CaptureInfo, machine: Machine, include_backward: bool,
-    mode: CaptureMode, device: torch.device | None,
+    subject: _Subject,
+    capture: Any,
+    module: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    info: CaptureInfo,
+    machine: Machine,
+    include_backward: bool,
+    mode: CaptureMode,
+    device: torch.device | None,
 ) -> ModelProfile:
     params = list({id(p): p for p in module.parameters()}.values())
     buffers = list({id(b): b for b in module.buffers()}.values())

@@ -1,4 +1,4 @@
-"""Human units: ``4.09 GMACs``, ``97.5 MB``, and parsing of budgets such as ``"9G"`` or ``"120MB"``."""
+"""Human units (``4.09 GMACs``, ``97.5 MB``) and budgets such as ``"9G"`` or ``"120MB"``."""
 
 from __future__ import annotations
 
@@ -39,8 +39,9 @@ def _sig(x: float, digits: int) -> str:
 
 # Unit words accepted after the number (case-insensitive), by the unit a caller asks for.
 _UNIT_WORDS: dict[str, frozenset[str]] = {
-    "": frozenset({"flop", "flops", "mac", "macs", "param", "params", "ops", "op", "b", "byte",
-                   "bytes"}),
+    "": frozenset(
+        {"flop", "flops", "mac", "macs", "param", "params", "ops", "op", "b", "byte", "bytes"}
+    ),
     "B": frozenset({"b", "byte", "bytes"}),
 }
 
@@ -66,7 +67,9 @@ def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
     prefix, rest = word[0].upper(), word[1:]
     if prefix in _PARSE_PREFIX and (rest == "" and unit == "" or rest.lower() in words):
         return float(number) * _PARSE_PREFIX[prefix]
-    expected = "bytes (e.g. '120MB')" if unit == "B" else "a count (e.g. '9G', '4.1 GFLOPs', '30M params')"
+    expected = (
+        "bytes (e.g. '120MB')" if unit == "B" else "a count (e.g. '9G', '4.1 GFLOPs', '30M params')"
+    )
     raise ValueError(f"cannot read {text!r}: unknown unit {word!r}; expected {expected}")
 
 
@@ -76,5 +79,5 @@ def parse_bytes(text: str | float | int) -> float:
         m = re.match(r"^\s*([0-9]*\.?[0-9]+)\s*([KMGTP])iB\s*$", text, re.IGNORECASE)
         if m:
             power = "KMGTP".index(m.group(2).upper()) + 1
-            return float(m.group(1)) * 1024**power
+            return float(m.group(1)) * float(1024**power)
     return parse_quantity(text, unit="B")

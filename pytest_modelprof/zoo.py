@@ -77,7 +77,8 @@ class Attention(nn.Module):
         v = v.repeat_interleave(rep, dim=1)
         scores = (q @ k.transpose(-2, -1)) * self.scale + mask
         out = torch.softmax(scores, dim=-1) @ v
-        return self.o_proj(out.transpose(1, 2).reshape(b, t, c.dim))
+        projected: torch.Tensor = self.o_proj(out.transpose(1, 2).reshape(b, t, c.dim))
+        return projected
 
 
 class MLP(nn.Module):
@@ -88,7 +89,8 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.ffn, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        out: torch.Tensor = self.down_proj(nn.functional.silu(self.gate_proj(x)) * self.up_proj(x))
+        return out
 
 
 class Block(nn.Module):
@@ -103,7 +105,8 @@ class Block(nn.Module):
         self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mask: torch.Tensor
     ) -> torch.Tensor:
         x = x + self.attn(self.attn_norm(x), cos, sin, mask)
-        return x + self.mlp(self.mlp_norm(x))
+        out: torch.Tensor = x + self.mlp(self.mlp_norm(x))
+        return out
 
 
 class LlamaDecoder(nn.Module):
@@ -117,7 +120,9 @@ class LlamaDecoder(nn.Module):
         self.norm = RMSNorm(cfg.dim, cfg.eps)
         self.lm_head = nn.Linear(cfg.dim, cfg.vocab, bias=False)
         pos = torch.arange(cfg.max_seq, dtype=torch.float32)
-        inv = 1.0 / (10000 ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim))
+        inv = 1.0 / (
+            10000 ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float32) / cfg.head_dim)
+        )
         angles = torch.outer(pos, inv).repeat(1, 2)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
@@ -126,11 +131,14 @@ class LlamaDecoder(nn.Module):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         t = input_ids.shape[1]
-        cos, sin, mask = self.cos[:t], self.sin[:t], self.mask[:t, :t]
+        cos: torch.Tensor = self.cos[:t]  # type: ignore[index]
+        sin: torch.Tensor = self.sin[:t]  # type: ignore[index]
+        mask: torch.Tensor = self.mask[:t, :t]  # type: ignore[index]
         x = self.embed(input_ids)
         for layer in self.layers:
             x = layer(x, cos, sin, mask)
-        return self.lm_head(self.norm(x))
+        logits: torch.Tensor = self.lm_head(self.norm(x))
+        return logits
 
 
 def closed_form(cfg: LlamaConfig, tokens: int, batch: int = 1) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Turn a :class:`Capture` into per-layer rows, an op-family breakdown and totals (pure, no torch)."""
+"""Turn a :class:`Capture` into per-layer rows, an op-family breakdown and totals (pure)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,11 @@ def classify(flops: int, memory: int, machine: Machine) -> Bottleneck:
     """Compute-bound when the intensity reaches the machine's balance (roofline ridge point)."""
     if flops == 0 and memory == 0:
         return "none"
-    return "compute-bound" if arithmetic_intensity(flops, memory) >= machine.balance else "memory-bound"
+    return (
+        "compute-bound"
+        if arithmetic_intensity(flops, memory) >= machine.balance
+        else "memory-bound"
+    )
 
 
 def layer_rows(capture: Capture, machine: Machine) -> list[LayerStats]:

@@ -88,8 +88,10 @@ def _to_meta(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return tensor_meta(value)
     if isinstance(value, (list, tuple)):
-        return type(value)(_to_meta(v) for v in value) if isinstance(value, list) else tuple(
-            _to_meta(v) for v in value
+        return (
+            type(value)(_to_meta(v) for v in value)
+            if isinstance(value, list)
+            else tuple(_to_meta(v) for v in value)
         )
     return value
 
@@ -104,9 +106,9 @@ def _read_bytes(t: torch.Tensor, meta: TensorMeta) -> int:
         return meta.nbytes
 
 
-class _DispatchHook(TorchDispatchMode):
+class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __init__(self, tracer: Tracer) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.tracer = tracer
 
     def __torch_dispatch__(
@@ -142,8 +144,9 @@ class Tracer:
             for name, m in model.named_modules()
         }
         # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
-        self._producer: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
-        self._param_names: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
+        # WeakTensorKeyDictionary is untyped upstream; Any keeps strict mypy quiet about .get.
+        self._producer: Any = WeakTensorKeyDictionary()
+        self._param_names: Any = WeakTensorKeyDictionary()
         self._buffers: list[_Buffer] = []
         self._called: set[str] = set()
         # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
@@ -168,7 +171,7 @@ class Tracer:
             parent = self._stack[-1]
             prefix = parent + "." if parent else ""
             for path in paths:
-                if path.startswith(prefix) and "." not in path[len(prefix):]:
+                if path.startswith(prefix) and "." not in path[len(prefix) :]:
                     return path
         return paths[0]
 

@@ -31,6 +31,15 @@ def default_registry() -> CostRegistry:
 
     reg = CostRegistry()
     # Order matters only for the in-place/functional twins the pointwise tables skip if taken.
-    for family in (linear_algebra, attention, norm, recurrent, spatial, pointwise, vision, movement):
+    for family in (
+        linear_algebra,
+        attention,
+        norm,
+        recurrent,
+        spatial,
+        pointwise,
+        vision,
+        movement,
+    ):
         family.register(reg)
     return reg

@@ -73,7 +73,9 @@ def native_mha(a: Args, out: Any) -> OpCost:
     lk = k.shape[-2]
     heads = int(a["num_head"])
     head_dim = e // heads
-    proj = _linear_macs(b * lq, a["qkv_weight"]) // 3 + 2 * _linear_macs(b * lk, a["qkv_weight"]) // 3
+    proj = (
+        _linear_macs(b * lq, a["qkv_weight"]) // 3 + 2 * _linear_macs(b * lk, a["qkv_weight"]) // 3
+    )
     attn = sdpa_cost((b, heads, lq, head_dim), (b, heads, lk, head_dim), (b, heads, lk, head_dim))
     out_proj = _linear_macs(b * lq, a["proj_weight"])
     macs = proj + attn.macs + out_proj
@@ -82,7 +84,7 @@ def native_mha(a: Args, out: Any) -> OpCost:
 
 
 def transformer_encoder_layer(a: Args, out: Any) -> OpCost:
-    """nn.TransformerEncoderLayer's fused fast path: attention block + FFN + 2 norms + activation."""
+    """nn.TransformerEncoderLayer's fused fast path: attention, FFN, two norms, activation."""
     from pytest_modelprof.costs.norm import LAYER_NORM_FLOPS
     from pytest_modelprof.costs.pointwise import ACTIVATION_FLOPS
 
@@ -139,6 +141,4 @@ def register(reg: CostRegistry) -> None:
         family="attention",
     )(sdpa_backward)
     reg.register(aten._native_multi_head_attention, family="attention")(native_mha)
-    reg.register(aten._transformer_encoder_layer_fwd, family="attention")(
-        transformer_encoder_layer
-    )
+    reg.register(aten._transformer_encoder_layer_fwd, family="attention")(transformer_encoder_layer)

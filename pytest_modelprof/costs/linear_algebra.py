@@ -69,7 +69,8 @@ def conv_macs(
 ) -> int:
     """MACs of one convolution, any rank, grouped or not.
 
-    Regular:    weight is (C_out, C_in/groups, *k); every output element needs C_in/groups * prod(k).
+    Regular:    weight is (C_out, C_in/groups, *k); each output element needs
+                C_in/groups * prod(k).
     Transposed: weight is (C_in, C_out/groups, *k); every *input* element scatters into
                 C_out/groups * prod(k) outputs.
     """

@@ -77,7 +77,7 @@ def numel(t: TensorMeta | None) -> int:
 
 
 def _op_name(op: Any) -> str:
-    """``torch.ops.aten.mm`` (packet), ``aten.mm.default`` (overload) or ``"aten::mm"`` -> ``"aten::mm"``."""
+    """A packet (``aten.mm``), an overload (``aten.mm.default``) or a qualified name."""
     if isinstance(op, str):
         if "::" not in op:
             raise ValueError(f"op names are qualified like 'aten::mm', got {op!r}")

@@ -14,10 +14,30 @@ __all__ = ["register", "adaptive_window_total"]
 # Per input element: sum/mean accumulate once; var/std also subtract the mean and square;
 # logsumexp subtracts the max, exponentiates and accumulates (after a max pass).
 REDUCTION_FLOPS: dict[str, int] = {
-    "sum": 1, "mean": 1, "nansum": 1, "prod": 1, "amax": 1, "amin": 1, "max": 1, "min": 1,
-    "argmax": 1, "argmin": 1, "aminmax": 2, "any": 1, "all": 1, "cumsum": 1, "cumprod": 1,
-    "logcumsumexp": 3, "norm": 2, "linalg_vector_norm": 2, "var": 3, "std": 3, "var_mean": 3,
-    "std_mean": 3, "logsumexp": 4, "count_nonzero": 1,
+    "sum": 1,
+    "mean": 1,
+    "nansum": 1,
+    "prod": 1,
+    "amax": 1,
+    "amin": 1,
+    "max": 1,
+    "min": 1,
+    "argmax": 1,
+    "argmin": 1,
+    "aminmax": 2,
+    "any": 1,
+    "all": 1,
+    "cumsum": 1,
+    "cumprod": 1,
+    "logcumsumexp": 3,
+    "norm": 2,
+    "linalg_vector_norm": 2,
+    "var": 3,
+    "std": 3,
+    "var_mean": 3,
+    "std_mean": 3,
+    "logsumexp": 4,
+    "count_nonzero": 1,
 }
 
 
@@ -137,17 +157,24 @@ def register(reg: CostRegistry) -> None:
         if backward:
             reg.register(*backward, family="pool")(_pool_backward)
     interp = {
-        "upsample_nearest1d": 0, "upsample_nearest2d": 0, "upsample_nearest3d": 0,
-        "_upsample_nearest_exact1d": 0, "_upsample_nearest_exact2d": 0,
-        "_upsample_nearest_exact3d": 0, "upsample_linear1d": 3, "upsample_bilinear2d": 7,
-        "_upsample_bilinear2d_aa": 7, "upsample_trilinear3d": 15, "upsample_bicubic2d": 31,
+        "upsample_nearest1d": 0,
+        "upsample_nearest2d": 0,
+        "upsample_nearest3d": 0,
+        "_upsample_nearest_exact1d": 0,
+        "_upsample_nearest_exact2d": 0,
+        "_upsample_nearest_exact3d": 0,
+        "upsample_linear1d": 3,
+        "upsample_bilinear2d": 7,
+        "_upsample_bilinear2d_aa": 7,
+        "upsample_trilinear3d": 15,
+        "upsample_bicubic2d": 31,
         "_upsample_bicubic2d_aa": 31,
     }
     for name, flops in interp.items():
         if hasattr(aten, name):
             reg.register(getattr(aten, name), family="interpolate")(_interp(flops))
-        backward = name + "_backward"
-        if hasattr(aten, backward):
-            reg.register(getattr(aten, backward), family="interpolate")(_interp(flops))
+        backward_name = name + "_backward"
+        if hasattr(aten, backward_name):
+            reg.register(getattr(aten, backward_name), family="interpolate")(_interp(flops))
     reg.register(aten.grid_sampler_2d, aten.cudnn_grid_sampler, family="interpolate")(grid_sampler)
     reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, aten.msort, family="sort")(sort)

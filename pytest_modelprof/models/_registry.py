@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final, TypeVar, final
 
-from pytest_modelprof.errors import DuplicateModelError, ModelNotFoundError, ModelprofError
+from pytest_modelprof.errors import DuplicateModelError, ModelNotFoundError
 from pytest_modelprof.models._imports import import_spec, is_import_path
 from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape
 from pytest_modelprof.models._torchvision import GROUPS, torchvision_names, torchvision_spec

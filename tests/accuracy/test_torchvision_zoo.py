@@ -28,10 +28,14 @@ def test_every_classification_builder_is_covered() -> None:
     assert {r.model for r in REFERENCES} >= classification
 
 
-@pytest.mark.parametrize("ref", REFERENCES, ids=lambda r: r.weights.split(".", 1)[-1] + "-" + r.model)
+@pytest.mark.parametrize(
+    "ref", REFERENCES, ids=lambda r: r.weights.split(".", 1)[-1] + "-" + r.model
+)
 def test_macs_and_params_match_torchvision(ref: object) -> None:
     p = profile_model(
-        ref.model, input_shape=ref.input_shape, **ref.arch_kwargs  # type: ignore[attr-defined]
+        ref.model,
+        input_shape=ref.input_shape,
+        **ref.arch_kwargs,  # type: ignore[attr-defined]
     )
     assert p.total_params == ref.num_params  # type: ignore[attr-defined]
     ours = p.total_macs / 1e9

@@ -20,7 +20,9 @@ def test_toy_decoder_exact(mode: str) -> None:
     expected = closed_form(TOY, tokens=12, batch=2)
     assert p.uncounted_ops == []
     assert (p.total_params, p.total_macs, p.total_flops) == (
-        expected["params"], expected["macs"], expected["flops"],
+        expected["params"],
+        expected["macs"],
+        expected["flops"],
     )
 
 

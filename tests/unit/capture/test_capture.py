@@ -25,11 +25,19 @@ class Residual(nn.Module):
 
 def signature(model: nn.Module, mode: str, **kw: object) -> tuple[object, ...]:
     p = profile_model(model, input_shape=(1, 3, 32, 32), mode=mode, **kw)  # type: ignore[arg-type]
-    return (p.total_flops, p.total_macs, p.total_memory, p.peak_activation_bytes,
-            p.activation_bytes, [(lr.name, lr.flops, lr.memory) for lr in p.layers])
+    return (
+        p.total_flops,
+        p.total_macs,
+        p.total_memory,
+        p.peak_activation_bytes,
+        p.activation_bytes,
+        [(lr.name, lr.flops, lr.memory) for lr in p.layers],
+    )
 
 
-@pytest.mark.parametrize("builder", [torchvision.models.resnet18, torchvision.models.mobilenet_v3_small])
+@pytest.mark.parametrize(
+    "builder", [torchvision.models.resnet18, torchvision.models.mobilenet_v3_small]
+)
 def test_meta_fake_real_identical(builder: object) -> None:
     model = builder()  # type: ignore[operator]
     assert signature(model, "meta") == signature(model, "fake") == signature(model, "real")

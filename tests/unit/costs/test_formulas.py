@@ -149,5 +149,16 @@ def test_every_default_formula_is_registered_once_per_op() -> None:
     names = [e.op for e in reg]
     assert len(names) == len(set(names))
     # The core families are all present.
-    assert {"conv", "matmul", "attention", "norm", "activation", "softmax", "pool",
-            "interpolate", "elementwise", "reduction", "embedding"} <= set(reg.families())
+    assert {
+        "conv",
+        "matmul",
+        "attention",
+        "norm",
+        "activation",
+        "softmax",
+        "pool",
+        "interpolate",
+        "elementwise",
+        "reduction",
+        "embedding",
+    } <= set(reg.families())
