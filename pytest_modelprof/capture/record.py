@@ -30,6 +30,8 @@ class OpRecord:
     producers: tuple[int, ...]  # indices of the ops that produced this op's tensor inputs
     params: tuple[str, ...]  # names of parameters/buffers read directly
     is_view: bool = False  # aliases an input without moving data
+    # The producer of each entry of ``inputs`` (-1: a parameter, model input or constant).
+    input_producers: tuple[int, ...] = ()
 
     @property
     def memory(self) -> int:

@@ -152,6 +152,11 @@ class Tracer:
         # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
         # kernels; if nothing reads them they are dropped from traffic and lifetimes in finish().
         self._aux: list[tuple[int, int]] = []
+        # The last op that wrote into each buffer in place, possibly through a view
+        # (``mask[a:b] = v``): later readers of any alias of that buffer depend on it.
+        self._last_write: dict[int, int] = {}
+        self._input_buffers: set[int] = set()
+        self._input_ops: list[int] = []
         self.add_named_tensors(dict(model.named_parameters()))
         self.add_named_tensors(dict(model.named_buffers()))
         self._recording = True
@@ -220,6 +225,7 @@ class Tracer:
         for t in tensors:
             if t not in self._producer:
                 self._new_buffer(t, -1, activation=False)
+            self._input_buffers.add(self._producer[t][1])
 
     def mark_outputs(self, values: Any) -> None:
         """Model outputs stay live to the end of the pass."""
@@ -269,15 +275,20 @@ class Tracer:
 
         # Dataflow: who produced each input; which parameters were read.
         producers: list[int] = []
+        slots: list[int] = []
         params: list[str] = []
         bytes_read = 0
+        reads_input = False
         for t, m in zip(in_tensors, in_meta, strict=True):
             entry = self._producer.get(t)
             if entry is None:  # a tensor created outside the capture (constant, closure)
                 self._new_buffer(t, -1, activation=False)
                 entry = self._producer[t]
             src, buf = entry
+            src = max(src, self._last_write.get(buf, -1))
+            slots.append(src)
             self._buffers[buf].last_use = index
+            reads_input = reads_input or buf in self._input_buffers
             if src >= 0 and src not in producers:
                 producers.append(src)
             name = self._param_names.get(t)
@@ -306,6 +317,7 @@ class Tracer:
                 self._buffers[base[1]].last_use = index
                 if writes:
                     bytes_written += m.nbytes
+                    self._last_write[base[1]] = index
             else:
                 buf = self._new_buffer(t, index, activation=True)
                 bytes_written += m.nbytes
@@ -328,8 +340,11 @@ class Tracer:
                 producers=tuple(producers),
                 params=tuple(params),
                 is_view=info.is_view,
+                input_producers=tuple(slots),
             )
         )
+        if reads_input:
+            self._input_ops.append(index)
 
     # -- driving ---------------------------------------------------------------------------
     @contextmanager
@@ -375,6 +390,7 @@ class Tracer:
             live += events[at]
             peak = max(peak, live)
         self.capture.peak_activation_bytes = peak
+        self.capture.input_ops = tuple(self._input_ops)
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture

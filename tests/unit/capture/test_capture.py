@@ -186,3 +186,30 @@ def test_shared_module_is_attributed_to_each_caller_and_containers_are_not_uncal
     # Each ReLU call: 2x4 = 8 outputs, 1 FLOP each, under its own caller's path.
     assert rows["blocks.0.1"].flops == 8 and rows["blocks.1.1"].flops == 8
     assert p.uncalled_modules == []
+
+
+def test_in_place_write_through_a_view_links_later_readers_of_the_base() -> None:
+    class MaskFill(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            mask = torch.zeros(4, 4)
+            mask[:2] = 1.0  # slice (a view) then fill_: writes into mask's buffer
+            return x * mask
+
+    p = profile_model(MaskFill(), input_shape=(4, 4), mode="meta")
+    cap = p.capture_record
+    assert cap is not None
+    fill = next(op for op in cap.ops if op.op.startswith("aten.fill_"))
+    mul = next(op for op in cap.ops if op.op == "aten.mul.Tensor")
+    assert fill.index in mul.producers  # the mask the multiply reads was last written by fill_
+    # Per-slot producers: the model input has none, the mask's is the fill.
+    assert mul.input_producers == (-1, fill.index)
+    assert cap.input_ops == (mul.index,)
+
+
+def test_error_in_the_models_own_forward_says_so() -> None:
+    class Flat(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.view(3, 5)
+
+    with pytest.raises(ModelInputError, match=r"in the model's own forward \(Flat\)"):
+        profile_model(Flat(), input_shape=(4, 4))
