@@ -1,0 +1,83 @@
+"""GitHub Actions: workflow-command annotations and the job summary file.
+
+An annotation is ``::error file=F,line=N,title=T::MESSAGE`` on stdout; GitHub's escaping rules
+apply (``%``, ``\\r``, ``\\n`` everywhere, plus ``:`` and ``,`` in properties). ``file`` is
+relative to ``GITHUB_WORKSPACE`` (the repository root), ``line`` 1-based.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from pytest_modelprof.report.view import headline
+from pytest_modelprof.results import RunResults
+
+__all__ = [
+    "ANNOTATION_TITLE",
+    "escape_data",
+    "escape_property",
+    "annotation_lines",
+    "append_step_summary",
+    "github_enabled",
+]
+
+ANNOTATION_TITLE = "modelprof regression"
+_TITLES = {
+    "regressed": ANNOTATION_TITLE,
+    "missing": "modelprof: no baseline",
+    "error": "modelprof: unreadable baseline",
+    "improved": "modelprof: improved beyond tolerance",
+}
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow command's message."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow command's property value (``file=``, ``title=``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_enabled(env: Mapping[str, str]) -> bool:
+    """Whether annotations are wanted: ``GITHUB_ACTIONS=true``."""
+    return env.get("GITHUB_ACTIONS", "").lower() == "true"
+
+
+def _workspace_path(path: str, rootdir: Path, workspace: str | None) -> str:
+    absolute = (rootdir / path).resolve()
+    if workspace:
+        try:
+            return absolute.relative_to(Path(workspace).resolve()).as_posix()
+        except ValueError:
+            pass
+    return Path(path).as_posix()
+
+
+def annotation_lines(
+    results: RunResults, *, rootdir: Path, workspace: str | None = None
+) -> list[str]:
+    """One ``::error`` line per failed profile (regressions, missing or unreadable baselines)."""
+    lines = []
+    for test in results.ordered():
+        if not test.failed:
+            continue
+        props = []
+        if test.location is not None:
+            file = _workspace_path(test.location.path, rootdir, workspace)
+            props += [f"file={escape_property(file)}", f"line={test.location.line}"]
+        title = _TITLES.get(test.status, ANNOTATION_TITLE)
+        props.append(f"title={escape_property(title)}")
+        message = f"{test.label}: {headline(test)}"
+        lines.append(f"::error {','.join(props)}::{escape_data(message)}")
+    return lines
+
+
+def append_step_summary(path: str | os.PathLike[str], markdown: str) -> None:
+    """Append to ``$GITHUB_STEP_SUMMARY`` (other steps and tools write to it too)."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(markdown if markdown.endswith("\n") else markdown + "\n")
+

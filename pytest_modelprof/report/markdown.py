@@ -1,0 +1,106 @@
+"""The Markdown renderer: the full report (``--modelprof-markdown``) and GitHub's job summary.
+
+Lays out the :class:`~pytest_modelprof.report.view.ReportView`; every number is formatted there.
+Test ids and module names can hold any text, so each one goes into a code span (no Markdown or
+HTML inside is interpreted) with ``|`` escaped for GitHub's tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_modelprof.report.view import ReportView, Section
+
+__all__ = ["code", "render_markdown", "render_step_summary"]
+
+#: Problems listed per test in the job summary before "and N more".
+SUMMARY_PROBLEMS = 3
+
+
+def code(text: str) -> str:
+    """``text`` as an inline code span that survives any content, inside a table cell too."""
+    flat = " ".join(text.splitlines()).replace("|", "\\|")
+    longest = run = 0
+    for ch in flat:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") or not flat.strip() else ""
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    """Plain text (numbers and our own words) in a table cell."""
+    return " ".join(text.splitlines()).replace("|", "\\|")
+
+
+def _row(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _overview(view: ReportView) -> list[str]:
+    headers = ["", "test", "model", *view.summary_headers, "why"]
+    lines = [_row(headers), _row(["---"] * len(headers))]
+    for s in view.sections:
+        m = s.summary
+        lines.append(
+            _row([f"{m.glyph} {m.status_label}", code(m.label), code(m.model),
+                  *(_cell(c) for c in m.cells), _cell(m.headline)])
+        )
+    return lines
+
+
+def _detail(section: Section) -> list[str]:
+    m = section.summary
+    lines = [f"### {m.glyph} {code(m.label)}", ""]
+    if section.location:
+        lines += [f"Defined at {code(section.location)}.", ""]
+    lines += [_row(["metric", "baseline", "current", "delta", "limit", "verdict"]),
+              _row(["---", "---:", "---:", "---:", "---:", "---"])]
+    for r in section.metrics:
+        verdict = f"**{r.verdict}**" if r.verdict == "regressed" else r.verdict
+        lines.append(_row([r.label, _cell(r.baseline), _cell(r.current), _cell(r.delta),
+                           _cell(r.limit), verdict]))
+    if section.top_layers:
+        lines += ["", "Layers whose FLOPs changed most:", ""]
+        lines += [f"- {code(name)} ({code(kind)}): {_cell(delta)}"
+                  for name, kind, delta in section.top_layers]
+    lines.append("")
+    return lines
+
+
+def render_markdown(view: ReportView) -> str:
+    """The whole report as GitHub-flavoured Markdown: the overview, then each test's metrics."""
+    lines = [f"# {view.title}", "", view.count_line, ""]
+    facts = [f"{f.label} {code(f.value)}" for f in view.facts]
+    if facts:
+        lines += [" \u00b7 ".join(facts), ""]
+    if view.empty:
+        return "\n".join([*lines, view.empty, ""])
+    lines += [*_overview(view), ""]
+    for section in view.sections:
+        lines += _detail(section)
+    if view.artifact_url:
+        lines += [f"[Full HTML report]({view.artifact_url})", ""]
+    return "\n".join(lines)
+
+
+def render_step_summary(view: ReportView) -> str:
+    """The compact table for ``$GITHUB_STEP_SUMMARY``: regressions first, deltas, a link."""
+    lines = [f"### {view.title}", "", view.count_line, ""]
+    if view.empty:
+        return "\n".join([*lines, view.empty, ""])
+    lines += [*_overview(view), ""]
+    for section in view.sections:
+        if section.summary.status != "regressed":
+            continue
+        shown = section.problems[:SUMMARY_PROBLEMS]
+        more = len(section.problems) - len(shown)
+        text = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+        where = f" ({code(section.location)})" if section.location else ""
+        lines.append(f"- {code(section.summary.label)}{where}: {_cell(text)}")
+    if any(s.summary.status == "regressed" for s in view.sections):
+        lines.append("")
+    if view.artifact_url:
+        lines += [f"\U0001f4ca [Full HTML report]({view.artifact_url})", ""]
+    return "\n".join(lines)

@@ -1,0 +1,498 @@
+"""The JSON results document: every gated profile of a run, its comparison and its verdict.
+
+:class:`RunResults` is what ``--modelprof-json`` writes, what ``modelprof merge`` joins across
+CI shards and what ``modelprof report`` re-renders. Its JSON Schema is committed at
+``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.results``.
+
+Like every persisted document it is a frozen pydantic model with ``schema_version``, written
+deterministically (sorted keys, rounded floats, indent 2, trailing newline).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pytest_modelprof import __version__
+from pytest_modelprof.baseline.compare import MetricCheck, Verdict, compare
+from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.errors import ReportError
+from pytest_modelprof.gate import STATUS_ORDER, GateRecord, Status
+from pytest_modelprof.schema import ModelProfile, dumps_deterministic
+from pytest_modelprof.settings import Limits
+
+__all__ = [
+    "RESULTS_SCHEMA_VERSION",
+    "RESULTS_KIND",
+    "SCHEMA_PATH",
+    "MetricResult",
+    "SourceLocation",
+    "ProfileResult",
+    "RunInfo",
+    "RunResults",
+    "Document",
+    "check_to_json",
+    "collect_run_info",
+    "results_from_records",
+    "load_document",
+    "compare_profiles",
+    "compare_documents",
+    "merge_results",
+    "results_json_schema",
+]
+
+RESULTS_SCHEMA_VERSION: Final = 1
+RESULTS_KIND: Final = "pytest-modelprof-results"
+#: Where the committed JSON Schema lives, relative to the repository root.
+SCHEMA_PATH: Final = "schemas/results.schema.json"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MetricResult(_Frozen):
+    """One metric's verdict against the baseline (see :class:`~.baseline.compare.MetricCheck`)."""
+
+    metric: str  # a name from the metric table: flops, params, memory, ...
+    verdict: Verdict
+    current: float | None = None
+    baseline: float | None = None
+    limit: str  # the delta tolerance as text: "+10.0 %", "exact" or "ignored"
+    budget: float | None = None  # the absolute budget, when one is set
+    over_budget: bool = False
+
+
+class SourceLocation(_Frozen):
+    """Where a test is defined: a path relative to the rootdir (with ``/``) and a 1-based line."""
+
+    path: str
+    line: int
+
+
+class ProfileResult(_Frozen):
+    """One gated profile of one test: its verdict, the checks, the profile and the baseline."""
+
+    nodeid: str
+    name: str | None = None
+    model: str
+    status: Status
+    failed: bool = False
+    baseline_path: str = ""
+    location: SourceLocation | None = None
+    checks: list[MetricResult] = []
+    profile: ModelProfile | None = None
+    baseline: BaselineDocument | None = None
+
+    @property
+    def label(self) -> str:
+        """``nodeid`` or ``nodeid@name``, as in the terminal summary."""
+        return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
+
+
+class RunInfo(_Frozen):
+    """Where and when the run happened; every field is optional except the tool versions."""
+
+    started: datetime | None = None
+    finished: datetime | None = None
+    commit: str | None = None
+    ref: str | None = None
+    repository_url: str | None = None
+    run_url: str | None = None
+    artifact_url: str | None = None
+    torch_version: str | None = None
+    device: str | None = None
+    python_version: str = platform.python_version()
+    platform: str = sys.platform
+    modelprof_version: str = __version__
+    exit_status: int | None = None
+    shards: int = 1
+
+
+class RunResults(_Frozen):
+    """The results of one pytest run (or of several shards merged)."""
+
+    schema_version: int = RESULTS_SCHEMA_VERSION
+    kind: Literal["pytest-modelprof-results"] = RESULTS_KIND
+    run: RunInfo = RunInfo()
+    tests: list[ProfileResult] = []
+
+    def ordered(self) -> list[ProfileResult]:
+        """Regressions first, then missing, error, improved, updated, new, ok; by label."""
+        return sorted(self.tests, key=lambda t: (STATUS_ORDER.index(t.status), t.label))
+
+    def counts(self) -> dict[Status, int]:
+        """How many profiles have each status, in summary order (zero counts left out)."""
+        out: dict[Status, int] = {}
+        for status in STATUS_ORDER:
+            n = sum(1 for t in self.tests if t.status == status)
+            if n:
+                out[status] = n
+        return out
+
+    def to_json(self) -> str:
+        """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
+        return dumps_deterministic(self.model_dump(mode="json"))
+
+    @classmethod
+    def from_json(cls, text: str, *, source: str = "<string>") -> RunResults:
+        """Parse and validate; failures are :class:`ReportError` naming ``source`` and the field."""
+        data = _load_json(text, source)
+        return _validate(cls, data, source)
+
+
+Document = ModelProfile | RunResults | BaselineDocument
+
+
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{source}: not valid JSON ({exc})") from None
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _validate(cls: type[_M], data: Any, source: str) -> _M:
+    if isinstance(data, dict) and cls is RunResults:
+        version = data.get("schema_version")
+        if isinstance(version, int) and version > RESULTS_SCHEMA_VERSION:
+            raise ReportError(
+                f"{source}: results schema_version {version} is newer than this "
+                f"pytest-modelprof understands (up to {RESULTS_SCHEMA_VERSION}); upgrade it"
+            )
+    try:
+        return cls.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        )
+        more = len(exc.errors()) - 5
+        suffix = f" (and {more} more)" if more > 0 else ""
+        raise ReportError(f"{source}: not a valid {cls.__name__} ({problems}{suffix})") from None
+
+
+def load_document(path: str | os.PathLike[str]) -> Document:
+    """Read a results file, a profile (``modelprof profile -o x.json``) or a baseline file."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReportError(f"{source}: cannot read ({exc.strerror or exc})") from None
+    data = _load_json(text, source)
+    if not isinstance(data, dict):
+        raise ReportError(f"{source}: expected a JSON object, got {type(data).__name__}")
+    if data.get("kind") == RESULTS_KIND:
+        return _validate(RunResults, data, source)
+    if "capture" in data and "layers" in data:
+        return _validate(ModelProfile, data, source)
+    if "test" in data and "metrics" in data:
+        return BaselineDocument.from_json(text, source=source)
+    raise ReportError(
+        f"{source}: not a modelprof document; expected a results file (--modelprof-json), "
+        f"a profile (modelprof profile -o x.json) or a baseline file"
+    )
+
+
+def check_to_json(check: MetricCheck) -> dict[str, Any]:
+    """One :class:`MetricCheck` as a :class:`MetricResult` JSON object (the record transport)."""
+    m = check.metric
+    return MetricResult(
+        metric=m.name,
+        verdict=check.verdict,
+        current=check.current,
+        baseline=check.baseline,
+        limit=str(check.tolerance) if m.direction == "lower" else _drop_text(check),
+        budget=check.budget.limit if check.budget is not None else None,
+        over_budget=check.over_budget,
+    ).model_dump(mode="json")
+
+
+def _drop_text(check: MetricCheck) -> str:
+    from pytest_modelprof.baseline.tolerance import format_tolerance
+
+    return format_tolerance(check.tolerance, drop=True)
+
+
+def _git(rootdir: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=rootdir,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out else None
+
+
+def collect_run_info(
+    *,
+    rootdir: Path,
+    env: Mapping[str, str],
+    started: datetime | None,
+    finished: datetime | None,
+    profiles: Iterable[ModelProfile],
+    artifact_url: str | None = None,
+    exit_status: int | None = None,
+) -> RunInfo:
+    """The run's facts: commit (``GITHUB_SHA`` or ``git rev-parse``), CI links, torch, device."""
+    commit = env.get("GITHUB_SHA") or _git(rootdir, "rev-parse", "HEAD")
+    ref = env.get("GITHUB_HEAD_REF") or env.get("GITHUB_REF_NAME")
+    if not ref:
+        ref = _git(rootdir, "rev-parse", "--abbrev-ref", "HEAD")
+    server, repo, run_id = (
+        env.get("GITHUB_SERVER_URL"),
+        env.get("GITHUB_REPOSITORY"),
+        env.get("GITHUB_RUN_ID"),
+    )
+    repository_url = f"{server}/{repo}" if server and repo else None
+    run_url = f"{repository_url}/actions/runs/{run_id}" if repository_url and run_id else None
+    artifact = artifact_url or env.get("MODELPROF_ARTIFACT_URL") or None
+    if artifact is None and run_url is not None:
+        artifact = f"{run_url}#artifacts"
+    torch_versions = sorted({p.environment.torch_version for p in profiles})
+    devices = sorted({p.environment.device for p in profiles})
+    return RunInfo(
+        started=started,
+        finished=finished,
+        commit=commit,
+        ref=ref if ref != "HEAD" else None,
+        repository_url=repository_url,
+        run_url=run_url,
+        artifact_url=artifact,
+        torch_version=", ".join(torch_versions) or None,
+        device=", ".join(devices) or None,
+        exit_status=exit_status,
+    )
+
+
+def results_from_records(
+    records: Iterable[GateRecord],
+    locations: Mapping[str, SourceLocation],
+    run: RunInfo,
+) -> RunResults:
+    """The results document of a pytest run, from the gate's records (one per profile)."""
+    tests = []
+    for r in records:
+        tests.append(
+            ProfileResult(
+                nodeid=r.nodeid,
+                name=r.name,
+                model=r.model,
+                status=r.status,
+                failed=r.failed,
+                baseline_path=r.baseline_path,
+                location=locations.get(r.nodeid),
+                checks=[MetricResult.model_validate(c) for c in r.checks],
+                profile=ModelProfile.model_validate(r.profile) if r.profile else None,
+                baseline=BaselineDocument.model_validate(r.baseline) if r.baseline else None,
+            )
+        )
+    return RunResults(run=run, tests=tests)
+
+
+def _status(verdict: Verdict) -> Status:
+    if verdict in ("regressed", "unmeasured"):
+        return "regressed"
+    if verdict == "improved":
+        return "improved"
+    return "new" if verdict == "new" else "ok"
+
+
+def compare_profiles(
+    old: ModelProfile | None,
+    new: ModelProfile,
+    limits: Limits,
+    *,
+    nodeid: str,
+    name: str | None = None,
+    location: SourceLocation | None = None,
+) -> ProfileResult:
+    """Judge ``new`` against ``old`` as the gate would, with ``old`` as the baseline."""
+    settings = limits.describe()
+    before = (
+        BaselineDocument.from_profile(old, test=nodeid, name=name, settings=settings)
+        if old is not None
+        else None
+    )
+    after = BaselineDocument.from_profile(new, test=nodeid, name=name, settings=settings)
+    comparison = compare(after, before, limits.policy())
+    status = _status(comparison.verdict)
+    return ProfileResult(
+        nodeid=nodeid,
+        name=name,
+        model=new.model,
+        status=status,
+        failed=status == "regressed",
+        location=location,
+        checks=[MetricResult.model_validate(check_to_json(c)) for c in comparison.checks],
+        profile=new,
+        baseline=before,
+    )
+
+
+def _baseline_only(old: ProfileResult) -> ProfileResult:
+    """A test the old run had and the new one lacks: shown as missing, nothing to compare."""
+    return ProfileResult(
+        nodeid=old.nodeid,
+        name=old.name,
+        model=old.model,
+        status="missing",
+        failed=False,
+        baseline_path=old.baseline_path,
+        location=old.location,
+        baseline=(
+            BaselineDocument.from_profile(
+                old.profile, test=old.nodeid, name=old.name, settings={}
+            )
+            if old.profile is not None
+            else old.baseline
+        ),
+    )
+
+
+def compare_documents(old: Document, new: Document, limits: Limits) -> RunResults:
+    """Two profiles, two baselines or two results files, judged pairwise (matched by label)."""
+    if isinstance(old, RunResults) and isinstance(new, RunResults):
+        before = {t.label: t for t in old.tests}
+        tests: list[ProfileResult] = []
+        for t in new.tests:
+            prev = before.pop(t.label, None)
+            if t.profile is None:
+                continue
+            tests.append(
+                compare_profiles(
+                    prev.profile if prev is not None else None,
+                    t.profile,
+                    limits,
+                    nodeid=t.nodeid,
+                    name=t.name,
+                    location=t.location,
+                )
+            )
+        tests.extend(_baseline_only(t) for t in before.values())
+        return RunResults(run=new.run, tests=tests)
+    if isinstance(old, ModelProfile) and isinstance(new, ModelProfile):
+        label = new.model if new.model == old.model else f"{old.model} -> {new.model}"
+        return RunResults(
+            run=RunInfo(
+                torch_version=new.environment.torch_version, device=new.environment.device
+            ),
+            tests=[compare_profiles(old, new, limits, nodeid=label)],
+        )
+    if isinstance(old, BaselineDocument) and isinstance(new, BaselineDocument):
+        comparison = compare(new, old, limits.policy())
+        status = _status(comparison.verdict)
+        return RunResults(
+            run=RunInfo(torch_version=new.environment.torch_version,
+                        device=new.environment.device),
+            tests=[
+                ProfileResult(
+                    nodeid=new.test,
+                    name=new.name,
+                    model=new.model,
+                    status=status,
+                    failed=status == "regressed",
+                    checks=[
+                        MetricResult.model_validate(check_to_json(c)) for c in comparison.checks
+                    ],
+                    baseline=old,
+                )
+            ],
+        )
+    raise ReportError(
+        f"cannot compare a {type(old).__name__} with a {type(new).__name__}; give two profiles, "
+        f"two baseline files or two results files"
+    )
+
+
+def merge_results(parts: Sequence[tuple[str, RunResults]]) -> RunResults:
+    """Join the results of CI shards; a profile in two shards, or two commits, is an error."""
+    if not parts:
+        raise ReportError("nothing to merge: give at least one results file")
+    seen: dict[str, str] = {}
+    tests: list[ProfileResult] = []
+    for source, part in parts:
+        for t in part.tests:
+            if t.label in seen:
+                raise ReportError(
+                    f"{t.label} is in both {seen[t.label]} and {source}; each test should run "
+                    f"in one shard only"
+                )
+            seen[t.label] = source
+            tests.append(t)
+    commits = {p.run.commit for _, p in parts if p.run.commit}
+    if len(commits) > 1:
+        listing = ", ".join(f"{s}: {p.run.commit}" for s, p in parts)
+        raise ReportError(f"the shards come from different commits ({listing})")
+
+    def first(field: str) -> Any:
+        return next((getattr(p.run, field) for _, p in parts if getattr(p.run, field)), None)
+
+    def joined(field: str) -> str | None:
+        values: set[str] = set()
+        for _, p in parts:
+            value = getattr(p.run, field)
+            if value:
+                values.update(v.strip() for v in str(value).split(","))
+        return ", ".join(sorted(values)) or None
+
+    starts = [p.run.started for _, p in parts if p.run.started is not None]
+    ends = [p.run.finished for _, p in parts if p.run.finished is not None]
+    statuses = [p.run.exit_status for _, p in parts if p.run.exit_status is not None]
+    run = parts[0][1].run.model_copy(
+        update={
+            "started": min(starts) if starts else None,
+            "finished": max(ends) if ends else None,
+            "commit": first("commit"),
+            "ref": first("ref"),
+            "repository_url": first("repository_url"),
+            "run_url": first("run_url"),
+            "artifact_url": first("artifact_url"),
+            "torch_version": joined("torch_version"),
+            "device": joined("device"),
+            "exit_status": max(statuses) if statuses else None,
+            "shards": sum(p.run.shards for _, p in parts),
+        }
+    )
+    return RunResults(run=run, tests=tests)
+
+
+def results_json_schema() -> str:
+    """The JSON Schema of :class:`RunResults`, as committed at :data:`SCHEMA_PATH`."""
+    schema = RunResults.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/pytest-modelprof/pytest-modelprof/" + SCHEMA_PATH
+    return json.dumps(schema, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pytest_modelprof.results [PATH]``: write the JSON Schema (default: stdout)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    text = results_json_schema()
+    if args:
+        Path(args[0]).parent.mkdir(parents=True, exist_ok=True)
+        Path(args[0]).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

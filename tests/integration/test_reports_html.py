@@ -1,0 +1,63 @@
+"""--modelprof-report: the HTML diff report of a run, checked in a real browser."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from modelprof_testing import Project
+from report_testing import EVIL_ID, browser, regressing_project
+
+
+def test_html_report_of_a_regression(project: Project) -> None:
+    regressing_project(project)
+    result = project.run("--modelprof-report=out/report.html")
+    result.assert_outcomes(passed=1, failed=1)
+    page = project.root / "out" / "report.html"
+    result.stdout.fnmatch_lines([f"modelprof: wrote HTML report to {page}"])
+    text = page.read_text()
+    assert EVIL_ID not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "head&amp;&lt;b&gt;" in text and "head&<b>" not in text
+    assert text.index("test_models.py::test_tiny") < text.index("test_models.py::test_other")
+    assert "FLOPs +30.0 % (limit +10.0 %)" in text
+    assert 'data-status="regressed"' in text and "defined at <code>test_models.py:3</code>" in text
+
+
+def test_html_report_renders_in_chromium(project: Project, tmp_path: Path) -> None:
+    chromium = browser()
+    regressing_project(project)
+    project.run("--modelprof-report=report.html").assert_outcomes(passed=1, failed=1)
+    page = project.root / "report.html"
+    dom, console = chromium.load(page, tmp_path)
+    assert console == []  # no script errors, no failed loads
+    assert '<html lang="en" data-ready="true">' in dom  # our script ran to the end
+    assert dom.count('<section class="profile') == 2
+    # Per-layer bars and the roofline; the fake engine has no op families (a note instead).
+    assert dom.count("<svg") == 4 and dom.count("<circle") >= 2
+    assert "This profile has no op-family breakdown." in dom
+    assert "<script>alert(1)</script>" not in dom  # the id stayed text after parsing
+    png = tmp_path / "report.png"
+    chromium.screenshot(page, png)
+    header = png.read_bytes()[:24]
+    assert header[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", header[16:24])
+    assert (width, height) == (1280, 2400)
+
+
+def test_report_path_must_be_html(project: Project) -> None:
+    result = project.run("--modelprof-report=report.txt")
+    result.stderr.fnmatch_lines(["*--modelprof-report*'report.txt' should end in .html or .htm*"])
+    assert result.ret == 4
+
+
+def test_report_path_from_the_ini_file(project: Project) -> None:
+    regressing_project(project)
+    project.pytester.makeini("[pytest]\nmodelprof_report = reports/ini.html\n")
+    project.run().assert_outcomes(passed=1, failed=1)
+    assert (project.root / "reports" / "ini.html").is_file()
+
+
+def test_no_profiled_tests_still_writes_a_report(project: Project) -> None:
+    project.pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    project.run("--modelprof-report=r.html").assert_outcomes(passed=1)
+    assert "No profiled test ran" in (project.root / "r.html").read_text()

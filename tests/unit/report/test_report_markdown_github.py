@@ -1,0 +1,75 @@
+"""Markdown, the job summary and GitHub annotations: compact, escaped, regressions first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from report_samples import EVIL
+
+from pytest_modelprof.report.github import (
+    annotation_lines,
+    append_step_summary,
+    escape_data,
+    escape_property,
+)
+from pytest_modelprof.report.markdown import code, render_markdown, render_step_summary
+from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results import RunResults
+
+
+def test_code_spans_survive_any_text() -> None:
+    assert code("a|b") == "`a\\|b`"
+    assert code("x`y") == "``x`y``"
+    assert code("`x") == "`` `x ``"
+    assert code("two\nlines") == "`two lines`"
+
+
+def test_step_summary_is_compact_and_ordered(results: RunResults) -> None:
+    text = render_step_summary(build_view(results))
+    lines = text.splitlines()
+    assert lines[0] == "### modelprof cost report"
+    rows = [line for line in lines if line.startswith("| ")][2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| \u274c regressed", "| \U0001f195 new baseline",
+                                                 "| \u2705 ok"]
+    assert f"`tests/test_x.py::test_x[{EVIL}]`" in rows[0]  # in a code span: never HTML
+    assert "1.4 MFLOPs (+40.0 %)" in rows[0]
+    bullet = next(line for line in lines if line.startswith("- "))
+    assert bullet.endswith("FLOPs +40.0 % (limit +10.0 %); MACs +40.0 % (limit exact); "
+                           "params +40.0 % (limit exact); and 1 more")
+    assert "(https://github.com/o/r/actions/runs/7#artifacts)" in text
+
+
+def test_full_markdown_has_each_test(results: RunResults) -> None:
+    text = render_markdown(build_view(results))
+    assert text.startswith("# modelprof cost report\n")
+    assert text.count("\n### ") == 3
+    assert "| FLOPs | 1 MFLOPs | 1.4 MFLOPs | +400 KFLOPs (+40.0 %) | +10.0 % | **regressed** |" \
+        in text
+    assert "- `head` (`Conv2d`): +300 KFLOPs" in text
+
+
+def test_append_step_summary(tmp_path: Path) -> None:
+    path = tmp_path / "summary.md"
+    path.write_text("earlier step\n")
+    append_step_summary(path, "ours")
+    assert path.read_text() == "earlier step\nours\n"
+
+
+def test_escaping_follows_githubs_rules() -> None:
+    assert escape_data("12.3 %\r\nnext") == "12.3 %25%0D%0Anext"
+    assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
+
+
+def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> None:
+    lines = annotation_lines(results, rootdir=tmp_path / "repo" / "sub",
+                             workspace=str(tmp_path / "repo"))
+    assert lines == [
+        "::error file=sub/tests/test_x.py,line=12,title=modelprof regression::"
+        f"tests/test_x.py::test_x[{EVIL}]: FLOPs +40.0 %25 (limit +10.0 %25); "
+        "MACs +40.0 %25 (limit exact); params +40.0 %25 (limit exact); "
+        "memory +27.8 %25 (limit exact)"
+    ]
+    # Without a workspace the path stays relative to the rootdir.
+    assert annotation_lines(results, rootdir=tmp_path)[0].startswith(
+        "::error file=tests/test_x.py,line=12,"
+    )
