@@ -360,6 +360,215 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return EXIT_FAILED if violations else EXIT_OK
 
 
+# -- modelprof compare / merge / report ----------------------------------------------------------
+
+def _add_report_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--html", metavar="FILE.html", help="write the HTML diff report")
+    p.add_argument("--markdown", metavar="FILE.md", help="write the diff report as Markdown")
+    p.add_argument("--json", metavar="FILE.json", dest="json_out",
+                   help="write the comparison as a results file (re-render it with 'report')")
+
+
+def _write_reports(results: Any, args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from pytest_modelprof.report.session import write_outputs
+
+    def path(value: str | None) -> Path | None:
+        return Path(value) if value else None
+
+    for written in write_outputs(results, html=path(args.html), json=path(args.json_out),
+                                 markdown=path(args.markdown)):
+        _note(f"wrote {written}")
+
+
+def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", metavar="OLD.json", help="the baseline side: a profile, a baseline "
+                   "file or a results file")
+    p.add_argument("new", metavar="NEW.json", help="the current side, of the same kind as OLD")
+    p.add_argument("--max-delta", metavar="TOL", default="exact",
+                   help="tolerance of every counted metric, as in the marker: exact (default, "
+                        "the gate's own default), 5%%, 0.05 or ignore")
+    p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
+                   help="one limit in the marker's grammar, repeatable, over --max-delta: "
+                        "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="layer changes shown per profile (default: 10)")
+    _add_report_outputs(p)
+
+
+def _compare_limits(args: argparse.Namespace) -> Any:
+    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.tolerance import Ignore
+    from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
+    from pytest_modelprof.settings import Limits
+
+    try:
+        tolerance = parse_limit_tolerance(args.max_delta)
+    except ValueError as exc:
+        raise ModelprofError(f"--max-delta: {exc}") from None
+    # Counted metrics only (latency is ignored by default: noise in a profile-to-profile diff),
+    # and not marked explicit, so a metric neither side measures is left out, not "unmeasured".
+    limits = Limits(tolerances={
+        m.name: tolerance for m in METRICS if not isinstance(m.default_delta, Ignore)
+    })
+    extra: dict[str, object] = {}
+    for item in args.limit:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ModelprofError(f"--limit: expected KEY=VALUE such as max_flops_delta=10%, "
+                                 f"got {item!r}")
+        extra[key.strip()] = value.strip()
+    unknown = sorted(k for k in extra if k not in _limit_names())
+    if unknown:
+        raise ModelprofError(f"--limit: unknown limit {', '.join(unknown)}; use one of "
+                             f"{', '.join(_limit_names())}")
+    return limits.with_values(extra, "--limit")
+
+
+def _limit_names() -> list[str]:
+    from pytest_modelprof.baseline.metrics import LIMIT_KEYS
+
+    return sorted(LIMIT_KEYS)
+
+
+def _run_compare(args: argparse.Namespace) -> int:
+    from pytest_modelprof.report.text import render_diff
+    from pytest_modelprof.report.view import build_view
+    from pytest_modelprof.results import compare_documents, load_document
+
+    limits = _compare_limits(args)
+    results = compare_documents(load_document(args.old), load_document(args.new), limits)
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    _out(render_diff(build_view(results, title="modelprof compare"), top=args.top, width=width))
+    _write_reports(results, args)
+    return EXIT_FAILED if any(t.status == "regressed" for t in results.tests) else EXIT_OK
+
+
+def _add_merge_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("files", nargs="+", metavar="SHARD.json", help="results files to join")
+    p.add_argument("--output", "-o", required=True, metavar="ALL.json",
+                   help="where to write the merged results")
+    p.add_argument("--html", metavar="FILE.html", help="also render the merged HTML report")
+    p.add_argument("--markdown", metavar="FILE.md", help="also render the merged Markdown")
+
+
+def _run_merge(args: argparse.Namespace) -> int:
+    from pytest_modelprof.results import RunResults, load_document, merge_results
+
+    parts = []
+    for name in args.files:
+        doc = load_document(name)
+        if not isinstance(doc, RunResults):
+            raise ModelprofError(f"{name}: not a results file (write one with --modelprof-json)")
+        parts.append((name, doc))
+    merged = merge_results(parts)
+    args.json_out = args.output
+    _write_reports(merged, args)
+    return EXIT_FAILED if any(t.failed for t in merged.tests) else EXIT_OK
+
+
+def _add_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("results", metavar="RESULTS.json", help="a results file (--modelprof-json)")
+    p.add_argument("--html", metavar="FILE.html", help="write the HTML report")
+    p.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="layer changes printed per profile (default: 10)")
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from pytest_modelprof.report.text import render_diff
+    from pytest_modelprof.report.view import build_view
+    from pytest_modelprof.results import RunResults, load_document
+
+    doc = load_document(args.results)
+    if not isinstance(doc, RunResults):
+        raise ModelprofError(f"{args.results}: not a results file (write one with "
+                             f"--modelprof-json, or use 'modelprof compare' for two profiles)")
+    args.json_out = None
+    if not (args.html or args.markdown):
+        width = max(60, shutil.get_terminal_size((100, 24)).columns)
+        _out(render_diff(build_view(doc), top=args.top, width=width))
+    _write_reports(doc, args)
+    return EXIT_FAILED if any(t.failed for t in doc.tests) else EXIT_OK
+
+
+# -- modelprof partition / graph ----------------------------------------------------------------
+
+def _add_capture_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that say what to capture: shared by ``partition`` and ``graph``."""
+    p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
+    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
+                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
+                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
+                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+
+
+def _capture_of(args: argparse.Namespace, machine: Machine | None = None) -> tuple[str, Any]:
+    from pytest_modelprof.profile import profile_model
+
+    profile = profile_model(args.model, input_shape=args.input_shape, dtype=args.dtype,
+                            mode=args.mode, machine=machine, **dict(args.arch))
+    if profile.capture_record is None:  # pragma: no cover - profile_model always keeps it
+        raise ModelprofError(f"{args.model}: the profile kept no op capture")
+    return profile.model, profile.capture_record
+
+
+def _add_partition_arguments(p: argparse.ArgumentParser) -> None:
+    _add_capture_arguments(p)
+    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
+                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
+                        "subgraphs (a preset such as a100-bf16, or a number; default: generic)")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="show the N subgraphs with the most FLOPs (default: 10)")
+    p.add_argument("--json", action="store_true",
+                   help="print the full partition (every subgraph) as JSON instead")
+
+
+def _run_partition(args: argparse.Namespace) -> int:
+    from pytest_modelprof.analysis.partition import partition, render_partition_report
+    from pytest_modelprof.schema import dumps_deterministic
+
+    name, capture = _capture_of(args, args.machine)
+    report = partition(capture, args.machine)
+    if args.json:
+        _out(dumps_deterministic(report.model_dump(mode="json")))
+    else:
+        _out(render_partition_report(report, top=args.top, title=name))
+    return EXIT_OK
+
+
+def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
+    _add_capture_arguments(p)
+    p.add_argument("--detail", action="store_true",
+                   help="one node per op (views folded into edges) instead of one per module")
+    p.add_argument("--format", choices=("json", "txt", "dot"), default="txt",
+                   help="json (a document), txt (nodes, edges, stats) or dot (Graphviz); "
+                        "default: txt")
+    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+
+
+def _run_graph(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pytest_modelprof.export import write_text_atomic
+    from pytest_modelprof.graph_export import export_graph
+
+    name, capture = _capture_of(args)
+    text = export_graph(capture, detail=args.detail, fmt=args.format, name=name)
+    if args.output:
+        write_text_atomic(Path(args.output), text)
+        _note(f"wrote {args.output} ({'detail' if args.detail else 'module'} graph, "
+              f"{args.format})")
+    else:
+        _out(text)
+    return EXIT_OK
+
+
 # -- the command table --------------------------------------------------------------------------
 
 COMMANDS: tuple[Command, ...] = (
@@ -424,6 +633,87 @@ COMMANDS: tuple[Command, ...] = (
   modelprof sweep resnet18 --batch 1,2,4 --max-flops-growth-exponent 1.05""",
         add_arguments=_add_sweep_arguments,
         run=_run_sweep,
+    ),
+    Command(
+        name="partition",
+        summary="fuse the op graph into kernels: subgraphs, traffic, stages, critical path",
+        description=(
+            "Partition the captured op graph the way a compiler fuses it (conv/linear + norm +\n"
+            "activation, elementwise chains, attention blocks) and report the subgraphs: their\n"
+            "kinds and fusion patterns, memory traffic and arithmetic intensity fused vs\n"
+            "unfused, the stages that could run concurrently, the FLOP-weighted critical\n"
+            "path, and the subgraphs with the most FLOPs."
+        ),
+        examples="""\
+  modelprof partition resnet18
+  modelprof partition yolov8n.yaml --input-shape 1,3,320,320 --top 5
+  modelprof partition vit_b_16 --machine a100-bf16
+  modelprof partition mobilenet_v2 --json > mnv2-partition.json""",
+        add_arguments=_add_partition_arguments,
+        run=_run_partition,
+    ),
+    Command(
+        name="graph",
+        summary="export the module graph, or the op graph with every edge (json, txt, dot)",
+        description=(
+            "Export the dataflow of one capture: one node per module that ran ops, or with\n"
+            "--detail one node per op with every edge (residual adds and tensor ops written in\n"
+            "Python included; views are folded into edges). Text lists node ids, names, params,\n"
+            "edges and stats; DOT renders with Graphviz (dot -Tsvg graph.dot -o graph.svg)."
+        ),
+        examples="""\
+  modelprof graph resnet18 --format txt
+  modelprof graph resnet18 --detail --format dot --output resnet18.dot
+  modelprof graph yolov8n.yaml --format json --output yolo-modules.json""",
+        add_arguments=_add_graph_arguments,
+        run=_run_graph,
+    ),
+    Command(
+        name="compare",
+        summary="diff two profiles (or two results files): metrics, layer changes; exit 1 if worse",
+        description=(
+            "Judge NEW against OLD as the pytest gate would, with OLD as the baseline. OLD and\n"
+            "NEW are two profiles (modelprof profile -o x.json), two baseline files or two\n"
+            "results files (--modelprof-json; tests are matched by id). Prints the metrics and\n"
+            "the layers that changed most. Counted metrics are exact by default, like the gate:\n"
+            "any growth is a regression. Exit code 1 when anything regressed beyond its limit."
+        ),
+        examples="""\
+  modelprof compare old.json new.json
+  modelprof compare old.json new.json --max-delta 5% --html diff.html --markdown diff.md
+  modelprof compare main-results.json pr-results.json --limit max_params_delta=0
+  modelprof compare old.json new.json --limit max_flops=5G --top 20""",
+        add_arguments=_add_compare_arguments,
+        run=_run_compare,
+    ),
+    Command(
+        name="merge",
+        summary="join the results files of CI shards into one (and render it)",
+        description=(
+            "Join results files written by --modelprof-json in a sharded CI matrix. A test in\n"
+            "two shards, or shards from two commits, is an error. Exit code 1 when a merged\n"
+            "profile failed its gate."
+        ),
+        examples="""\
+  modelprof merge shard-*.json -o all.json
+  modelprof merge shard-*.json -o all.json --html report.html --markdown report.md""",
+        add_arguments=_add_merge_arguments,
+        run=_run_merge,
+    ),
+    Command(
+        name="report",
+        summary="re-render a results file as HTML or Markdown (or print it)",
+        description=(
+            "Render a results file (--modelprof-json, modelprof merge) again, e.g. after\n"
+            "downloading it from CI. Without --html or --markdown it prints the diff.\n"
+            "Exit code 1 when a profile in it failed its gate."
+        ),
+        examples="""\
+  modelprof report results.json --html report.html
+  modelprof report results.json --markdown report.md
+  modelprof report results.json --top 5""",
+        add_arguments=_add_report_arguments,
+        run=_run_report,
     ),
 )
 

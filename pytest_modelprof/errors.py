@@ -11,6 +11,7 @@ __all__ = [
     "UncountedOpsError",
     "BaselineError",
     "SettingsError",
+    "ReportError",
 ]
 
 
@@ -44,3 +45,7 @@ class BaselineError(ModelprofError):
 
 class SettingsError(ModelprofError, ValueError):
     """A bad setting; the message names where it came from (marker, CLI, ini)."""
+
+
+class ReportError(ModelprofError):
+    """A results file that cannot be read, merged or rendered; names the file and the field."""

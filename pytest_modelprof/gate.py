@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pytest_modelprof.baseline.compare import Comparison, compare, format_change
+from pytest_modelprof.baseline.compare import Comparison, Policy, compare, format_change
 from pytest_modelprof.baseline.metrics import METRICS
 from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
 from pytest_modelprof.baseline.tolerance import Ignore, Relative
@@ -35,6 +35,8 @@ __all__ = [
     "ModelprofFixture",
     "call_profile_model",
     "fvcore_failures",
+    "measure_latency",
+    "growth_failures",
     "evaluate",
     "update_command",
     "records_to_json",
@@ -68,6 +70,12 @@ class GateRecord:
     metrics: dict[str, float] = field(default_factory=dict)
     baseline_metrics: dict[str, float] = field(default_factory=dict)
     failed: bool = False
+    # For the reports (HTML, JSON, Markdown): every metric's verdict, the profile and the
+    # baseline it was judged against, all as JSON documents (see pytest_modelprof.results).
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    profile: dict[str, Any] | None = None
+    baseline: dict[str, Any] | None = None
+    warnings: list[str] = field(default_factory=list)  # timing limits that warn, not fail
 
     @property
     def label(self) -> str:
@@ -252,6 +260,107 @@ def fvcore_failures(request: ProfileRequest, limits: Limits) -> list[str]:
     ]
 
 
+def _real_module_and_inputs(request: ProfileRequest) -> tuple[Any, Any]:
+    """A runnable module and positional inputs for timing (real tensors)."""
+    import torch
+
+    from pytest_modelprof.models import resolve
+
+    device = torch.device(request.device or "cpu")
+    shape = request.input_shape
+    if isinstance(request.model, str):
+        spec = resolve(request.model)
+        with torch.device(device):
+            module = spec.build(input_shape=shape)
+        if request.inputs is not None:
+            return module, request.inputs
+        args, kwargs = spec.example_inputs(shape, device=device)
+        return module, kwargs if kwargs and not args else args
+    if request.inputs is not None:
+        return request.model, request.inputs
+    if shape is None:
+        raise SettingsError("a latency limit needs input_shape= or inputs= to time the model")
+    return request.model, torch.randn(shape, device=device)
+
+
+def measure_latency(request: ProfileRequest, limits: Limits) -> dict[str, Any] | None:
+    """Calibration-normalised timing rounds, only when a latency limit asks for them."""
+    if not limits.wants_latency:
+        return None
+    from pytest_modelprof.runtime import measure_forward_normalised
+
+    module, inputs = _real_module_and_inputs(request)
+    timing = measure_forward_normalised(module, inputs, rounds=limits.timing_rounds)
+    data: dict[str, Any] = timing.model_dump(mode="json")
+    return data
+
+
+def _latency_verdict(
+    timing: Mapping[str, Any] | None, baseline_timing: Mapping[str, Any] | None, limits: Limits
+) -> tuple[list[str], list[str], float | None]:
+    """(failures, warnings, current median ms) of the latency limits, judged noise-robustly."""
+    if timing is None:
+        return [], [], None
+    from pytest_modelprof.runtime import (
+        DEFAULT_TOLERANCE,
+        NormalisedTiming,
+        compare_timings,
+        latency_gate,
+    )
+
+    current = NormalisedTiming.model_validate(timing)
+    tolerance = limits.tolerances.get("latency_ms")
+    comparison = None
+    if baseline_timing is not None and tolerance is not None and not isinstance(tolerance, Ignore):
+        fraction = tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
+        try:
+            comparison = compare_timings(
+                current, NormalisedTiming.model_validate(baseline_timing), tolerance=fraction
+            )
+        except ValueError as exc:
+            return [], [f"latency not compared: {exc}"], current.latency_ms
+    budget = limits.budgets.get("latency_ms")
+    decision = latency_gate(
+        comparison,
+        latency_ms=current.latency_ms,
+        max_latency_ms=budget.limit if budget is not None else None,
+        strict=limits.timing_strict,
+    )
+    if decision.action == "fail":
+        return list(decision.reasons), [], current.latency_ms
+    if decision.action == "warn":
+        hint = "timing_strict=True (or --modelprof-timing-strict) makes this fail"
+        return [], [f"{r}; {hint}" for r in decision.reasons], current.latency_ms
+    return [], [], current.latency_ms
+
+
+def growth_failures(
+    request: ProfileRequest, sweep_axes: Mapping[str, Sequence[int]] | None, limits: Limits
+) -> tuple[list[str], list[str]]:
+    """(failures, warnings) of the growth-exponent limits over the marker's ``sweep=`` axes."""
+    if not sweep_axes or not limits.growth:
+        return [], []
+    from pytest_modelprof.sweep import check_growth, sweep
+
+    result = sweep(
+        request.model,
+        over=sweep_axes,
+        input_shape=request.input_shape,
+        inputs=request.inputs,
+        latency="max_latency_growth_exponent" in limits.growth,
+        device=request.device,
+    )
+    failures: list[str] = []
+    warnings: list[str] = []
+    for violation in check_growth(result, dict(limits.growth)):
+        # A latency exponent is as noisy as latency itself: it warns unless timing_strict.
+        if violation.metric == "latency_ms" and not limits.timing_strict:
+            warnings.append(violation.message)
+        else:
+            failures.append(violation.message)
+    return failures, warnings
+
+
 def update_command(nodeids: Sequence[str]) -> str:
     """The shell command that rewrites these tests' baselines."""
     return "pytest --modelprof-update-baselines " + " ".join(shlex.quote(n) for n in nodeids)
@@ -301,15 +410,22 @@ def evaluate(
     session: SessionSettings,
     rootdir: Path,
     extra_failures: Sequence[str] = (),
+    warnings: Sequence[str] = (),
+    timing: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Judge one profile against its baseline; in update mode, write the baseline first."""
+    """Judge one profile against its baseline; in update mode, write the baseline first.
+
+    ``timing`` (from :func:`measure_latency`) is stored with the baseline and judged by the
+    noise-robust timing comparison, never by the generic relative delta.
+    """
     from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.results import check_to_json
 
     rel = baseline_relpath(nodeid, name)
     path = session.baseline_dir / rel
     shown = _display(path, rootdir)
     current = BaselineDocument.from_profile(
-        profile, test=nodeid, name=name, settings=limits.describe()
+        profile, test=nodeid, name=name, settings=limits.describe(), timing=timing
     )
     label = nodeid if name is None else f"{nodeid} (name={name!r})"
     who = f"modelprof: {profile.model} in {label}"
@@ -323,7 +439,23 @@ def evaluate(
     except BaselineError as exc:
         load_error = str(exc)
 
-    comparison = compare(current, baseline, limits.policy())
+    # Measured latency is judged from timing rounds (below), never as a plain relative delta;
+    # unmeasured, a latency limit stays in the policy and reports "not measured".
+    policy = limits.policy()
+    if timing is not None:
+        policy = Policy(
+            {k: v for k, v in policy.tolerances.items() if k != "latency_ms"},
+            {k: v for k, v in policy.budgets.items() if k != "latency_ms"},
+            policy.explicit - {"latency_ms"},
+        )
+    comparison = compare(current, baseline, policy)
+    timing_failures, timing_warnings, latency_ms = _latency_verdict(
+        timing, baseline.timing if baseline is not None and not session.update else None, limits
+    )
+    extra_failures = [*extra_failures, *timing_failures]
+    measured = {k: float(v) for k, v in current.metrics.items()}
+    if latency_ms is not None:
+        measured["latency_ms"] = round(latency_ms, 6)
 
     def record(status: Status, failed: bool) -> GateRecord:
         return GateRecord(
@@ -332,11 +464,15 @@ def evaluate(
             model=profile.model,
             status=status,
             baseline_path=rel.as_posix(),
-            metrics={k: float(v) for k, v in current.metrics.items()},
+            metrics=measured,
             baseline_metrics=(
                 {k: float(v) for k, v in baseline.metrics.items()} if baseline else {}
             ),
             failed=failed,
+            checks=[check_to_json(c) for c in comparison.checks],
+            profile=profile.model_dump(mode="json"),
+            baseline=baseline.model_dump(mode="json") if baseline else None,
+            warnings=[*warnings, *timing_warnings],
         )
 
     # Absolute budgets and limits on unmeasured metrics hold in every mode.

@@ -7,7 +7,9 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,19 +20,25 @@ import pytest
 from pytest_modelprof import hookspecs
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.settings import (
+    BOOL_KEYS,
+    GITHUB_MODES,
     LIMIT_NAMES,
     MARKER_SIGNATURE,
+    REPORT_KEYS,
     MarkerSpec,
     ProfileRequest,
     SessionSettings,
+    check_report_path,
     cli_flag,
     ini_key,
     resolve_marker,
+    resolve_reports,
     resolve_session,
 )
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate import GateRecord, ProfileCache, TestProfiles
+    from pytest_modelprof.report.session import SessionReports
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -100,21 +108,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="delete the baselines that no test uses any more (they are listed at the end of "
         "every run that finds them)",
     )
+    _add_report_options(group, parser)
     parser.addini(
         "modelprof_baseline_dir", "baseline directory, relative to the ini file", "string", ""
     )
     parser.addini("modelprof_strict", "fail on improvements beyond tolerance", "bool", False)
+    switches = {
+        "fvcore": "cross-check FLOPs against fvcore for every profiled model",
+        "timing_strict": "latency limits fail the test (by default they only warn)",
+    }
     for key in LIMIT_NAMES:
-        if key == "fvcore":
+        if key in BOOL_KEYS:
             group.addoption(
                 cli_flag(key),
                 action="store_true",
                 default=None,
-                dest="modelprof_fvcore",
-                help="cross-check FLOPs against fvcore for every profiled model; "
-                "ini: modelprof_fvcore",
+                dest=ini_key(key),
+                help=f"{switches[key]}; ini: {ini_key(key)}",
             )
-            parser.addini(ini_key(key), "cross-check FLOPs against fvcore", "bool", False)
+            parser.addini(ini_key(key), switches[key], "bool", False)
             continue
         group.addoption(
             cli_flag(key),
@@ -125,6 +137,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             f"ini: {ini_key(key)}",
         )
         parser.addini(ini_key(key), f"default {key} for every profiled test", "string", "")
+
+
+def _report_path(key: str) -> Any:
+    def check(value: str) -> str:
+        try:
+            return check_report_path(key, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return check
+
+
+def _add_report_options(group: Any, parser: pytest.Parser) -> None:
+    reports = {
+        "report": ("PATH.html", "write the HTML diff report (self-contained, one file)"),
+        "json": ("PATH.json", "write every profile, comparison and verdict as JSON"),
+        "markdown": ("PATH.md", "write the diff report as Markdown"),
+    }
+    for key, (metavar, text) in reports.items():
+        group.addoption(
+            cli_flag(key),
+            default=None,
+            dest=ini_key(key),
+            metavar=metavar,
+            type=_report_path(key),
+            help=f"{text}; ini: {ini_key(key)}",
+        )
+        parser.addini(ini_key(key), f"{text} (relative to the ini file)", "string", "")
+    group.addoption(
+        cli_flag("github"),
+        default=None,
+        dest=ini_key("github"),
+        choices=GITHUB_MODES,
+        help="auto (default): on GitHub Actions, append a table to $GITHUB_STEP_SUMMARY and "
+        "annotate each failing test; off: neither; ini: modelprof_github",
+    )
+    parser.addini(ini_key("github"), "GitHub job summary and annotations: auto or off", "string",
+                  "")
+    group.addoption(
+        cli_flag("artifact_url"),
+        default=None,
+        dest=ini_key("artifact_url"),
+        metavar="URL",
+        help="where the HTML report can be downloaded, linked from the job summary (default on "
+        "GitHub Actions: the run's artifacts; env MODELPROF_ARTIFACT_URL); "
+        "ini: modelprof_artifact_url",
+    )
+    parser.addini(ini_key("artifact_url"), "link to the HTML report from the job summary",
+                  "string", "")
 
 
 # -- configure -----------------------------------------------------------------------------------
@@ -163,8 +224,26 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
     config.stash[SESSION_KEY] = _Session(settings)
     config.pluginmanager.register(_Gatherer(config), "modelprof-gatherer")
+    _configure_reports(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "modelprof-xdist")
+
+
+def _configure_reports(config: pytest.Config) -> None:
+    try:
+        reports = resolve_reports(
+            {k: getattr(config.option, ini_key(k)) for k in REPORT_KEYS},
+            {k: config.getini(ini_key(k)) for k in REPORT_KEYS},
+            invocation_dir=Path(config.invocation_params.dir),
+            ini_dir=Path(config.inipath).parent if config.inipath else Path(config.rootpath),
+        )
+    except SettingsError as exc:
+        raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
+    if not _is_worker(config) and reports.active(os.environ):
+        from pytest_modelprof.report.session import SessionReports
+
+        collector = SessionReports(reports, Path(config.rootpath))
+        config.pluginmanager.register(_Reports(collector), "modelprof-reports")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -245,7 +324,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except SettingsError as exc:
         pytest.fail(str(exc), pytrace=False)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.gate import evaluate, fvcore_failures
+    from pytest_modelprof.gate import evaluate, fvcore_failures, growth_failures, measure_latency
 
     config = item.config
     state = config.stash[SESSION_KEY]
@@ -261,6 +340,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
+            grew, growth_warnings = growth_failures(request, spec.sweep, spec.limits)
             outcome = evaluate(
                 profile,
                 nodeid=item.nodeid,
@@ -268,7 +348,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 limits=spec.limits,
                 session=state.settings,
                 rootdir=Path(config.rootpath),
-                extra_failures=fvcore_failures(request, spec.limits),
+                extra_failures=[*fvcore_failures(request, spec.limits), *grew],
+                warnings=growth_warnings,
+                timing=measure_latency(request, spec.limits),
             )
             records.append(outcome.record)
             if outcome.failure:
@@ -368,6 +450,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     by_status: dict[str, list[str]] = {}
     for record in state.records:
         by_status.setdefault(record.status, []).append(record.nodeid)
+    warned = [r for r in state.records if r.warnings]
+    if warned:
+        tr.write_line("timing warnings (latency limits warn unless timing_strict):", yellow=True)
+        for record in warned:
+            for warning in record.warnings:
+                tr.write_line(f"  {record.label}: {warning}", yellow=True)
     for status, verb in (("missing", "have no baseline"), ("improved", "improved")):
         ids = sorted(set(by_status.get(status, [])))
         if ids:
@@ -385,6 +473,44 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             )
         for path in rel:
             tr.write_line(f"  {path}")
+
+
+class _Reports:
+    """Registered on the controller when a report is asked for (or GitHub Actions is detected)."""
+
+    def __init__(self, collector: SessionReports) -> None:
+        self.collector = collector
+        self.notes: list[str] = []
+        self.annotations: list[str] = []
+        self.error: str | None = None
+
+    @pytest.hookimpl
+    def pytest_modelprof_record(self, record: GateRecord) -> None:
+        self.collector.add_record(record)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" and getattr(report, REPORT_ATTR, None) is not None:
+            path, line, _ = report.location
+            self.collector.add_location(report.nodeid, path, line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        try:
+            self.notes, self.annotations = self.collector.finish(int(exitstatus))
+        except (ModelprofError, OSError) as exc:
+            self.error = f"modelprof: could not write the reports: {exc}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.notes:
+            terminalreporter.write_line(line)
+        if self.error:
+            terminalreporter.write_line(self.error, red=True)
+        for line in self.annotations:  # GitHub reads workflow commands from stdout
+            terminalreporter.write_line(line)
 
 
 class _XdistHooks:

@@ -14,6 +14,7 @@ from torch import nn
 
 from pytest_modelprof._compat import FakeTensorMode, fake_fallback_errors
 from pytest_modelprof.analysis import rollup
+from pytest_modelprof.analysis.partition import partition
 from pytest_modelprof.capture.tracer import Tracer, tensor_meta
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
@@ -449,6 +450,10 @@ def _capture(
         if mode == "fake":
             fake = FakeTensorMode(allow_non_fake_inputs=True)
             stack.enter_context(fake)
+        elif mode == "meta":
+            # Tensors the forward creates without a device (masks, position ids) join the
+            # meta tensors instead of landing on the CPU.
+            stack.enter_context(torch.device("meta"))
         stack.enter_context(_eval_mode(module))
         args, kwargs = _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
         # warmup=None: capture once and capture again only if that forward changed module
@@ -489,14 +494,16 @@ def _capture(
             raise
         except Exception as exc:
             if mode != "real" and _is_data_dependent(exc, mode):
-                where = f" in {tracer.failed_at!r}" if tracer.failed_at else ""
+                failed = tracer.failed_at
+                where = f" in {failed or rollup.ROOT!r}" if failed is not None else ""
                 raise _NeedsData(f"{_short(exc)}{where}") from exc
             layer = tracer.failed_at
-            where = (
-                f"at layer {layer!r} ({tracer.capture.module_types.get(layer, '?')})"
-                if layer
-                else "before any layer ran"
-            )
+            if layer is None:
+                where = "before any layer ran"
+            elif layer == "":
+                where = f"in the model's own forward ({type(module).__name__})"
+            else:
+                where = f"at layer {layer!r} ({tracer.capture.module_types.get(layer, '?')})"
             raise ModelInputError(
                 f"{subject.label} rejected input {_describe_inputs(args, kwargs)} {where}: "
                 f"{_short(exc)}. Check input_shape=/inputs= against what the model expects"
@@ -620,6 +627,7 @@ def _to_profile(
         layers=rollup.layer_rows(capture, machine),
         uncounted_ops=rollup.uncounted(capture.ops),
         uncalled_modules=capture.uncalled_modules,
+        partition=partition(capture, machine).summary(),
     )
     profile._capture = capture
     return profile

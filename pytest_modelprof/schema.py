@@ -22,6 +22,7 @@ __all__ = [
     "LayerStats",
     "OpFamilyStats",
     "UncountedOp",
+    "PartitionSummary",
     "ModelProfile",
     "dumps_deterministic",
 ]
@@ -103,6 +104,21 @@ class UncountedOp(_Frozen):
     modules: list[str]
 
 
+class PartitionSummary(_Frozen):
+    """Headline numbers of the fused-subgraph partition (``analysis.partition``)."""
+
+    num_subgraphs: int
+    num_stages: int
+    max_parallel: int
+    critical_path_flops: int
+    critical_path_length: int
+    fused_bytes: int
+    unfused_bytes: int
+    fused_arithmetic_intensity: float
+    unfused_arithmetic_intensity: float
+    kind_counts: dict[str, int]
+
+
 class ModelProfile(_Frozen):
     """Everything one capture measured. Totals include backward ops when ``include_backward``."""
 
@@ -129,6 +145,7 @@ class ModelProfile(_Frozen):
     layers: list[LayerStats]
     uncounted_ops: list[UncountedOp] = []
     uncalled_modules: list[str] = []
+    partition: PartitionSummary | None = None  # None in profiles written before the partitioner
 
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_modelprof.baseline.compare import Policy
-from pytest_modelprof.baseline.metrics import LIMIT_KEYS, METRICS
+from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, LIMIT_KEYS, METRICS
 from pytest_modelprof.baseline.tolerance import (
     Budget,
     Relative,
@@ -30,6 +30,9 @@ from pytest_modelprof.errors import SettingsError
 
 __all__ = [
     "FVCORE_KEYS",
+    "TIMING_KEYS",
+    "BOOL_KEYS",
+    "DEFAULT_TIMING_ROUNDS",
     "LIMIT_NAMES",
     "MARKER_ARGS",
     "MARKER_SIGNATURE",
@@ -37,27 +40,38 @@ __all__ = [
     "SessionSettings",
     "ProfileRequest",
     "MarkerSpec",
+    "ReportSettings",
+    "REPORT_KEYS",
     "cli_flag",
     "ini_key",
     "resolve_session",
     "resolve_marker",
+    "resolve_reports",
     "parse_input_shape",
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
+#: Timing limits warn unless ``timing_strict``; ``timing_rounds`` rounds per measurement.
+TIMING_KEYS: Final = ("timing_strict", "timing_rounds")
+#: Settings that are switches (a flag on the command line, a bool in the ini file).
+BOOL_KEYS: Final = ("fvcore", "timing_strict")
 #: Every limit-like setting, in the order the help text lists them.
 LIMIT_NAMES: Final[tuple[str, ...]] = (
     *(m.delta_key for m in METRICS),
     *(m.budget_key for m in METRICS if m.budget_key),
     *FVCORE_KEYS,
+    *TIMING_KEYS,
+    *GROWTH_LIMITS,
 )
-MARKER_ARGS: Final = ("model", "input_shape", "inputs", "device", "name")
+#: Marker-only arguments (what to profile; ``sweep`` names the axes of a scaling sweep).
+MARKER_ARGS: Final = ("model", "input_shape", "inputs", "device", "name", "sweep")
 MARKER_SIGNATURE: Final = (
-    "profile(model=None, input_shape=None, inputs=None, device=None, name=None, "
-    + ", ".join(f"{k}=None" for k in LIMIT_NAMES if k != "fvcore")
-    + ", fvcore=False)"
+    "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
+    + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
+    + ")"
 )
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
+DEFAULT_TIMING_ROUNDS: Final = 100
 
 
 def cli_flag(key: str) -> str:
@@ -79,6 +93,14 @@ class Limits:
     explicit: frozenset[str] = frozenset()
     fvcore: bool = False
     max_fvcore_delta: Tolerance = DEFAULT_FVCORE_DELTA
+    timing_strict: bool = False
+    timing_rounds: int = DEFAULT_TIMING_ROUNDS
+    growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
+
+    @property
+    def wants_latency(self) -> bool:
+        """A latency limit was set explicitly (latency is measured only then: it costs time)."""
+        return "latency_ms" in self.explicit
 
     def policy(self) -> Policy:
         """The pure comparison policy these limits describe."""
@@ -98,6 +120,11 @@ class Limits:
         if self.fvcore:
             out["fvcore"] = "true"
             out["max_fvcore_delta"] = format_tolerance(self.max_fvcore_delta)
+        if self.wants_latency:
+            out["timing_strict"] = "true" if self.timing_strict else "false"
+            out["timing_rounds"] = str(self.timing_rounds)
+        for key, exponent in sorted(self.growth.items()):
+            out[key] = f"{exponent:g}"
         return out
 
     def with_values(self, values: Mapping[str, object], source: str) -> Limits:
@@ -106,12 +133,23 @@ class Limits:
         budgets = dict(self.budgets)
         explicit = set(self.explicit)
         fvcore, fvcore_delta = self.fvcore, self.max_fvcore_delta
+        timing_strict, timing_rounds = self.timing_strict, self.timing_rounds
+        growth = dict(self.growth)
         for key, raw in values.items():
             try:
                 if key == "fvcore":
                     fvcore = _parse_bool(raw)
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
+                elif key == "timing_strict":
+                    timing_strict = _parse_bool(raw)
+                elif key == "timing_rounds":
+                    timing_rounds = _parse_rounds(raw)
+                elif key in GROWTH_LIMITS:
+                    if raw is None:
+                        growth.pop(key, None)
+                    else:
+                        growth[key] = _parse_exponent(raw)
                 else:
                     metric = LIMIT_KEYS[key]
                     if key == metric.delta_key:
@@ -125,7 +163,10 @@ class Limits:
                     explicit.add(metric.name)
             except (ValueError, KeyError) as exc:
                 raise SettingsError(f"{source}: bad value for {key}={raw!r}: {_why(exc)}") from None
-        return Limits(tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta)
+        return Limits(
+            tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta,
+            timing_strict, timing_rounds, growth,
+        )
 
 
 @dataclass(frozen=True)
@@ -164,6 +205,7 @@ class MarkerSpec:
     input_shape: Any
     device: str | None
     limits: Limits
+    sweep: Mapping[str, list[int]] | None = None
 
 
 def _why(exc: BaseException) -> str:
@@ -180,6 +222,50 @@ def _parse_bool(raw: object) -> bool:
         if text in {"0", "false", "no", "off", ""}:
             return False
     raise ValueError(f"expected true or false, got {raw!r}")
+
+
+def _parse_rounds(raw: object) -> int:
+    value = int(str(raw)) if not isinstance(raw, bool) else -1
+    if value < 10:
+        raise ValueError(f"timing_rounds must be an integer >= 10, got {raw!r}")
+    return value
+
+
+def _parse_exponent(raw: object) -> float:
+    if isinstance(raw, bool):
+        raise ValueError(f"expected a growth exponent such as 1.1, got {raw!r}")
+    value = float(str(raw))
+    if not value > 0:
+        raise ValueError(f"a growth exponent must be > 0, got {raw!r}")
+    return value
+
+
+def parse_sweep(value: object, source: str) -> dict[str, list[int]] | None:
+    """``{"batch": [1, 8, 32]}``: each axis with two or more increasing positive sizes."""
+    if value is None:
+        return None
+    axes = ("batch", "seq_len", "input_size")
+    ok = isinstance(value, Mapping) and bool(value)
+    out: dict[str, list[int]] = {}
+    if isinstance(value, Mapping) and value:
+        for axis, sizes in value.items():
+            if axis not in axes or not isinstance(sizes, Sequence) or isinstance(sizes, str):
+                ok = False
+                break
+            ints = list(sizes)
+            if len(ints) < 2 or not all(isinstance(v, int) and v > 0 for v in ints):
+                ok = False
+                break
+            if sorted(set(ints)) != ints:
+                ok = False
+                break
+            out[str(axis)] = ints
+    if not ok:
+        raise SettingsError(
+            f"{source}: sweep={value!r} is not a sweep; write e.g. sweep={{'batch': [1, 8, 32]}} "
+            f"with axes from {', '.join(axes)} and two or more increasing sizes each"
+        )
+    return out
 
 
 def _given(value: object) -> bool:
@@ -286,9 +372,106 @@ def resolve_marker(
         device = str(device)  # torch.device("cpu") -> "cpu"
     input_shape = parse_input_shape(values.get("input_shape"), source)
     limits = base.with_values({k: v for k, v in values.items() if k in LIMIT_NAMES}, source)
+    sweep = parse_sweep(values.get("sweep"), source)
+    # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
+    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and values[k] is not None)
+    if marker_growth and sweep is None:
+        raise SettingsError(
+            f"{source}: {', '.join(marker_growth)} needs a sweep, e.g. "
+            f"sweep={{'batch': [1, 8, 32]}}"
+        )
     model = values.get("model")
     request = None
     if model is not None:
         request = ProfileRequest(model, input_shape, values.get("inputs"), device, name)
-    return MarkerSpec(request, name, input_shape, device, limits)
+    return MarkerSpec(request, name, input_shape, device, limits, sweep)
 
+
+
+# -- reports -------------------------------------------------------------------------------------
+
+#: The report settings: each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin.
+REPORT_KEYS: Final = ("report", "json", "markdown", "github", "artifact_url")
+GITHUB_MODES: Final = ("auto", "off")
+_REPORT_SUFFIXES: Final = {
+    "report": (".html", ".htm"),
+    "json": (".json",),
+    "markdown": (".md", ".markdown"),
+}
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Which reports a run writes; paths are absolute."""
+
+    html: Path | None = None
+    json: Path | None = None
+    markdown: Path | None = None
+    github: bool = True  # job summary and annotations when GitHub's variables are set
+    artifact_url: str | None = None
+
+    @property
+    def any_file(self) -> bool:
+        """Whether any report file was asked for."""
+        return any(p is not None for p in (self.html, self.json, self.markdown))
+
+    def active(self, env: Mapping[str, str]) -> bool:
+        """Whether the run has anything to collect for the reports."""
+        on_github = self.github and (
+            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
+        )
+        return self.any_file or on_github
+
+
+def check_report_path(key: str, value: str) -> str:
+    """``type=`` of the path options: the suffix says the format (``ValueError`` otherwise)."""
+    suffixes = _REPORT_SUFFIXES[key]
+    if not value.strip():
+        raise ValueError(f"expected a file path ending in {' or '.join(suffixes)}")
+    if not value.lower().endswith(suffixes):
+        raise ValueError(f"{value!r} should end in {' or '.join(suffixes)}")
+    return value
+
+
+def resolve_reports(
+    cli: Mapping[str, object],
+    ini: Mapping[str, object],
+    *,
+    invocation_dir: Path,
+    ini_dir: Path,
+) -> ReportSettings:
+    """CLI over ini for the report options; CLI paths are relative to the invocation directory,
+    ini paths to the ini file."""
+    paths: dict[str, Path | None] = {}
+    for key in ("report", "json", "markdown"):
+        if _given(cli.get(key)):
+            raw, base, source = str(cli[key]), invocation_dir, cli_flag(key)
+        elif _given(ini.get(key)):
+            raw, base, source = str(ini[key]), ini_dir, f"ini {ini_key(key)}"
+        else:
+            paths[key] = None
+            continue
+        try:
+            check_report_path(key, raw)
+        except ValueError as exc:
+            raise SettingsError(f"{source}: {_why(exc)}") from None
+        paths[key] = (base / raw).resolve()
+    github = "auto"
+    for source, values in ((cli_flag("github"), cli), (f"ini {ini_key('github')}", ini)):
+        if _given(values.get("github")):
+            github = str(values["github"]).strip().lower()
+            if github not in GITHUB_MODES:
+                raise SettingsError(
+                    f"{source}: expected one of {', '.join(GITHUB_MODES)}, got {github!r}"
+                )
+            break
+    artifact = cli.get("artifact_url") if _given(cli.get("artifact_url")) else ini.get(
+        "artifact_url"
+    )
+    return ReportSettings(
+        html=paths["report"],
+        json=paths["json"],
+        markdown=paths["markdown"],
+        github=github != "off",
+        artifact_url=str(artifact) if _given(artifact) else None,
+    )

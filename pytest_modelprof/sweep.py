@@ -23,6 +23,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
+from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
 from pytest_modelprof.runtime._inputs import Inputs, as_inputs
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
@@ -44,12 +45,8 @@ __all__ = [
 
 SHAPE_AXES: Final = ("batch", "seq_len", "input_size")
 #: Gate limit name -> the swept metric it bounds.
-GROWTH_LIMITS: Final[Mapping[str, str]] = {
-    "max_flops_growth_exponent": "flops",
-    "max_memory_growth_exponent": "memory",
-    "max_peak_memory_growth_exponent": "peak_activation_bytes",
-    "max_latency_growth_exponent": "latency_ms",
-}
+# Limit name -> swept metric; shared with the plugin's settings (torch-free module).
+GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
 _METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
 
 ModelArg = nn.Module | str | Callable[..., nn.Module]

@@ -72,6 +72,9 @@ class BaselineDocument(_Frozen):
     layers: list[BaselineLayer]
     settings: dict[str, str]
     environment: BaselineEnvironment
+    # Calibration-normalised timing rounds (runtime.noise.NormalisedTiming as JSON), only for
+    # tests with a latency limit. Kept as plain JSON so reading a baseline never needs torch.
+    timing: dict[str, Any] | None = None
 
     @classmethod
     def from_profile(
@@ -81,6 +84,7 @@ class BaselineDocument(_Frozen):
         test: str,
         name: str | None,
         settings: Mapping[str, str],
+        timing: Mapping[str, Any] | None = None,
     ) -> BaselineDocument:
         """The baseline a profile would write; also the "current" side of a comparison."""
         rows: dict[str, BaselineLayer] = {}
@@ -112,6 +116,7 @@ class BaselineDocument(_Frozen):
                 dtype=profile.environment.dtype,
                 capture_mode=profile.capture.mode,
             ),
+            timing=dict(timing) if timing is not None else None,
         )
 
     def to_json(self) -> str:

@@ -21,7 +21,15 @@ from pytest_modelprof.units import format_bytes, format_count, parse_bytes, pars
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["Direction", "Metric", "METRICS", "METRICS_BY_NAME", "LIMIT_KEYS", "metric_values"]
+__all__ = [
+    "Direction",
+    "Metric",
+    "METRICS",
+    "METRICS_BY_NAME",
+    "LIMIT_KEYS",
+    "GROWTH_LIMITS",
+    "metric_values",
+]
 
 Direction = Literal["lower", "higher"]  # which way is *better*
 Number = int | float
@@ -52,6 +60,18 @@ def _field(name: str) -> Callable[[ModelProfile], Number | None]:
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
     get.__name__ = f"get_{name}"
+    return get
+
+
+def _partition(name: str) -> Callable[[ModelProfile], Number | None]:
+    """A number from ``profile.partition`` (``None`` for profiles taken without it)."""
+
+    def get(profile: ModelProfile) -> Number | None:
+        summary = profile.partition
+        value = getattr(summary, name, None) if summary is not None else None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    get.__name__ = f"get_partition_{name}"
     return get
 
 
@@ -154,13 +174,23 @@ METRICS: tuple[Metric, ...] = (
         default_delta=Exact(),
         formatter=_ratio,
     ),
-    # Not measured yet: the partitioner issue provides ``num_subgraphs``.
+    # Fused kernels (analysis.partition): a broken fusion adds subgraphs at equal FLOPs.
     Metric(
         name="subgraphs",
         label="subgraphs",
-        getter=_field("num_subgraphs"),
+        getter=_partition("num_subgraphs"),
         direction="lower",
         delta_key="max_subgraphs_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+    ),
+    # Topological levels of the subgraph DAG: the model's sequential depth.
+    Metric(
+        name="stages",
+        label="stages",
+        getter=_partition("num_stages"),
+        direction="lower",
+        delta_key="max_stages_delta",
         default_delta=Exact(),
         formatter=_plain,
         summary=False,
@@ -181,6 +211,15 @@ METRICS: tuple[Metric, ...] = (
 )
 
 METRICS_BY_NAME: Mapping[str, Metric] = {m.name: m for m in METRICS}
+
+#: Scaling-sweep limits (marker ``sweep=``): limit name -> the swept metric whose fitted growth
+#: exponent it bounds. Here, not in ``sweep.py``, so the plugin can read it without torch.
+GROWTH_LIMITS: Mapping[str, str] = {
+    "max_flops_growth_exponent": "flops",
+    "max_memory_growth_exponent": "memory",
+    "max_peak_memory_growth_exponent": "peak_activation_bytes",
+    "max_latency_growth_exponent": "latency_ms",
+}
 
 #: Every limit name a user may type, mapped to its metric.
 LIMIT_KEYS: Mapping[str, Metric] = {

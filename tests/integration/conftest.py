@@ -12,3 +12,13 @@ from modelprof_testing import Project
 def project(pytester: pytest.Pytester) -> Iterator[Project]:
     """A fresh project with the fake engine and ``tiny`` at 1 MFLOPs."""
     yield Project(pytester)
+
+
+@pytest.fixture(autouse=True)
+def _no_github_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner pytest runs must not append to the real job summary or annotate the real CI run."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("GITHUB_") or name == "MODELPROF_ARTIFACT_URL":
+            monkeypatch.delenv(name)

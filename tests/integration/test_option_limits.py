@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from modelprof_testing import Project
 
-from pytest_modelprof.settings import LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
 
 PLAIN = """
 import pytest
@@ -75,10 +75,27 @@ def test_bad_ini_value_names_the_key(project: Project) -> None:
     result.stderr.fnmatch_lines(["*ini modelprof_max_memory: bad value for max_memory='huge'*"])
 
 
-@pytest.mark.parametrize("key", [k for k in LIMIT_NAMES if k != "fvcore"])
+@pytest.mark.parametrize("key", [k for k in LIMIT_NAMES if k not in BOOL_KEYS])
 def test_every_limit_has_cli_flag_and_ini_key(project: Project, key: str) -> None:
-    budgets = {"max_latency_ms": "5", "max_memory": "120MB", "max_flops": "9G", "max_params": "30M"}
-    value = budgets.get(key, "0.1")
+    values = {
+        "max_latency_ms": "5", "max_memory": "120MB", "max_flops": "9G", "max_params": "30M",
+        "timing_rounds": "20",
+    }
+    value = values.get(key, "0.1")
     project.pytester.makeini(f"[pytest]\n{ini_key(key)} = {value}\n")
     project.pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
     project.run(f"{cli_flag(key)}={value}", "--strict-config").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("key", BOOL_KEYS)
+def test_every_switch_has_cli_flag_and_ini_key(project: Project, key: str) -> None:
+    project.pytester.makeini(f"[pytest]\n{ini_key(key)} = true\n")
+    project.pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    project.run(cli_flag(key), "--strict-config").assert_outcomes(passed=1)
+
+
+def test_bad_timing_rounds_names_its_source(project: Project) -> None:
+    project.pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
+    result = project.run("--modelprof-timing-rounds=3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--modelprof-timing-rounds: bad value for timing_rounds='3'*"])

@@ -155,3 +155,32 @@ def test_flag_and_ini_names() -> None:
     assert cli_flag("max_flops_delta") == "--modelprof-max-flops-delta"
     assert ini_key("max_flops_delta") == "modelprof_max_flops_delta"
     assert "max_latency_ms" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
+
+
+def test_sweep_marker_values_are_validated() -> None:
+    from pytest_modelprof.settings import parse_sweep
+
+    assert parse_sweep({"batch": [1, 8, 32]}, "marker on t") == {"batch": [1, 8, 32]}
+    for bad in ({}, {"batch": [8]}, {"batch": [8, 1]}, {"depth": [1, 2]}, {"batch": "1,2"}):
+        with pytest.raises(SettingsError, match="marker on t: sweep=.* is not a sweep"):
+            parse_sweep(bad, "marker on t")
+
+
+def test_growth_limit_in_a_marker_needs_a_sweep() -> None:
+    with pytest.raises(SettingsError, match="max_flops_growth_exponent needs a sweep"):
+        resolve_marker((), {"model": "m", "max_flops_growth_exponent": 1.1}, Limits(), where="t")
+    spec = resolve_marker(
+        (), {"model": "m", "sweep": {"seq_len": [8, 16]}, "max_flops_growth_exponent": "1.1"},
+        Limits(), where="t",
+    )
+    assert spec.sweep == {"seq_len": [8, 16]} and spec.limits.growth == {
+        "max_flops_growth_exponent": 1.1
+    }
+
+
+def test_timing_settings() -> None:
+    limits = Limits().with_values({"max_latency_delta": 0.1, "timing_strict": "yes"}, "ini")
+    assert limits.wants_latency and limits.timing_strict and limits.timing_rounds == 100
+    with pytest.raises(SettingsError, match="timing_rounds must be an integer >= 10"):
+        Limits().with_values({"timing_rounds": 5}, "marker on t")
+    assert not Limits().wants_latency

@@ -20,6 +20,7 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_peak_memory_delta",
         "max_ai_drop",
         "max_subgraphs_delta",
+        "max_stages_delta",
         "max_latency_delta",
         "max_flops",
         "max_params",

@@ -1,0 +1,105 @@
+"""Latency limits (noise-robust, warn by default, fail with timing_strict) and growth-exponent
+limits over a marker's sweep=, with the real engine. Subprocess runs (see test_real_engine.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+TIMED = """
+import pathlib
+import time
+
+import pytest
+import torch.nn as nn
+
+EXTRA_MS = float(pathlib.Path(__file__).with_name("extra_ms.txt").read_text())
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        if EXTRA_MS:  # an injected slowdown: a busy-wait, not a sleep, like real work
+            end = time.perf_counter() + EXTRA_MS / 1000
+            while time.perf_counter() < end:
+                pass
+        return self.fc(x)
+
+
+@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30)
+def test_warns(modelprof):
+    modelprof(Net(), input_shape=(8, 64))
+
+
+@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30, timing_strict=True)
+def test_strict(modelprof):
+    modelprof(Net(), input_shape=(8, 64))
+"""
+
+
+def test_latency_warns_by_default_and_fails_when_strict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_timed=TIMED)
+    extra = pytester.path / "extra_ms.txt"
+    extra.write_text("0")
+    pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=2)
+    (baseline,) = (pytester.path / "baselines" / "test_timed").glob("test_warns.json")
+    assert '"timing": {' in baseline.read_text()  # the rounds are stored with the baseline
+    # +2 ms on a forward of a few microseconds: a slowdown no noise explains.
+    extra.write_text("2")
+    result = pytester.runpytest_subprocess("-rA")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_timed.py::test_strict regressed*",
+            "*latency regressed: * % slower (tolerance 10 %*",
+            "*timing warnings (latency limits warn unless timing_strict):*",
+            "*test_timed.py::test_warns: latency regressed: *timing_strict=True*",
+        ]
+    )
+
+
+SWEPT = """
+import pytest
+import torch
+import torch.nn as nn
+
+
+class SelfScores(nn.Module):
+    def forward(self, x):  # an L x L product: FLOPs grow with seq_len squared
+        return torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x
+
+
+@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth_exponent=1.2)
+def test_linear(modelprof):
+    modelprof(nn.Linear(16, 16), input_shape=(1, 8, 16))
+
+
+@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth_exponent=1.2)
+def test_quadratic(modelprof):
+    modelprof(SelfScores(), input_shape=(1, 8, 16))
+
+
+@pytest.mark.profile(model="resnet18", max_flops_growth_exponent=1.2)
+def test_growth_without_sweep():
+    pass
+"""
+
+
+def test_growth_exponent_limit_over_a_sweep(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_swept=SWEPT)
+    result = pytester.runpytest_subprocess("--modelprof-update-baselines")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*flops grows as seq_len^2.0* above max_flops_growth_exponent=1.2*",
+            "*marker on test_swept.py::test_growth_without_sweep: max_flops_growth_exponent "
+            "needs a sweep*",
+        ]
+    )
+    assert "test_linear" not in "".join(
+        line for line in result.stdout.lines if line.startswith("FAILED")
+    )
