@@ -1,4 +1,4 @@
-"""The ``modelprof`` command line: ``profile``, ``list`` and ``fvcore``.
+"""The ``modelprof`` command line: one subcommand per research profiler we replace, and more.
 
 Each subcommand is one :class:`Command` in :data:`COMMANDS`: a name, a one-line summary, its
 examples, a function that adds its options and a function that runs it. Adding a subcommand
