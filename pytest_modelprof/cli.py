@@ -323,14 +323,19 @@ def _run_fvcore(args: argparse.Namespace) -> int:
     return EXIT_FAILED if over or failures else EXIT_OK
 
 
-def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
+def parse_axis_sizes(text: str) -> list[int]:
+    """``"1,8,32"`` -> ``[1, 8, 32]`` (imported on use: sweep.py imports torch)."""
     from pytest_modelprof.sweep import axis_values_arg
 
+    return axis_values_arg(text)
+
+
+def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a model name (see 'modelprof list')")
-    p.add_argument("--batch", type=axis_values_arg, metavar="N,N,...", help="batch sizes")
-    p.add_argument("--seq-len", type=axis_values_arg, metavar="N,N,...",
+    p.add_argument("--batch", type=parse_axis_sizes, metavar="N,N,...", help="batch sizes")
+    p.add_argument("--seq-len", type=parse_axis_sizes, metavar="N,N,...",
                    help="sequence lengths (dimension 1 of the input)")
-    p.add_argument("--input-size", type=axis_values_arg, metavar="N,N,...",
+    p.add_argument("--input-size", type=parse_axis_sizes, metavar="N,N,...",
                    help="spatial sizes (H = W)")
     p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
                    help="template input shape; the swept dimensions are replaced")

@@ -304,3 +304,15 @@ def test_sweep_fits_exponents_and_gates_growth(capsys: pytest.CaptureFixture[str
     assert main([*args, "--max-flops-growth-exponent", "0.5"]) == 1
     assert "above max_flops_growth_exponent=0.5" in capsys.readouterr().err
     assert main(["sweep", "resnet18"]) == 2
+
+
+def test_help_does_not_import_torch() -> None:
+    # --help must stay instant: building the parser may not import torch (or pydantic).
+    code = (
+        "import sys\n"
+        "from pytest_modelprof.cli import build_parser\n"
+        "build_parser()\n"
+        "print('torch' in sys.modules, 'pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False False"
