@@ -574,7 +574,7 @@ def _roofline_chart(result: ProfileResult) -> Chart:
     peak, bw = machine.peak_flops, machine.bandwidth
     y_hi = math.ceil(math.log10(peak)) + 0.0
     y_lo = math.floor(math.log10(min(peak, bw * 10.0**lo)))
-    left, right, top, bottom = 70.0, CHART_W - 20.0, 14.0, 250.0
+    left, right, top, bottom = 84.0, CHART_W - 20.0, 14.0, 250.0
 
     def px(ai: float) -> float:
         return left + (math.log10(ai) - lo) / (hi - lo) * (right - left)
