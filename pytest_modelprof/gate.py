@@ -274,8 +274,7 @@ def _real_module_and_inputs(request: ProfileRequest) -> tuple[Any, Any]:
             module = spec.build(input_shape=shape)
         if request.inputs is not None:
             return module, request.inputs
-        args, kwargs = spec.example_inputs(shape, device=device)
-        return module, kwargs if kwargs and not args else args
+        return module, spec.example_inputs(shape, device=device)  # an (args, kwargs) pair
     if request.inputs is not None:
         return request.model, request.inputs
     if shape is None:

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof._compat import FakeTensorMode, fake_fallback_errors
+from pytest_modelprof._tensors import Inputs, as_inputs, backward, default_loss, module_device
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.analysis.partition import partition
 from pytest_modelprof.capture.tracer import Tracer, tensor_meta
@@ -40,7 +41,6 @@ Mode = Literal["auto", "meta", "fake", "real"]
 # Backward ops run outside any module's forward; they are reported under this pseudo-layer.
 BACKWARD_SCOPE = "(backward)"
 
-Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 class _NeedsData(Exception):
@@ -302,14 +302,6 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _module_device(module: nn.Module) -> torch.device:
-    for p in module.parameters():
-        return p.device
-    for b in module.buffers():
-        return b.device
-    return torch.device("cpu")
-
-
 def _module_dtype(module: nn.Module) -> torch.dtype:
     for t in module.parameters():
         if t.is_floating_point():
@@ -329,19 +321,6 @@ def _map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
     return value
 
 
-def _user_inputs(inputs: Any) -> Inputs:
-    if isinstance(inputs, torch.Tensor):
-        return (inputs,), {}
-    if isinstance(inputs, Mapping):
-        return (), dict(inputs)
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs), {}
-    raise TypeError(
-        f"inputs must be a tensor, a tuple of tensors or a dict of keyword tensors, "
-        f"not {type(inputs).__name__}"
-    )
-
-
 def _make_inputs(
     subject: _Subject,
     module: nn.Module,
@@ -351,7 +330,7 @@ def _make_inputs(
     dtype: torch.dtype,
 ) -> Inputs:
     if inputs is not None:
-        args, kwargs = _user_inputs(inputs)
+        args, kwargs = as_inputs(inputs)
 
         def move(t: torch.Tensor) -> torch.Tensor:
             target_dtype = dtype if t.is_floating_point() else t.dtype
@@ -415,12 +394,12 @@ def _capture(
         if mode == "meta":
             run_device = torch.device("meta")
         elif mode == "fake":
-            run_device = device or _module_device(module)
+            run_device = device or module_device(module)
         else:
-            run_device = device or _module_device(module)
-            if subject.module is not None and run_device != _module_device(module):
+            run_device = device or module_device(module)
+            if subject.module is not None and run_device != module_device(module):
                 raise ModelInputError(
-                    f"{subject.label}: the module is on {_module_device(module)}, "
+                    f"{subject.label}: the module is on {module_device(module)}, "
                     f"not {run_device}; "
                     "move it first (module.to(device)) or leave device= unset."
                 )
@@ -465,12 +444,12 @@ def _capture(
                 with tracer.tracing(record=False), torch.no_grad():
                     forward(*args, **kwargs)
                 warmed = True
+                tracer = Tracer(module, registry)  # a fresh record for the captured pass
             while True:
-                tracer = Tracer(module, registry)
                 if forward is not module:
                     tracer.add_named_tensors(swapped)
                 tracer.mark_inputs(list(args) + list(kwargs.values()))
-                before = _state_fingerprint(module) if warmup is None and not warmed else None
+                before = _state_snapshot(module) if warmup is None and not warmed else None
                 with tracer.tracing():
                     with torch.set_grad_enabled(include_backward):
                         out = forward(*args, **kwargs)
@@ -479,15 +458,17 @@ def _capture(
                         tracer.phase = "backward"
                         tracer._stack.append(BACKWARD_SCOPE)
                         tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
-                        loss = _loss(out)
-                        if loss is None:
+                        try:
+                            loss = default_loss(out)
+                        except ValueError:
                             raise ModelInputError(
                                 f"{subject.label}: include_backward=True needs an output that "
                                 "requires grad; none of the outputs does."
-                            )
-                        loss.backward()  # type: ignore[no-untyped-call]
-                if before is not None and _state_fingerprint(module) != before:
+                            ) from None
+                        backward(loss)
+                if before is not None and not _same_state(before, _state_snapshot(module)):
                     warmed = True  # that pass was the warm-up
+                    tracer = Tracer(module, registry)
                     continue
                 break
         except ModelprofError:
@@ -521,43 +502,28 @@ def _capture(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _state_fingerprint(module: nn.Module) -> list[Any]:
-    """Cheap identity of a module tree's state: which tensors and plain values it holds."""
-    out: list[Any] = []
+def _state_snapshot(module: nn.Module) -> list[tuple[Any, ...]]:
+    """The objects a module tree holds (attributes, parameters, buffers), by reference.
+
+    Holding the objects (not their ids) keeps them alive, so an id cannot be reused by a
+    replacement; :func:`_same_state` compares by identity.
+    """
+    snapshot: list[tuple[Any, ...]] = []
     for m in module.modules():
-        for key, value in m.__dict__.items():
-            if key in ("_parameters", "_buffers", "_modules"):
-                out.append((key, [(n, id(t)) for n, t in value.items()]))
-            elif key.startswith("_") or key == "training":
-                continue
-            elif isinstance(value, torch.Tensor):
-                out.append((key, id(value)))
-            elif isinstance(value, (int, float, str, bool, tuple, type(None))):
-                out.append((key, value))
-    return out
+        attrs = m.__dict__
+        snapshot.append(tuple(attrs.values()))
+        snapshot.append(tuple(attrs["_parameters"].values()))
+        snapshot.append(tuple(attrs["_buffers"].values()))
+    return snapshot
 
 
-def _loss(out: Any) -> torch.Tensor | None:
-    tensors: list[torch.Tensor] = []
+def _same_state(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+    """Did no attribute, parameter or buffer of any module get replaced or added?"""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(p is q for p, q in zip(x, y, strict=True))
+        for x, y in zip(a, b, strict=True)
+    )
 
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            if v.requires_grad and v.is_floating_point():
-                tensors.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, Mapping):
-            for x in v.values():
-                walk(x)
-
-    walk(out)
-    if not tensors:
-        return None
-    loss = tensors[0].sum()
-    for t in tensors[1:]:
-        loss = loss + t.sum()
-    return loss
 
 
 # -- assembling the profile --------------------------------------------------------------------
@@ -596,7 +562,7 @@ def _to_profile(
     buffers = list({id(b): b for b in module.buffers()}.values())
     t = rollup.totals(capture.ops)
     dtype = _module_dtype(module)
-    run_device = "meta" if mode == "meta" else str(device or _module_device(module))
+    run_device = "meta" if mode == "meta" else str(device or module_device(module))
     env = Environment(
         torch_version=torch.__version__.split("+")[0],
         python_version=platform.python_version(),

@@ -23,8 +23,8 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
+from pytest_modelprof._tensors import Inputs, as_inputs
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
-from pytest_modelprof.runtime._inputs import Inputs, as_inputs
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
 __all__ = [

@@ -25,15 +25,15 @@ from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, 
 
 __all__ = ["Tracer", "tensor_meta"]
 
-_ITEMSIZE: dict[torch.dtype, int] = {}
+_DTYPES: dict[torch.dtype, tuple[str, int]] = {}  # dtype -> (name, itemsize); a cache
 
 
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
     dtype = t.dtype
-    size = _ITEMSIZE.get(dtype)
-    if size is None:
-        size = _ITEMSIZE[dtype] = t.element_size()
-    return TensorMeta(tuple(int(s) for s in t.shape), str(dtype).removeprefix("torch."), size)
+    known = _DTYPES.get(dtype)
+    if known is None:
+        known = _DTYPES[dtype] = (str(dtype).removeprefix("torch."), t.element_size())
+    return TensorMeta(tuple(t.shape), known[0], known[1])
 
 
 @dataclass(slots=True)
@@ -84,15 +84,15 @@ def _flat_tensors(value: Any, out: list[torch.Tensor]) -> None:
             _flat_tensors(v, out)
 
 
-def _to_meta(value: Any) -> Any:
+def _to_meta(value: Any, known: dict[int, TensorMeta]) -> Any:
+    """Tensors (also inside lists/tuples) as TensorMeta; ``known`` holds the ones already made."""
     if isinstance(value, torch.Tensor):
-        return tensor_meta(value)
-    if isinstance(value, (list, tuple)):
-        return (
-            type(value)(_to_meta(v) for v in value)
-            if isinstance(value, list)
-            else tuple(_to_meta(v) for v in value)
-        )
+        meta = known.get(id(value))
+        return meta if meta is not None else tensor_meta(value)
+    if isinstance(value, list):
+        return [_to_meta(v, known) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_to_meta(v, known) for v in value)
     return value
 
 
@@ -211,8 +211,11 @@ class Tracer:
         return self._stack[-1] if self._stack else ""
 
     # -- buffers and lifetimes ----------------------------------------------------------------
-    def _new_buffer(self, t: torch.Tensor, op_index: int, *, activation: bool) -> int:
-        nbytes = tensor_meta(t).nbytes
+    def _new_buffer(
+        self, t: torch.Tensor, op_index: int, *, activation: bool, nbytes: int | None = None
+    ) -> int:
+        if nbytes is None:
+            nbytes = tensor_meta(t).nbytes
         self._buffers.append(_Buffer(nbytes, op_index, op_index, activation))
         buf = len(self._buffers) - 1
         self._producer[t] = (op_index, buf)
@@ -263,10 +266,12 @@ class Tracer:
         cost: OpCost
         family: str | None
         if info.entry is not None:
-            named = dict(zip(info.names, (_to_meta(a) for a in args), strict=False))
+            known = {id(t): m for t, m in zip(in_tensors, in_meta, strict=True)}
+            known.update((id(t), m) for t, m in zip(out_tensors, out_meta, strict=True))
+            named = dict(zip(info.names, (_to_meta(a, known) for a in args), strict=False))
             for k, v in kwargs.items():
-                named[k] = _to_meta(v)
-            out_m = _to_meta(out)
+                named[k] = _to_meta(v, known)
+            out_m = _to_meta(out, known)
             cost = info.entry.formula(named, out_m)
             family = info.entry.family
         else:
@@ -282,7 +287,7 @@ class Tracer:
         for t, m in zip(in_tensors, in_meta, strict=True):
             entry = self._producer.get(t)
             if entry is None:  # a tensor created outside the capture (constant, closure)
-                self._new_buffer(t, -1, activation=False)
+                self._new_buffer(t, -1, activation=False, nbytes=m.nbytes)
                 entry = self._producer[t]
             src, buf = entry
             src = max(src, self._last_write.get(buf, -1))
@@ -319,7 +324,7 @@ class Tracer:
                     bytes_written += m.nbytes
                     self._last_write[base[1]] = index
             else:
-                buf = self._new_buffer(t, index, activation=True)
+                buf = self._new_buffer(t, index, activation=True, nbytes=m.nbytes)
                 bytes_written += m.nbytes
                 if i > 0:
                     self._aux.append((index, buf))

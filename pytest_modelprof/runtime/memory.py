@@ -31,7 +31,7 @@ from torch import nn
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 
 from pytest_modelprof._compat import TorchDispatchMode
-from pytest_modelprof.runtime._inputs import (
+from pytest_modelprof._tensors import (
     as_inputs,
     backward,
     call_model,

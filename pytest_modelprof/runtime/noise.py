@@ -30,7 +30,7 @@ from typing import Any, Final, Literal
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from pytest_modelprof.runtime._inputs import as_inputs, call_model, module_device
+from pytest_modelprof._tensors import as_inputs, call_model, module_device
 from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import (
     PerfCounterTimer,

@@ -19,7 +19,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
-from pytest_modelprof.runtime._inputs import (
+from pytest_modelprof._tensors import (
     as_inputs,
     backward,
     call_model,

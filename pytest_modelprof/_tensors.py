@@ -1,4 +1,7 @@
-"""Model inputs in one shape, ``(args, kwargs)``, and the loss the backward paths use by default."""
+"""Model inputs as ``(args, kwargs)``, the stand-in training loss, and where a module lives.
+
+Shared by the capture (profile.py) and the runtime measurements, so both read inputs alike.
+"""
 
 from __future__ import annotations
 
