@@ -11,7 +11,16 @@ from typing import Any, cast
 import torch
 from torch import nn
 
-__all__ = ["Inputs", "as_inputs", "default_loss", "call_model", "module_device", "backward"]
+__all__ = [
+    "Inputs",
+    "as_inputs",
+    "backward",
+    "call_model",
+    "default_loss",
+    "flat_tensors",
+    "map_tensors",
+    "module_device",
+]
 
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
@@ -43,22 +52,36 @@ def call_model(model: Callable[..., Any], inputs: Inputs) -> Any:
     return model(*args, **kwargs)
 
 
+def flat_tensors(value: Any, out: list[torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Every tensor in nested tuples, lists and dicts, in order (appended to ``out``)."""
+    found = [] if out is None else out
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            flat_tensors(v, found)
+    elif isinstance(value, Mapping):
+        for v in value.values():
+            flat_tensors(v, found)
+    return found
+
+
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    """``value`` with ``fn`` applied to every tensor in nested tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, tuple):
+        return tuple(map_tensors(v, fn) for v in value)
+    if isinstance(value, list):
+        return [map_tensors(v, fn) for v in value]
+    if isinstance(value, Mapping):
+        return {k: map_tensors(v, fn) for k, v in value.items()}
+    return value
+
+
 def default_loss(output: Any) -> torch.Tensor:
     """The sum of every floating-point output that requires grad (a stand-in training loss)."""
-    tensors: list[torch.Tensor] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, torch.Tensor):
-            if value.requires_grad and value.is_floating_point():
-                tensors.append(value)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v)
-        elif isinstance(value, Mapping):
-            for v in value.values():
-                walk(v)
-
-    walk(output)
+    tensors = [t for t in flat_tensors(output) if t.requires_grad and t.is_floating_point()]
     if not tensors:
         raise ValueError(
             "no output requires grad, so there is nothing to back-propagate; pass loss_fn= or "

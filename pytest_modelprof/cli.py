@@ -560,7 +560,7 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
 def _run_graph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pytest_modelprof.export import write_text_atomic
+    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.graph_export import export_graph
 
     name, capture = _capture_of(args)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import csv
 import io
 import os
-import tempfile
 from pathlib import Path
 
+from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["CSV_COLUMNS", "FORMATS", "profile_csv", "write_profile", "write_text_atomic"]
+__all__ = ["CSV_COLUMNS", "FORMATS", "profile_csv", "write_profile"]
 
 # One row per layer; the column names are the LayerStats fields, so the CSV and JSON agree.
 CSV_COLUMNS = (
@@ -57,19 +57,6 @@ def profile_csv(profile: ModelProfile) -> str:
             ]
         )
     return buffer.getvalue()
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` next to ``path`` and rename it into place: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_profile(profile: ModelProfile, path: str | os.PathLike[str]) -> str:

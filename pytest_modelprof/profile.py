@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,7 +13,15 @@ import torch
 from torch import nn
 
 from pytest_modelprof._compat import FakeTensorMode, fake_fallback_errors
-from pytest_modelprof._tensors import Inputs, as_inputs, backward, default_loss, module_device
+from pytest_modelprof._tensors import (
+    Inputs,
+    as_inputs,
+    backward,
+    default_loss,
+    flat_tensors,
+    map_tensors,
+    module_device,
+)
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.analysis.partition import partition
 from pytest_modelprof.capture.tracer import Tracer, tensor_meta
@@ -309,18 +317,6 @@ def _module_dtype(module: nn.Module) -> torch.dtype:
     return torch.get_default_dtype()
 
 
-def _map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    if isinstance(value, torch.Tensor):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(_map_tensors(v, fn) for v in value)
-    if isinstance(value, list):
-        return [_map_tensors(v, fn) for v in value]
-    if isinstance(value, Mapping):
-        return {k: _map_tensors(v, fn) for k, v in value.items()}
-    return value
-
-
 def _make_inputs(
     subject: _Subject,
     module: nn.Module,
@@ -336,7 +332,7 @@ def _make_inputs(
             target_dtype = dtype if t.is_floating_point() else t.dtype
             return t.to(device=device, dtype=target_dtype)
 
-        return _map_tensors(args, move), _map_tensors(kwargs, move)
+        return map_tensors(args, move), map_tensors(kwargs, move)
     if subject.spec is not None:
         shape = tuple(input_shape) if input_shape is not None else None
         made: Inputs = subject.spec.example_inputs(shape, device=device, dtype=dtype)
@@ -350,18 +346,9 @@ def _make_inputs(
 
 
 def _describe_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    parts: list[str] = []
-
-    def walk(value: Any, prefix: str) -> None:
-        if isinstance(value, torch.Tensor):
-            parts.append(f"{prefix}{tuple(value.shape)}")
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v, prefix)
-
-    walk(args, "")
+    parts = [str(tuple(t.shape)) for t in flat_tensors(args)]
     for k, v in kwargs.items():
-        walk(v, f"{k}=")
+        parts.extend(f"{k}={tuple(t.shape)}" for t in flat_tensors(v))
     return ", ".join(parts) or "no tensors"
 
 
@@ -530,19 +517,13 @@ def _same_state(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
 
 
 def _input_specs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[TensorSpec]:
-    specs: list[TensorSpec] = []
-
-    def walk(value: Any, name: str | None) -> None:
-        if isinstance(value, torch.Tensor):
-            m = tensor_meta(value)
-            specs.append(TensorSpec(name=name, shape=list(m.shape), dtype=m.dtype))
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v, name)
-
-    walk(args, None)
+    named: list[tuple[str | None, torch.Tensor]] = [(None, t) for t in flat_tensors(args)]
     for k, v in kwargs.items():
-        walk(v, k)
+        named.extend((k, t) for t in flat_tensors(v))
+    specs: list[TensorSpec] = []
+    for name, t in named:
+        m = tensor_meta(t)
+        specs.append(TensorSpec(name=name, shape=list(m.shape), dtype=m.dtype))
     return specs
 
 

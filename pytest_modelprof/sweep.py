@@ -23,7 +23,7 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
-from pytest_modelprof._tensors import Inputs, as_inputs
+from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
@@ -267,33 +267,8 @@ def _resize(t: torch.Tensor, point: Mapping[str, int], dims: Mapping[str, int]) 
     return torch.randint(0, high, shape, generator=gen, dtype=t.dtype).to(t.device)
 
 
-def _map(value: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    if isinstance(value, torch.Tensor):
-        return fn(value)
-    if isinstance(value, tuple):
-        return tuple(_map(v, fn) for v in value)
-    if isinstance(value, list):
-        return [_map(v, fn) for v in value]
-    if isinstance(value, dict):
-        return {k: _map(v, fn) for k, v in value.items()}
-    return value
-
-
 def _shapes(batch: Inputs) -> list[list[int]]:
-    out: list[list[int]] = []
-
-    def walk(v: Any) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append([int(s) for s in v.shape])
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                walk(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                walk(x)
-
-    walk(batch)
-    return out
+    return [[int(s) for s in t.shape] for t in flat_tensors(batch)]
 
 
 def _for_profile(batch: Inputs) -> Any:
@@ -400,7 +375,7 @@ def sweep(
             template = (torch.randn(tuple(input_shape), dtype=dtype, device=run_device),), {}
         else:
             raise ValueError("give inputs=, input_shape= or make_inputs= to sweep a module")
-        resized: Inputs = _map(template, lambda t: _resize(t, shape_point, dims))
+        resized: Inputs = map_tensors(template, lambda t: _resize(t, shape_point, dims))
         return resized
 
     series: list[SweepSeries] = []

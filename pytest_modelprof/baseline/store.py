@@ -10,12 +10,11 @@ text is appended, so distinct node ids never share a file and the result is the 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.errors import BaselineError
 
 __all__ = [
@@ -96,15 +95,7 @@ def write_atomic(path: Path, text: str) -> bool:
     """Write ``text`` via a temporary file and ``os.replace``; ``False`` if already identical."""
     if read_text(path) == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(path, text)
     return True
 
 

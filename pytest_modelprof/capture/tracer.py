@@ -20,6 +20,7 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, TensorMeta
 
@@ -74,14 +75,6 @@ def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
             aliases.append((target, bool(info.is_write)))
     is_view = bool(aliases) and all(a is not None and not w for a, w in aliases)
     return _OpInfo(names, registry.lookup(func), tuple(aliases), is_view)
-
-
-def _flat_tensors(value: Any, out: list[torch.Tensor]) -> None:
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _flat_tensors(v, out)
 
 
 def _to_meta(value: Any, known: dict[int, TensorMeta]) -> Any:
@@ -202,7 +195,7 @@ class Tracer:
                 call = self.capture.modules[path] = ModuleCall(path, self._types[path])
             call.calls += 1
             tensors: list[torch.Tensor] = []
-            _flat_tensors(output, tensors)
+            flat_tensors(output, tensors)
             if tensors:
                 call.output_shape = tuple(int(s) for s in tensors[0].shape)
 
@@ -224,7 +217,7 @@ class Tracer:
     def mark_inputs(self, values: Any) -> None:
         """Model inputs are live from the start; not counted as activations."""
         tensors: list[torch.Tensor] = []
-        _flat_tensors(list(values), tensors)
+        flat_tensors(list(values), tensors)
         for t in tensors:
             if t not in self._producer:
                 self._new_buffer(t, -1, activation=False)
@@ -233,7 +226,7 @@ class Tracer:
     def mark_outputs(self, values: Any) -> None:
         """Model outputs stay live to the end of the pass."""
         tensors: list[torch.Tensor] = []
-        _flat_tensors(values if isinstance(values, (list, tuple)) else [values], tensors)
+        flat_tensors(values if isinstance(values, (list, tuple)) else [values], tensors)
         end = len(self.capture.ops)
         producers: list[int] = []
         for t in tensors:
@@ -254,10 +247,10 @@ class Tracer:
         index = len(self.capture.ops)
 
         in_tensors: list[torch.Tensor] = []
-        _flat_tensors(args, in_tensors)
-        _flat_tensors(list(kwargs.values()), in_tensors)
+        flat_tensors(args, in_tensors)
+        flat_tensors(list(kwargs.values()), in_tensors)
         out_tensors: list[torch.Tensor] = []
-        _flat_tensors(out, out_tensors)
+        flat_tensors(out, out_tensors)
 
         in_meta = tuple(tensor_meta(t) for t in in_tensors)
         out_meta = tuple(tensor_meta(t) for t in out_tensors)

@@ -32,7 +32,7 @@ def write_outputs(
     markdown: Path | None = None,
 ) -> list[Path]:
     """Render ``results`` into the given files; returns the paths written."""
-    from pytest_modelprof.export import write_text_atomic
+    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.report.view import build_view
 
     written = []

@@ -36,6 +36,7 @@ from pytest_modelprof._tensors import (
     backward,
     call_model,
     default_loss,
+    flat_tensors,
     module_device,
 )
 from pytest_modelprof.runtime.context import ProfilingContext
@@ -98,17 +99,6 @@ def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     return total
 
 
-def _flat(value: Any, out: list[torch.Tensor]) -> None:
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _flat(v, out)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _flat(v, out)
-
-
 # A weak reference to a C++ storage: ``expired()`` once the storage is freed (untyped upstream).
 StorageWeakRef: Any = _StorageWeakRef
 
@@ -142,7 +132,7 @@ class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         out = func(*args, **(kwargs or {}))
         self._sweep()
         outs: list[torch.Tensor] = []
-        _flat(out, outs)
+        flat_tensors(out, outs)
         grew = False
         for t in outs:
             if t.device.type == "meta":
@@ -214,7 +204,7 @@ def _optimizer_tensors(opt: torch.optim.Optimizer | None) -> list[torch.Tensor]:
         return []
     out: list[torch.Tensor] = []
     for state in opt.state.values():
-        _flat(dict(state), out)
+        flat_tensors(dict(state), out)
     return out
 
 
@@ -262,7 +252,7 @@ def measure_memory(
             opt = optimizer(params)
 
     input_tensors: list[torch.Tensor] = []
-    _flat(batch, input_tensors)
+    flat_tensors(batch, input_tensors)
     weights = list(model.parameters())
     buffers = list(model.buffers())
     before_grads = _grads(model)

@@ -213,3 +213,21 @@ def test_error_in_the_models_own_forward_says_so() -> None:
 
     with pytest.raises(ModelInputError, match=r"in the model's own forward \(Flat\)"):
         profile_model(Flat(), input_shape=(4, 4))
+
+
+def test_outputs_inside_dicts_are_model_outputs() -> None:
+    # Like ultralytics' eval head: (tensor, {"boxes": ..., "scores": ...}).
+    class DictOut(nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            a = x + 1
+            b = x * 2
+            return a, {"b": b}
+
+    p = profile_model(DictOut(), input_shape=(4, 4), mode="meta")
+    cap = p.capture_record
+    assert cap is not None
+    add = next(op for op in cap.ops if op.op == "aten.add.Tensor")
+    mul = next(op for op in cap.ops if op.op == "aten.mul.Tensor")
+    assert cap.output_ops == (add.index, mul.index)
+    # Both outputs (64 B each) stay live to the end: peak 128 B.
+    assert p.peak_activation_bytes == 128
