@@ -30,9 +30,8 @@ def test_mlp(modelprof):
 """
 
 
-def test_new_user_flow(pytester: pytest.Pytester) -> None:
-    # The same flow under -n 2 runs on the fake engine in test_xdist.py (much faster).
-    workers: list[str] = []
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_new_user_flow(pytester: pytest.Pytester, workers: list[str]) -> None:
     pytester.makepyfile(test_models=PROJECT)
     (pytester.path / "width.txt").write_text("16")
 

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from fusion_examples import ConvBnRelu, Tapped
 
 from pytest_modelprof.baseline.compare import Policy, compare
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.schema import ModelProfile
-
-pytestmark = pytest.mark.skipif(
-    "partition" not in ModelProfile.model_fields,
-    reason="ModelProfile.partition is not wired yet (partitioner patch to schema/profile)",
-)
 
 
 def document(profile: ModelProfile) -> BaselineDocument:
