@@ -76,6 +76,10 @@ class GateRecord:
     profile: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
     warnings: list[str] = field(default_factory=list)  # timing limits that warn, not fail
+    # Raw measurements for the reports, as JSON: the timing rounds (runtime.NormalisedTiming)
+    # and the scaling sweep (sweep.SweepResult) when the test asked for them.
+    timing: dict[str, Any] | None = None
+    sweep: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -335,10 +339,10 @@ def _latency_verdict(
 
 def growth_failures(
     request: ProfileRequest, sweep_axes: Mapping[str, Sequence[int]] | None, limits: Limits
-) -> tuple[list[str], list[str]]:
-    """(failures, warnings) of the growth-exponent limits over the marker's ``sweep=`` axes."""
+) -> tuple[list[str], list[str], dict[str, Any] | None]:
+    """(failures, warnings, the sweep as JSON) of the growth limits over ``sweep=`` axes."""
     if not sweep_axes or not limits.growth:
-        return [], []
+        return [], [], None
     from pytest_modelprof.sweep import check_growth, sweep
 
     result = sweep(
@@ -357,7 +361,8 @@ def growth_failures(
             warnings.append(violation.message)
         else:
             failures.append(violation.message)
-    return failures, warnings
+    swept: dict[str, Any] = result.model_dump(mode="json")
+    return failures, warnings, swept
 
 
 def update_command(nodeids: Sequence[str]) -> str:
@@ -411,6 +416,7 @@ def evaluate(
     extra_failures: Sequence[str] = (),
     warnings: Sequence[str] = (),
     timing: Mapping[str, Any] | None = None,
+    sweep: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Judge one profile against its baseline; in update mode, write the baseline first.
 
@@ -472,6 +478,8 @@ def evaluate(
             profile=profile.model_dump(mode="json"),
             baseline=baseline.model_dump(mode="json") if baseline else None,
             warnings=[*warnings, *timing_warnings],
+            timing=dict(timing) if timing is not None else None,
+            sweep=dict(sweep) if sweep is not None else None,
         )
 
     # Absolute budgets and limits on unmeasured metrics hold in every mode.

@@ -340,7 +340,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
-            grew, growth_warnings = growth_failures(request, spec.sweep, spec.limits)
+            grew, growth_warnings, swept = growth_failures(request, spec.sweep, spec.limits)
             outcome = evaluate(
                 profile,
                 nodeid=item.nodeid,
@@ -351,6 +351,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 extra_failures=[*fvcore_failures(request, spec.limits), *grew],
                 warnings=growth_warnings,
                 timing=measure_latency(request, spec.limits),
+                sweep=swept,
             )
             records.append(outcome.record)
             if outcome.failure:

@@ -92,6 +92,10 @@ class ProfileResult(_Frozen):
     checks: list[MetricResult] = []
     profile: ModelProfile | None = None
     baseline: BaselineDocument | None = None
+    # Plain JSON so that reading results never needs torch: runtime.NormalisedTiming (the
+    # current timing rounds; the baseline's are in ``baseline.timing``) and sweep.SweepResult.
+    timing: dict[str, Any] | None = None
+    sweep: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -302,6 +306,8 @@ def results_from_records(
                 checks=[MetricResult.model_validate(c) for c in r.checks],
                 profile=ModelProfile.model_validate(r.profile) if r.profile else None,
                 baseline=BaselineDocument.model_validate(r.baseline) if r.baseline else None,
+                timing=r.timing,
+                sweep=r.sweep,
             )
         )
     return RunResults(run=run, tests=tests)

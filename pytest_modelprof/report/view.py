@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.document import BaselineDocument, BaselineLayer
@@ -638,6 +638,130 @@ def _roofline_chart(result: ProfileResult) -> Chart:
 # -- sections ------------------------------------------------------------------------------------
 
 
+def _timing_chart(result: ProfileResult) -> Chart | None:
+    """Per-round model times, baseline above current: whiskers min-max, box q1-q3, median."""
+    if result.timing is None:
+        return None
+    title = "Latency distribution (model time per round)"
+    legend = (LegendItem("bar-base", "baseline"), LegendItem("bar-flops", "current"))
+    rows: list[tuple[str, dict[str, Any]]] = []
+    base_timing = result.baseline.timing if result.baseline is not None else None
+    if base_timing is not None:
+        rows.append(("baseline", base_timing))
+    rows.append(("current", result.timing))
+    samples = [float(v) for _, t in rows for v in t["model"]["samples"]]
+    if not samples:
+        return Chart(title, "", _num(CHART_W), "60", legend, empty="No timing rounds recorded.")
+    top_ms = max(samples) * 1.05 or 1.0
+    left, right, row_h, top = LABEL_W, CHART_W - 30.0, 44.0, 10.0
+    axis_y = top + row_h * len(rows) + 4
+
+    def x(ms: float) -> float:
+        return left + ms / top_ms * (right - left)
+
+    rects, lines, circles, texts = [], [], [], []
+    lines.append(SvgLine(_num(left), _num(axis_y), _num(right), _num(axis_y), "axis"))
+    for k in range(6):
+        ms = top_ms * k / 5
+        lines.append(SvgLine(_num(x(ms)), _num(top), _num(x(ms)), _num(axis_y), "grid"))
+        texts.append(SvgText(_num(x(ms)), _num(axis_y + 14), f"{ms:.3g} ms", "tick", "middle"))
+    for i, (label, t) in enumerate(rows):
+        m = t["model"]
+        y = top + i * row_h + row_h / 2
+        css = "bar-base" if label == "baseline" else "bar-flops"
+        texts.append(SvgText(_num(left - 8), _num(y + 4), label, "label", "end",
+                             f"{label}: {m['rounds']} rounds, median {m['median']:.3g} ms"))
+        lines.append(SvgLine(_num(x(m["min"])), _num(y), _num(x(m["max"])), _num(y), "axis"))
+        rects.append(SvgRect(_num(x(m["q1"])), _num(y - 8), _num(max(x(m["q3"]) - x(m["q1"]), 1)),
+                             "16", css, f"{label}: q1 {m['q1']:.3g} ms, q3 {m['q3']:.3g} ms"))
+        lines.append(SvgLine(_num(x(m["median"])), _num(y - 10), _num(x(m["median"])),
+                             _num(y + 10), "ai-model"))
+        for j, v in enumerate(m["samples"]):
+            circles.append(SvgCircle(_num(x(float(v))), _num(y + 14 + (j % 3) * 2), "1.3",
+                                     "pt-base", f"{label} round {j + 1}: {float(v):.3g} ms"))
+    change = ""
+    if base_timing is not None and base_timing.get("normalised"):
+        delta = result.timing["normalised"] / base_timing["normalised"] - 1
+        change = f" ({format_change(delta)})"
+    caption = (
+        f"{result.timing['rounds']} rounds; calibration-normalised q"
+        f"{result.timing['quantile'] * 100:.0f}: current {result.timing['normalised']:.4g}"
+        + (f", baseline {base_timing['normalised']:.4g}" if base_timing is not None else "")
+        + change
+        + ". The gate compares the normalised rounds, not these raw times."
+    )
+    height = axis_y + 22
+    return Chart(title, caption, _num(CHART_W), _num(height), legend, tuple(rects), tuple(lines),
+                 (), tuple(circles), tuple(texts))
+
+
+_SWEEP_METRICS: Final = (
+    ("flops", "FLOPs", "sw-flops"),
+    ("peak_activation_bytes", "peak activations", "sw-peak"),
+    ("latency_ms", "latency", "sw-latency"),
+)
+
+
+def _sweep_charts(result: ProfileResult) -> list[Chart]:
+    """One log-log chart per swept axis: each metric relative to its first point."""
+    if result.sweep is None:
+        return []
+    charts = []
+    left, right, top, bottom = 84.0, CHART_W - 20.0, 14.0, 230.0
+    for series in result.sweep.get("series", []):
+        axis, values, points = series["axis"], series["values"], series["points"]
+        fits = series.get("fits", {})
+        title = f"Growth over {axis} (log-log, relative to {axis}={values[0]})"
+        curves: list[tuple[str, str, str, list[float]]] = []
+        for key, label, css in _SWEEP_METRICS:
+            ys = [p.get(key) for p in points]
+            if all(isinstance(v, (int, float)) and v > 0 for v in ys):
+                fit = fits.get(key)
+                shown = f"{label} ^{fit['exponent']:.2f}" if fit else label
+                curves.append((css, shown, key, [float(v) / float(ys[0]) for v in ys]))
+        if len(values) < 2 or not curves:
+            charts.append(Chart(title, "", _num(CHART_W), "60", (),
+                                empty="Not enough positive points to plot."))
+            continue
+        x_span = math.log10(values[-1] / values[0]) or 1.0
+        y_span = max(max(math.log10(r) for _, _, _, rs in curves for r in rs), x_span, 1e-9)
+
+        def px(value: float, v0: float = values[0], span: float = x_span) -> float:
+            return left + math.log10(value / v0) / span * (right - left)
+
+        def py(ratio: float, span: float = y_span) -> float:
+            return bottom - math.log10(ratio) / span * (bottom - top)
+
+        lines = [
+            SvgLine(_num(left), _num(bottom), _num(right), _num(bottom), "axis"),
+            SvgLine(_num(left), _num(top), _num(left), _num(bottom), "axis"),
+        ]
+        texts = []
+        for slope, css in ((1.0, "ai-base"), (2.0, "ridge")):
+            end_log = min(x_span, y_span / slope)  # the reference line, clipped to the plot
+            end_x = left + end_log / x_span * (right - left)
+            end_y = bottom - slope * end_log / y_span * (bottom - top)
+            lines.append(SvgLine(_num(left), _num(bottom), _num(end_x), _num(end_y), css))
+            texts.append(SvgText(_num(end_x - 4), _num(end_y + 12), f"\u221d {axis}^{slope:g}",
+                                 "ridge-label", "end"))
+        for v in values:
+            texts.append(SvgText(_num(px(v)), _num(bottom + 16), str(v), "tick", "middle"))
+        polylines, circles = [], []
+        for css, shown, _key, ratios in curves:
+            pts = [(px(v), py(r)) for v, r in zip(values, ratios, strict=True)]
+            polylines.append(SvgPolyline(" ".join(f"{_num(a)},{_num(b)}" for a, b in pts), css))
+            for (a, b), v, r in zip(pts, values, ratios, strict=True):
+                circles.append(SvgCircle(_num(a), _num(b), "3", css,
+                                         f"{shown}: {axis}={v}: x{r:.3g}"))
+        texts.append(SvgText(_num((left + right) / 2), _num(bottom + 32), axis, "tick", "middle"))
+        legend = tuple(LegendItem(css, shown) for css, shown, _, _ in curves) + (
+            LegendItem("ai-base", "linear"), LegendItem("ridge", "quadratic"))
+        caption = "Exponents are least-squares slopes in log-log space; the gate bounds them."
+        charts.append(Chart(title, caption, _num(CHART_W), _num(bottom + 40), legend, (),
+                            tuple(lines), tuple(polylines), tuple(circles), tuple(texts)))
+    return charts
+
+
 def _summary_cell(result: ProfileResult, name: str) -> str:
     metric = _metric(name)
     check = next((c for c in result.checks if c.metric == name), None)
@@ -738,7 +862,13 @@ def _section(index: int, result: ProfileResult) -> Section:
         facts=_facts(result),
         metrics=_metric_rows(result),
         layers=_layer_table(result, diffs),
-        charts=(_layer_chart(result, diffs), _op_chart(result.profile), _roofline_chart(result)),
+        charts=(
+            _layer_chart(result, diffs),
+            _op_chart(result.profile),
+            _roofline_chart(result),
+            *((t,) if (t := _timing_chart(result)) is not None else ()),
+            *_sweep_charts(result),
+        ),
         notes=_notes(result),
         problems=problems,
         top_layers=top,
