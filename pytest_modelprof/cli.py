@@ -195,7 +195,8 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
                    help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
     p.add_argument("--no-warmup", action="store_true",
-                   help="skip the warm-up forward pass before the capture")
+                   help="keep the first capture even if that forward initialised lazy state "
+                        "(by default such a model, like YOLO, is captured a second time)")
     p.add_argument("--top", type=parse_top, default=10, metavar="N",
                    help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
     p.add_argument("--verbose", "-v", action="store_true",
@@ -223,7 +224,8 @@ def _run_profile(args: argparse.Namespace) -> int:
         include_backward=args.backward,
         strict=args.strict,
         machine=args.machine,
-        warmup=not args.no_warmup,
+        # None: capture again only if the first forward initialised lazy state (YOLO).
+        warmup=False if args.no_warmup else None,
         **arch,
     )
     if args.json:

@@ -316,3 +316,13 @@ def test_help_does_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False False"
+
+
+def test_profile_warms_up_only_models_that_need_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # resnet18 has no lazy state: one capture. YOLO sets anchors on its first forward: two.
+    assert main(["profile", "resnet18", "--input-shape", "1,3,32,32", "--top", "1"]) == 0
+    capture_line = next(ln for ln in capsys.readouterr().out.splitlines() if "Capture" in ln)
+    assert "after a warm-up forward" not in capture_line
+    assert main(["profile", "yolov8n.yaml", "--input-shape", "1,3,64,64", "--top", "1"]) == 0
+    capture_line = next(ln for ln in capsys.readouterr().out.splitlines() if "Capture" in ln)
+    assert "after a warm-up forward" in capture_line
