@@ -11,7 +11,7 @@ and skips ops it has no handle for (``unsupported_ops()``, such as
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,24 +76,6 @@ def load_fvcore() -> Any:
     return FlopCountAnalysis
 
 
-def _build(name: str, input_shape: Sequence[int] | None, arch_kwargs: dict[str, Any],
-           ) -> tuple[nn.Module, tuple[Any, ...], dict[str, Any], str, tuple[int, ...] | None]:
-    from pytest_modelprof.models import resolve
-
-    spec = resolve(name)
-    shape = tuple(int(s) for s in input_shape) if input_shape is not None else None
-    try:
-        with torch.device("cpu"):
-            module: nn.Module = spec.build(input_shape=shape, **arch_kwargs)
-    except ModelprofError:
-        raise
-    except Exception as exc:
-        raise ModelprofError(f"{name}: building the model on the CPU failed: {exc}") from exc
-    args, kwargs = spec.example_inputs(shape, device=torch.device("cpu"), dtype=torch.float32)
-    used = shape or (tuple(spec.default_input_shape) if spec.default_input_shape else None)
-    return module, tuple(args), dict(kwargs), spec.name, used
-
-
 def _shape_of(args: tuple[Any, ...]) -> tuple[int, ...] | None:
     first = args[0] if args else None
     return tuple(int(s) for s in first.shape) if isinstance(first, torch.Tensor) else None
@@ -114,36 +96,23 @@ def compare_with_fvcore(
     tensors), else from ``input_shape``, else from the registry's default for a name.
     Raises :class:`ModelprofError` when fvcore is missing or cannot trace the model.
     """
-    from pytest_modelprof.profile import canonical_kernels, profile_model
+    from pytest_modelprof.profile import canonical_kernels, profile_model, real_model_and_inputs
 
     flop_count_analysis = load_fvcore()
-    kwargs: dict[str, Any] = {}
-    shape: tuple[int, ...] | None = None
+    # A name is built on the CPU with random weights, a module is used as given; inputs are
+    # resolved exactly as profile_model resolves them.
+    module, (args, kwargs) = real_model_and_inputs(
+        model, input_shape=input_shape, inputs=inputs, **arch_kwargs
+    )
+    shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if isinstance(model, str):
-        module, args, kwargs, label, shape = _build(model, input_shape, arch_kwargs)
-        label = name or label
-    elif isinstance(model, nn.Module):
-        if arch_kwargs:
-            raise TypeError(
-                f"arch keyword arguments apply to model names only: {sorted(arch_kwargs)}"
-            )
-        module, label = model, name or type(model).__name__
-        args = ()
+        from pytest_modelprof.models import resolve
+
+        spec = resolve(model)
+        label = name or spec.name
+        shape = shape or (tuple(spec.default_input_shape) if spec.default_input_shape else None)
     else:
-        raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
-    if isinstance(inputs, Mapping):
-        kwargs = dict(inputs)
-    elif inputs is not None:
-        args = (inputs,) if isinstance(inputs, torch.Tensor) else tuple(inputs)
-        kwargs = {}
-    elif not args and not kwargs:
-        if input_shape is None:
-            raise ModelprofError(
-                f"{label}: no input for the fvcore comparison; pass input_shape=(1, 3, 224, 224) "
-                "or inputs=(tensor, ...)"
-            )
-        device = next((p.device for p in module.parameters()), torch.device("cpu"))
-        args = (torch.randn(tuple(int(s) for s in input_shape), device=device),)
+        label = name or type(model).__name__
     if kwargs:
         raise ModelprofError(
             f"{label}: fvcore traces positional inputs only, but the model takes keyword inputs "

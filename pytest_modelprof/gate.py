@@ -264,35 +264,17 @@ def fvcore_failures(request: ProfileRequest, limits: Limits) -> list[str]:
     ]
 
 
-def _real_module_and_inputs(request: ProfileRequest) -> tuple[Any, Any]:
-    """A runnable module and positional inputs for timing (real tensors)."""
-    import torch
-
-    from pytest_modelprof.models import resolve
-
-    device = torch.device(request.device or "cpu")
-    shape = request.input_shape
-    if isinstance(request.model, str):
-        spec = resolve(request.model)
-        with torch.device(device):
-            module = spec.build(input_shape=shape)
-        if request.inputs is not None:
-            return module, request.inputs
-        return module, spec.example_inputs(shape, device=device)  # an (args, kwargs) pair
-    if request.inputs is not None:
-        return request.model, request.inputs
-    if shape is None:
-        raise SettingsError("a latency limit needs input_shape= or inputs= to time the model")
-    return request.model, torch.randn(shape, device=device)
-
-
 def measure_latency(request: ProfileRequest, limits: Limits) -> dict[str, Any] | None:
     """Calibration-normalised timing rounds, only when a latency limit asks for them."""
     if not limits.wants_latency:
         return None
+    from pytest_modelprof.profile import real_model_and_inputs
     from pytest_modelprof.runtime import measure_forward_normalised
 
-    module, inputs = _real_module_and_inputs(request)
+    module, inputs = real_model_and_inputs(
+        request.model, input_shape=request.input_shape, inputs=request.inputs,
+        device=request.device,
+    )
     timing = measure_forward_normalised(module, inputs, rounds=limits.timing_rounds)
     data: dict[str, Any] = timing.model_dump(mode="json")
     return data

@@ -42,7 +42,7 @@ from pytest_modelprof.schema import (
     TensorSpec,
 )
 
-__all__ = ["profile_model", "canonical_kernels", "Mode", "BACKWARD_SCOPE"]
+__all__ = ["profile_model", "real_model_and_inputs", "canonical_kernels", "Mode", "BACKWARD_SCOPE"]
 
 Mode = Literal["auto", "meta", "fake", "real"]
 
@@ -114,7 +114,7 @@ def profile_model(
             attempts.append(f"{capture_mode}: {exc}")
             continue
         capture, module, args, kwargs, build_note = result
-        reason = _reason(capture_mode, mode, subject, attempts, build_note)
+        reason = _reason(capture_mode, mode, attempts, build_note)
         info = CaptureInfo(
             mode=capture_mode,
             requested=mode if device is None else f"{mode}, device={device}",
@@ -146,6 +146,33 @@ def profile_model(
     )
 
 
+def real_model_and_inputs(
+    model: nn.Module | str,
+    *,
+    input_shape: Sequence[int] | None = None,
+    inputs: Any = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    **arch_kwargs: Any,
+) -> tuple[nn.Module, Inputs]:
+    """The model as it runs on real tensors, and its inputs as ``(args, kwargs)``.
+
+    A name is built with random weights on ``device`` (default: the CPU); a module is used as
+    given. Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a
+    name: the same resolution :func:`profile_model` uses, for timing and cross-checks.
+    """
+    subject = _subject(model, None, arch_kwargs)
+    real_device = torch.device(device) if device is not None else None
+    torch_dtype = _dtype(dtype)
+    if subject.module is not None:
+        module = subject.module
+    else:
+        module, _ = _build(subject, "real", input_shape, real_device, torch_dtype)
+    run_device = real_device or module_device(module)
+    run_dtype = torch_dtype or _module_dtype(module)
+    return module, _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
+
+
 # -- planning -------------------------------------------------------------------------------
 
 
@@ -174,9 +201,7 @@ def _plan(subject: _Subject, mode: Mode, device: torch.device | None) -> list[Ca
     return ["meta", "real"]
 
 
-def _reason(
-    mode: CaptureMode, requested: Mode, subject: _Subject, attempts: list[str], note: str
-) -> str:
+def _reason(mode: CaptureMode, requested: Mode, attempts: list[str], note: str) -> str:
     if attempts:
         why = f"fell back to {mode} tensors: " + attempts[-1]
     elif requested != "auto":
