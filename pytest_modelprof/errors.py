@@ -8,6 +8,7 @@ __all__ = [
     "DuplicateModelError",
     "ModelBuildError",
     "ModelInputError",
+    "ModelForwardError",
     "UncountedOpsError",
     "BaselineError",
     "SettingsError",
@@ -33,6 +34,10 @@ class ModelBuildError(ModelprofError):
 
 class ModelInputError(ModelprofError, ValueError):
     """An input the model rejected; names the model, the shapes and the refusing layer."""
+
+
+class ModelForwardError(ModelprofError):
+    """The model's own forward raised; names the exception, the layer and the source line."""
 
 
 class UncountedOpsError(ModelprofError):

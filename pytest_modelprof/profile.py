@@ -1,34 +1,47 @@
-"""``profile_model``: resolve, pick meta/fake/real tensors, capture once, roll up a profile."""
+"""``profile_model``: plan the modes, capture once per mode until one works, roll up a profile.
+
+The pieces live in :mod:`pytest_modelprof.capture`: ``plan`` (which modes, in which order),
+``run`` (one attempt: the module for the mode, its inputs, the trace), ``classify`` (why an
+attempt failed) and ``standin`` (the copy a user's module runs as, so it is never touched).
+"""
 
 from __future__ import annotations
 
 import platform
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
 
 import torch
 from torch import nn
 
-from pytest_modelprof._compat import FakeTensorMode, fake_fallback_errors
-from pytest_modelprof._tensors import (
-    Inputs,
-    as_inputs,
-    backward,
-    default_loss,
-    flat_tensors,
-    map_tensors,
-    module_device,
-)
+from pytest_modelprof._tensors import Inputs, flat_tensors, module_device
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.analysis.partition import partition
-from pytest_modelprof.capture.tracer import Tracer, tensor_meta
+from pytest_modelprof.capture.plan import (
+    Mode,
+    Subject,
+    make_subject,
+    plan_modes,
+    reason,
+    resolve_dtype,
+)
+from pytest_modelprof.capture.run import (
+    BACKWARD_SCOPE,
+    Captured,
+    CaptureFailed,
+    Request,
+    input_shape_tuple,
+    make_inputs,
+    module_dtype,
+    run_once,
+)
+from pytest_modelprof.capture.tracer import tensor_meta
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.errors import (
-    ModelBuildError,
+    ModelForwardError,
     ModelInputError,
     ModelprofError,
     UncountedOpsError,
@@ -43,26 +56,6 @@ from pytest_modelprof.schema import (
 )
 
 __all__ = ["profile_model", "real_model_and_inputs", "canonical_kernels", "Mode", "BACKWARD_SCOPE"]
-
-Mode = Literal["auto", "meta", "fake", "real"]
-
-# Backward ops run outside any module's forward; they are reported under this pseudo-layer.
-BACKWARD_SCOPE = "(backward)"
-
-
-
-class _NeedsData(Exception):
-    """This capture mode cannot run the model; try the next one."""
-
-
-@dataclass
-class _Subject:
-    """What is being profiled: a name to build, or a module the user handed us."""
-
-    label: str
-    module: nn.Module | None
-    spec: Any | None  # pytest_modelprof.models.ModelSpec
-    arch_kwargs: dict[str, Any]
 
 
 def profile_model(
@@ -83,66 +76,115 @@ def profile_model(
 ) -> ModelProfile:
     """Profile ``model`` (an ``nn.Module`` or a registry name) with one dispatch-level capture.
 
-    ``mode="auto"`` runs on meta tensors for names and on fake tensors for modules, and falls
-    back to real execution when the model needs data (the profile's ``capture`` says which and
-    why). ``device="meta"`` forces meta. ``warmup=None`` captures again when the first forward
-    initialised lazy state; ``True`` always runs a warm-up forward first, ``False`` never.
-    Extra keyword arguments go to the model builder.
+    ``mode="auto"`` tries meta tensors, then fake tensors, then real ones, falling back only
+    when a mode cannot run the model (data-dependent code); the profile's ``capture`` says which
+    ran and why. A module is never changed: the capture runs a copy of it. ``device="meta"``
+    forces meta. ``include_backward=True`` profiles the training graph (train mode) forward and
+    backward. ``warmup=None`` captures again when the first forward initialised lazy state;
+    ``True`` always runs a warm-up forward first, ``False`` never. Extra keyword arguments go
+    to the model builder.
     """
-    subject = _subject(model, name, arch_kwargs)
-    reg = registry or default_registry()
-    mach = resolve_machine(machine)
-    torch_dtype = _dtype(dtype)
+    subject = make_subject(model, name, arch_kwargs)
     real_device = torch.device(device) if device is not None else None
-    plan = _plan(subject, mode, real_device)
+    request = Request(
+        subject=subject,
+        requested=mode,
+        input_shape=input_shape_tuple(input_shape),
+        inputs=inputs,
+        device=real_device,
+        dtype=resolve_dtype(dtype),
+        include_backward=include_backward,
+        warmup=warmup,
+        registry=registry or default_registry(),
+    )
+    captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
+    info = CaptureInfo(
+        mode=capture_mode,
+        requested=mode if device is None else f"{mode}, device={device}",
+        reason=reason(capture_mode, mode, attempts, captured.notes),
+        attempts=attempts,
+        warmup=captured.warmed,
+    )
+    profile = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
+    if strict and profile.uncounted_ops:
+        listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
+        raise UncountedOpsError(
+            f"{subject.label}: ops without a cost formula ran: {listing}. Register a formula "
+            "(pytest_modelprof.costs) or run without strict=True to record them only."
+        )
+    return profile
+
+
+def _first_that_works(
+    request: Request, plan: list[CaptureMode]
+) -> tuple[Captured, CaptureMode, list[str]]:
+    """Run the plan; a mode's limitation moves on to the next, any other failure is final."""
     attempts: list[str] = []
-    for capture_mode in plan:
+    skip_fake = False
+    for i, mode in enumerate(plan):
+        if mode == "fake" and skip_fake and i + 1 < len(plan):
+            attempts.append("fake: skipped (fake tensors run the same meta kernel)")
+            continue
         try:
             with canonical_kernels():
-                result = _capture(
-                    subject,
-                    capture_mode,
-                    input_shape,
-                    inputs,
-                    real_device,
-                    torch_dtype,
-                    include_backward,
-                    warmup,
-                    reg,
-                )
-        except _NeedsData as exc:
-            attempts.append(f"{capture_mode}: {exc}")
-            continue
-        capture, module, args, kwargs, build_note = result
-        reason = _reason(capture_mode, mode, attempts, build_note)
-        info = CaptureInfo(
-            mode=capture_mode,
-            requested=mode if device is None else f"{mode}, device={device}",
-            reason=reason,
-            attempts=attempts,
-            warmup="warm-up" in build_note,
+                return run_once(request, mode), mode, attempts
+        except CaptureFailed as failed:
+            f = failed.failure
+            where = f" ({f.op})" if f.op else ""
+            if f.kind != "limitation" or i + 1 == len(plan):
+                raise _final_error(request, failed, mode, attempts) from failed.__cause__
+            attempts.append(f"{mode}: {f.text} {failed.where}{where}")
+            skip_fake = f.kernel_refused
+    raise AssertionError("unreachable: a plan has at least one mode")  # pragma: no cover
+
+
+def _final_error(
+    request: Request, failed: CaptureFailed, mode: CaptureMode, attempts: list[str]
+) -> ModelprofError:
+    """The error to raise for a failure that ends the plan, in words that say what to do."""
+    label = request.subject.label
+    f = failed.failure
+    tried = f" (tried before: {'; '.join(attempts)})" if attempts else ""
+    source = f" [{f.source}]" if f.source else ""
+    op = f" in {f.op}" if f.op else ""
+    if f.kind == "model":
+        return ModelForwardError(
+            f"{label}: the model's forward raised {f.text} {failed.where}{source}. This is the "
+            f"model's own error, not pytest-modelprof's; the input was {failed.inputs}.{tried}"
         )
-        profile = _to_profile(
-            subject,
-            capture,
-            module,
-            args,
-            kwargs,
-            info,
-            mach,
-            include_backward,
-            capture_mode,
-            real_device,
+    if f.kind == "engine":
+        return ModelprofError(
+            f"{label}: pytest-modelprof cannot capture this model {failed.where}{op}: "
+            f"{f.text}{source}. This is a limitation or bug of pytest-modelprof, not of the "
+            "model or its input; please report it."
         )
-        if strict and profile.uncounted_ops:
-            listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
-            raise UncountedOpsError(
-                f"{subject.label}: ops without a cost formula ran: {listing}. Register a formula "
-                "(pytest_modelprof.costs) or run without strict=True to record them only."
-            )
-        return profile
-    raise ModelprofError(
-        f"{subject.label}: could not be profiled in any mode ({'; '.join(attempts)})"
+    if f.kind == "limitation":
+        hint = (
+            " Try mode='fake' (no data needed; transformers' attention masks pass there)."
+            if mode == "meta"
+            else " Try mode='real' on a machine that holds the model."
+            if mode == "fake"
+            else ""
+        )
+        return ModelprofError(
+            f"{label}: could not be profiled in {mode} mode: {f.text} {failed.where}{op}"
+            f"{source}.{tried}{hint}"
+        )
+    spec = request.subject.spec
+    default = (
+        f" (default {spec.default_input_shape})"
+        if spec is not None and spec.default_input_shape
+        else ""
+    )
+    if f.at_input:
+        return ModelInputError(
+            f"{label} rejected input {failed.inputs} {failed.where}: {f.text}{source}. "
+            f"Check input_shape=/inputs= against what the model expects{default}.{tried}"
+        )
+    return ModelInputError(
+        f"{label} failed on input {failed.inputs} {failed.where}{op}: {f.text}{source}. "
+        f"If the input is not what the model expects{default}, fix input_shape=/inputs=; "
+        f"otherwise the model itself is inconsistent at that layer.{tried}"
     )
 
 
@@ -161,70 +203,29 @@ def real_model_and_inputs(
     given. Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a
     name: the same resolution :func:`profile_model` uses, for timing and cross-checks.
     """
-    subject = _subject(model, None, arch_kwargs)
+    from pytest_modelprof.capture.run import build_real
+
+    subject = make_subject(model, None, arch_kwargs)
     real_device = torch.device(device) if device is not None else None
-    torch_dtype = _dtype(dtype)
+    request = Request(
+        subject=subject,
+        requested="real",
+        input_shape=input_shape_tuple(input_shape),
+        inputs=inputs,
+        device=real_device,
+        dtype=resolve_dtype(dtype),
+        include_backward=False,
+        warmup=None,
+        registry=default_registry(),
+    )
     if subject.module is not None:
         module = subject.module
     else:
-        module, _ = _build(subject, "real", input_shape, real_device, torch_dtype)
+        module = build_real(request, real_device)
+        if request.dtype is not None:
+            module = module.to(request.dtype)
     run_device = real_device or module_device(module)
-    run_dtype = torch_dtype or _module_dtype(module)
-    return module, _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
-
-
-# -- planning -------------------------------------------------------------------------------
-
-
-def _subject(model: nn.Module | str, name: str | None, arch_kwargs: dict[str, Any]) -> _Subject:
-    if isinstance(model, str):
-        from pytest_modelprof.models import resolve
-
-        spec = resolve(model)
-        return _Subject(name or spec.name, None, spec, arch_kwargs)
-    if isinstance(model, nn.Module):
-        if arch_kwargs:
-            unknown = ", ".join(sorted(arch_kwargs))
-            raise TypeError(f"profile_model() got unexpected keyword arguments: {unknown}")
-        return _Subject(name or type(model).__name__, model, None, {})
-    raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
-
-
-def _plan(subject: _Subject, mode: Mode, device: torch.device | None) -> list[CaptureMode]:
-    if device is not None and device.type == "meta":
-        return ["meta"]
-    if mode != "auto":
-        return [mode]
-    if subject.module is not None:
-        on_meta = any(p.is_meta for p in subject.module.parameters())
-        return ["meta"] if on_meta else ["fake", "real"]
-    return ["meta", "real"]
-
-
-def _reason(mode: CaptureMode, requested: Mode, attempts: list[str], note: str) -> str:
-    if attempts:
-        why = f"fell back to {mode} tensors: " + attempts[-1]
-    elif requested != "auto":
-        why = f"{mode} tensors, as requested"
-    elif mode == "meta":
-        why = "meta tensors: no weights or activations allocated"
-    elif mode == "fake":
-        why = "fake tensors over the module's own weights: no activations allocated"
-    else:
-        why = "real tensors"
-    return f"{why}; {note}" if note else why
-
-
-def _dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    value = getattr(torch, str(dtype).removeprefix("torch."), None)
-    if not isinstance(value, torch.dtype):
-        raise ValueError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'float16', 'bfloat16'")
-    return value
-
-
-# -- the capture ------------------------------------------------------------------------------
+    return module, make_inputs(request, module, run_device)
 
 
 @contextmanager
@@ -246,298 +247,6 @@ def canonical_kernels() -> Iterator[None]:
         torch.backends.mha.set_fastpath_enabled(previous)
 
 
-@contextmanager
-def _eval_mode(module: nn.Module) -> Iterator[None]:
-    flags = [(m, m.training) for m in module.modules()]
-    module.eval()
-    try:
-        yield
-    finally:
-        for m, was in flags:
-            m.training = was
-
-
-def _is_data_dependent(exc: BaseException, mode: CaptureMode) -> bool:
-    if mode == "fake" and isinstance(exc, fake_fallback_errors()):
-        return True
-    if isinstance(exc, NotImplementedError):
-        return True
-    text = str(exc).lower()
-    markers = (
-        "meta tensor",
-        "meta device",
-        "data-dependent",
-        "data dependent",
-        "'meta' backend",
-        "fake tensor",
-        "faketensor",
-        "cannot copy out of meta",
-        "item() cannot",
-    )
-    return any(m in text for m in markers)
-
-
-def _build(
-    subject: _Subject,
-    mode: CaptureMode,
-    input_shape: Sequence[int] | None,
-    device: torch.device | None,
-    dtype: torch.dtype | None,
-) -> tuple[nn.Module, str]:
-    """Build a named model for ``mode``; returns the module and a note on how it was built."""
-    spec = subject.spec
-    assert spec is not None
-    shape = tuple(input_shape) if input_shape is not None else None
-    note = ""
-    if mode == "meta":
-        try:
-            with torch.device("meta"):
-                module = spec.build(input_shape=shape, **subject.arch_kwargs)
-        except ModelprofError:
-            raise
-        except Exception as exc:  # construction reads tensor values (RegNet's width rounding)
-            module = _build_real(subject, shape, None).to("meta")
-            note = f"built on CPU and moved to meta (construction reads values: {_short(exc)})"
-    else:
-        module = _build_real(subject, shape, device)
-    if dtype is not None:
-        module = module.to(dtype)
-    return module, note
-
-
-def _build_real(
-    subject: _Subject, shape: tuple[int, ...] | None, device: torch.device | None
-) -> nn.Module:
-    spec = subject.spec
-    assert spec is not None
-    try:
-        with torch.device(device or "cpu"):
-            module: nn.Module = spec.build(input_shape=shape, **subject.arch_kwargs)
-        return module
-    except ModelprofError:
-        raise
-    except Exception as exc:
-        where = f" on {device}" if device is not None else ""
-        hint = (
-            f"Check the builder arguments ({subject.arch_kwargs})."
-            if subject.arch_kwargs
-            else "Is the device available? Run without device= to profile on meta tensors."
-            if device is not None and device.type != "cpu"
-            else "The model's builder itself failed."
-        )
-        raise ModelBuildError(
-            f"{subject.label}: building the model{where} failed: {_short(exc)}. {hint}"
-        ) from exc
-
-
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _module_dtype(module: nn.Module) -> torch.dtype:
-    for t in module.parameters():
-        if t.is_floating_point():
-            return t.dtype
-    return torch.get_default_dtype()
-
-
-def _make_inputs(
-    subject: _Subject,
-    module: nn.Module,
-    input_shape: Sequence[int] | None,
-    inputs: Any,
-    device: torch.device,
-    dtype: torch.dtype,
-) -> Inputs:
-    if inputs is not None:
-        args, kwargs = as_inputs(inputs)
-
-        def move(t: torch.Tensor) -> torch.Tensor:
-            target_dtype = dtype if t.is_floating_point() else t.dtype
-            return t.to(device=device, dtype=target_dtype)
-
-        return map_tensors(args, move), map_tensors(kwargs, move)
-    if subject.spec is not None:
-        shape = tuple(input_shape) if input_shape is not None else None
-        made: Inputs = subject.spec.example_inputs(shape, device=device, dtype=dtype)
-        return made
-    if input_shape is None:
-        raise ModelInputError(
-            f"{subject.label}: no input given. Pass input_shape=(1, 3, 224, 224) for a single "
-            "image-like tensor, or inputs=(tensor, ...) / inputs={'input_ids': tensor}."
-        )
-    return (torch.randn(tuple(int(s) for s in input_shape), device=device, dtype=dtype),), {}
-
-
-def _describe_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-    parts = [str(tuple(t.shape)) for t in flat_tensors(args)]
-    for k, v in kwargs.items():
-        parts.extend(f"{k}={tuple(t.shape)}" for t in flat_tensors(v))
-    return ", ".join(parts) or "no tensors"
-
-
-def _capture(
-    subject: _Subject,
-    mode: CaptureMode,
-    input_shape: Sequence[int] | None,
-    inputs: Any,
-    device: torch.device | None,
-    dtype: torch.dtype | None,
-    include_backward: bool,
-    warmup: bool | None,
-    registry: CostRegistry,
-) -> tuple[Any, nn.Module, tuple[Any, ...], dict[str, Any], str]:
-    note = ""
-    with ExitStack() as stack:
-        if subject.module is not None:
-            module = subject.module
-            if dtype is not None and dtype != _module_dtype(module) and mode == "real":
-                import copy
-
-                module = copy.deepcopy(module).to(dtype)
-                note = f"a copy of the module was cast to {dtype}"
-        else:
-            try:
-                module, note = _build(subject, mode, input_shape, device, dtype)
-            except ModelBuildError:
-                raise
-        run_dtype = dtype or _module_dtype(module)
-        if mode == "meta":
-            run_device = torch.device("meta")
-        elif mode == "fake":
-            run_device = device or module_device(module)
-        else:
-            run_device = device or module_device(module)
-            if subject.module is not None and run_device != module_device(module):
-                raise ModelInputError(
-                    f"{subject.label}: the module is on {module_device(module)}, "
-                    f"not {run_device}; "
-                    "move it first (module.to(device)) or leave device= unset."
-                )
-
-        forward: Callable[..., Any] = module
-        if (
-            mode == "meta"
-            and subject.module is not None
-            and not any(p.is_meta for p in module.parameters())
-        ):
-            # Profile a real module on meta without touching (or copying) its weights.
-            from torch.func import functional_call
-
-            swapped = {
-                k: torch.empty_like(
-                    v, device="meta", dtype=(dtype or v.dtype) if v.is_floating_point() else v.dtype
-                ).requires_grad_(v.requires_grad)
-                for k, v in {
-                    **dict(module.named_parameters()),
-                    **dict(module.named_buffers()),
-                }.items()
-            }
-
-            def forward(*a: Any, **kw: Any) -> Any:
-                return functional_call(module, swapped, a, kw)
-
-        if mode == "fake":
-            fake = FakeTensorMode(allow_non_fake_inputs=True)
-            stack.enter_context(fake)
-        elif mode == "meta":
-            # Tensors the forward creates without a device (masks, position ids) join the
-            # meta tensors instead of landing on the CPU.
-            stack.enter_context(torch.device("meta"))
-        stack.enter_context(_eval_mode(module))
-        args, kwargs = _make_inputs(subject, module, input_shape, inputs, run_device, run_dtype)
-        # warmup=None: capture once and capture again only if that forward changed module
-        # state (lazy initialisation, like YOLO's anchors), so most models need a single pass.
-        warmed = False
-        tracer = Tracer(module, registry)
-        try:
-            if warmup:
-                with tracer.tracing(record=False), torch.no_grad():
-                    forward(*args, **kwargs)
-                warmed = True
-                tracer = Tracer(module, registry)  # a fresh record for the captured pass
-            while True:
-                if forward is not module:
-                    tracer.add_named_tensors(swapped)
-                tracer.mark_inputs(list(args) + list(kwargs.values()))
-                before = _state_snapshot(module) if warmup is None and not warmed else None
-                with tracer.tracing():
-                    with torch.set_grad_enabled(include_backward):
-                        out = forward(*args, **kwargs)
-                    tracer.mark_outputs(out)
-                    if include_backward:
-                        tracer.phase = "backward"
-                        tracer._stack.append(BACKWARD_SCOPE)
-                        tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
-                        try:
-                            loss = default_loss(out)
-                        except ValueError:
-                            raise ModelInputError(
-                                f"{subject.label}: include_backward=True needs an output that "
-                                "requires grad; none of the outputs does."
-                            ) from None
-                        backward(loss)
-                if before is not None and not _same_state(before, _state_snapshot(module)):
-                    warmed = True  # that pass was the warm-up
-                    tracer = Tracer(module, registry)
-                    continue
-                break
-        except ModelprofError:
-            raise
-        except Exception as exc:
-            if mode != "real" and _is_data_dependent(exc, mode):
-                failed = tracer.failed_at
-                where = f" in {failed or rollup.ROOT!r}" if failed is not None else ""
-                raise _NeedsData(f"{_short(exc)}{where}") from exc
-            layer = tracer.failed_at
-            if layer is None:
-                where = "before any layer ran"
-            elif layer == "":
-                where = f"in the model's own forward ({type(module).__name__})"
-            else:
-                where = f"at layer {layer!r} ({tracer.capture.module_types.get(layer, '?')})"
-            raise ModelInputError(
-                f"{subject.label} rejected input {_describe_inputs(args, kwargs)} {where}: "
-                f"{_short(exc)}. Check input_shape=/inputs= against what the model expects"
-                + (
-                    f" (default {subject.spec.default_input_shape})"
-                    if subject.spec is not None and subject.spec.default_input_shape
-                    else ""
-                )
-                + "."
-            ) from exc
-        capture = tracer.finish()
-        if warmed:
-            note = "; ".join(x for x in (note, "after a warm-up forward") if x)
-        return capture, module, args, kwargs, note
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _state_snapshot(module: nn.Module) -> list[tuple[Any, ...]]:
-    """The objects a module tree holds (attributes, parameters, buffers), by reference.
-
-    Holding the objects (not their ids) keeps them alive, so an id cannot be reused by a
-    replacement; :func:`_same_state` compares by identity.
-    """
-    snapshot: list[tuple[Any, ...]] = []
-    for m in module.modules():
-        attrs = m.__dict__
-        snapshot.append(tuple(attrs.values()))
-        snapshot.append(tuple(attrs["_parameters"].values()))
-        snapshot.append(tuple(attrs["_buffers"].values()))
-    return snapshot
-
-
-def _same_state(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
-    """Did no attribute, parameter or buffer of any module get replaced or added?"""
-    return len(a) == len(b) and all(
-        len(x) == len(y) and all(p is q for p, q in zip(x, y, strict=True))
-        for x, y in zip(a, b, strict=True)
-    )
-
-
-
 # -- assembling the profile --------------------------------------------------------------------
 
 
@@ -553,32 +262,26 @@ def _input_specs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[TensorSp
 
 
 def _to_profile(
-    subject: _Subject,
-    capture: Any,
-    module: nn.Module,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
+    subject: Subject,
+    captured: Captured,
     info: CaptureInfo,
     machine: Machine,
     include_backward: bool,
-    mode: CaptureMode,
-    device: torch.device | None,
 ) -> ModelProfile:
+    capture, module = captured.capture, captured.module
     params = list({id(p): p for p in module.parameters()}.values())
     buffers = list({id(b): b for b in module.buffers()}.values())
     t = rollup.totals(capture.ops)
-    dtype = _module_dtype(module)
-    run_device = "meta" if mode == "meta" else str(device or module_device(module))
     env = Environment(
         torch_version=torch.__version__.split("+")[0],
         python_version=platform.python_version(),
         platform=sys.platform,
-        device=run_device,
-        dtype=str(dtype).removeprefix("torch."),
+        device=str(captured.run_device),
+        dtype=str(module_dtype(module)).removeprefix("torch."),
     )
     profile = ModelProfile(
         model=subject.label,
-        inputs=_input_specs(args, kwargs),
+        inputs=_input_specs(captured.args, captured.kwargs),
         capture=info,
         environment=env,
         machine=machine,

@@ -199,6 +199,12 @@ class Tracer:
             if tensors:
                 call.output_shape = tuple(int(s) for s in tensors[0].shape)
 
+    def begin_backward(self, scope: str) -> None:
+        """From here on, ops are backward ops, attributed to the pseudo-layer ``scope``."""
+        self.phase = "backward"
+        self._stack.append(scope)
+        self.capture.module_types[scope] = "autograd"
+
     @property
     def current_module(self) -> str:
         return self._stack[-1] if self._stack else ""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["host_index_math", "meta_safe_build"]
+__all__ = ["host_index_math", "meta_safe_build", "allocation_budget", "AllocationLimitExceeded"]
 
 
 def meta_safe_build(build: Callable[[], nn.Module]) -> nn.Module:
@@ -77,3 +77,64 @@ def host_index_math() -> Iterator[None]:
 
     with _HostIndexMath():
         yield
+
+
+class AllocationLimitExceeded(Exception):
+    """A build on real tensors would allocate more than its budget; nothing beyond it was made."""
+
+    def __init__(self, needed: int, limit: int) -> None:
+        super().__init__(f"needs more than {needed} bytes (limit {limit})")
+        self.needed = needed
+        self.limit = limit
+
+
+@contextlib.contextmanager
+def allocation_budget(limit_bytes: int) -> Iterator[None]:
+    """Within the block, refuse (before allocating) any factory op past ``limit_bytes`` in all.
+
+    Guards a fallback build on the CPU: a builder that could not run on meta would otherwise
+    allocate a 70B model in full before anyone could check its size. Factory ops (``empty``,
+    ``zeros``, ``randn``, ... — how parameters come to be) are priced from their ``size``
+    argument before they run; everything else a builder computes is transient.
+    """
+    from pytest_modelprof._compat import TorchDispatchMode
+
+    class _Budget(TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __init__(self) -> None:
+            super().__init__()  # type: ignore[no-untyped-call]
+            self.used = 0
+
+        def __torch_dispatch__(
+            self,
+            func: Any,
+            types: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
+            kwargs = kwargs or {}
+            if func.__name__.partition(".")[0] in _FACTORIES:
+                self.used += _requested_bytes(func, args, kwargs)
+                if self.used > limit_bytes:
+                    raise AllocationLimitExceeded(self.used, limit_bytes)
+            return func(*args, **kwargs)
+
+    with _Budget():
+        yield
+
+
+_FACTORIES = frozenset({"empty", "empty_strided", "zeros", "ones", "full", "rand", "randn"})
+
+
+def _requested_bytes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """Bytes a factory op is about to allocate, from its ``size`` and ``dtype`` arguments."""
+    import torch
+
+    names = [a.name for a in func._schema.arguments]
+    size = kwargs.get("size", args[names.index("size")] if "size" in names else None)
+    if not isinstance(size, (list, tuple)):
+        return 0
+    numel = 1
+    for s in size:
+        numel *= int(s)
+    dtype = kwargs.get("dtype") or torch.get_default_dtype()
+    return numel * torch.empty((), dtype=dtype, device="meta").element_size()

@@ -115,7 +115,7 @@ def test_profile_summary_numbers_carry_units(deep_profile: ModelProfile) -> None
     assert format_bytes(deep_profile.total_memory) in text
     assert format_bytes(deep_profile.peak_activation_bytes) in text
     assert "10 FLOPs/B (generic" in text  # the machine balance used
-    assert "fake tensors" in text  # capture mode and why
+    assert "meta tensors" in text  # capture mode and why
 
 
 def test_long_names_are_abbreviated_in_the_middle(deep_profile: ModelProfile) -> None:

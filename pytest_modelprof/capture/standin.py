@@ -1,0 +1,204 @@
+"""A stand-in copy of a module tree: the same modules, classes and hooks, other tensors.
+
+The capture never runs the user's module itself. It runs a structural copy: every module object
+is copied shallowly (its own ``__dict__``, parameter, buffer, submodule and hook containers),
+and every tensor is replaced by a stand-in made for the capture mode: a meta tensor, a fake
+tensor, or a real clone. Sharing is kept: a module registered at two paths (timm's
+``coat_tiny``), tied parameters and shared buffers map to one stand-in each. Whatever the
+forward does — in-place updates of running statistics, ``setattr`` in a pre-hook (weight norm),
+lazy initialisation, ``.grad`` from a backward pass — happens to the copy; the user's module
+keeps the very same tensor objects, values, version counters, flags and hooks, also when the
+capture fails. ``torch.func.functional_call`` swaps tensors in place and restores them
+afterwards, which loses the user's weights when a module sits at two paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import types
+import weakref
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils.hooks import RemovableHandle
+
+__all__ = ["standin_copy", "StandinFactory"]
+
+StandinFactory = Callable[[torch.Tensor], torch.Tensor]
+"""Makes the stand-in for one tensor (a parameter is wrapped as a parameter afterwards)."""
+
+
+@cache
+def _module_containers() -> frozenset[str]:
+    """The dicts and sets ``nn.Module.__init__`` creates (hooks, parameters, ...); per version."""
+    return frozenset(k for k, v in vars(nn.Module()).items() if isinstance(v, (dict, set)))
+
+
+def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
+    """A copy of ``module``'s tree whose tensors are ``make(tensor)``; ``module`` is not touched.
+
+    Tensor attributes that are neither parameters nor buffers (weight norm's computed
+    ``weight``, cached masks) get stand-ins too; methods bound to a copied module are rebound
+    to its copy. Containers other than nn.Module's own (lists, dicts of the user) are shared.
+    """
+    if isinstance(module, torch.jit.ScriptModule):
+        raise TypeError("a TorchScript module cannot be copied structurally")
+    copies: dict[int, nn.Module] = {}
+    tensors: dict[int, torch.Tensor] = {}
+    dicts: dict[int, tuple[Any, Any]] = {}  # id(original container) -> (original, its copy)
+    containers = _module_containers()
+
+    def tensor(t: torch.Tensor) -> torch.Tensor:
+        done = tensors.get(id(t))
+        if done is None:
+            done = make(t)
+            if isinstance(t, nn.Parameter) and not isinstance(done, nn.Parameter):
+                done = nn.Parameter(done, requires_grad=t.requires_grad)
+            tensors[id(t)] = done
+        return done
+
+    def copy(m: nn.Module) -> nn.Module:
+        done = copies.get(id(m))
+        if done is not None:
+            return done
+        new: nn.Module = object.__new__(type(m))
+        copies[id(m)] = new
+        state: dict[str, Any] = {}
+        for key, value in vars(m).items():
+            if key in containers:
+                new_value = type(value)(value)  # one level: hook dicts, the non-persistent set
+                dicts[id(value)] = (value, new_value)
+                value = new_value
+            elif isinstance(value, torch.Tensor):
+                value = tensor(value)
+            state[key] = value
+        state["_parameters"] = {
+            k: None if p is None else tensor(p) for k, p in m._parameters.items()
+        }
+        state["_buffers"] = {k: None if b is None else tensor(b) for k, b in m._buffers.items()}
+        state["_modules"] = {k: None if s is None else copy(s) for k, s in m._modules.items()}
+        vars(new).update(state)
+        return new
+
+    root = copy(module)
+    originals = {id(m): m for m in module.modules()}
+    for new in copies.values():
+        state = vars(new)
+        for key, value in state.items():
+            if isinstance(value, types.MethodType) and id(value.__self__) in copies:
+                if originals.get(id(value.__self__)) is value.__self__:
+                    state[key] = types.MethodType(value.__func__, copies[id(value.__self__)])
+            elif isinstance(value, RemovableHandle):
+                state[key] = _rebind_handle(value, dicts)
+    return root
+
+
+def _rebind_handle(handle: RemovableHandle, dicts: dict[int, tuple[Any, Any]]) -> RemovableHandle:
+    """A handle that removes the hook from the copy's hook dicts, not the original's.
+
+    Lazy modules keep the handle of their initialisation hook and remove it after the first
+    forward; the original's handle would delete the hook from the user's module.
+    """
+
+    def swap(ref: Any) -> Any:
+        target = ref()
+        pair = dicts.get(id(target)) if target is not None else None
+        return weakref.ref(pair[1]) if pair is not None and pair[0] is target else ref
+
+    new: RemovableHandle = object.__new__(RemovableHandle)
+    vars(new).update(vars(handle))
+    new.hooks_dict_ref = swap(handle.hooks_dict_ref)
+    new.extra_dict_ref = tuple(swap(ref) for ref in handle.extra_dict_ref)
+    return new
+
+
+# -- stand-in factories, one per capture mode ---------------------------------------------------
+
+
+def _target_dtype(t: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
+    return dtype if dtype is not None and t.is_floating_point() else t.dtype
+
+
+def _uninitialized(t: torch.Tensor, device: torch.device) -> torch.Tensor | None:
+    """A fresh lazy parameter/buffer (LazyLinear before its first call), or None."""
+    if isinstance(t, nn.parameter.UninitializedParameter):
+        lazy: torch.Tensor = nn.parameter.UninitializedParameter(
+            requires_grad=t.requires_grad, device=device  # type: ignore[call-arg]
+        )
+        return lazy
+    if isinstance(t, nn.parameter.UninitializedBuffer):
+        buffer: torch.Tensor = nn.parameter.UninitializedBuffer(
+            requires_grad=t.requires_grad, device=device  # type: ignore[call-arg]
+        )
+        return buffer
+    return None
+
+
+def empty_standins(
+    device: torch.device, dtype: torch.dtype | None, fake: Any = None
+) -> StandinFactory:
+    """Data-less stand-ins on ``device``: meta tensors, or fake ones made in the mode ``fake``.
+
+    Lazy (uninitialised) parameters stay real and empty: they cannot wrap a fake tensor.
+    """
+
+    def make(t: torch.Tensor) -> torch.Tensor:
+        lazy = _uninitialized(t, device)
+        if lazy is not None:
+            return lazy
+        target = _target_dtype(t, dtype)
+        with fake if fake is not None else contextlib.nullcontext():
+            try:
+                out = torch.empty_strided(t.size(), t.stride(), dtype=target, device=device)
+            except (RuntimeError, NotImplementedError):  # sparse or strided subclasses
+                out = torch.empty(t.shape, dtype=target, device=device)
+        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+
+    return make
+
+
+def cloned_standins(dtype: torch.dtype | None) -> StandinFactory:
+    """Real clones (same device, values and strides); the originals are only read."""
+
+    def make(t: torch.Tensor) -> torch.Tensor:
+        lazy = _uninitialized(t, t.device)
+        if lazy is not None:
+            return lazy
+        out = t.detach().clone().to(_target_dtype(t, dtype))
+        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+
+    return make
+
+
+def random_standins(device: torch.device, dtype: torch.dtype | None) -> StandinFactory:
+    """Real tensors with made-up values for a module that has none (built on meta).
+
+    Floating parameters are drawn from N(0, 0.02) so that routing and masks see varied
+    values; buffers and integer tensors are zeros (valid indices, neutral statistics).
+    """
+
+    def make(t: torch.Tensor) -> torch.Tensor:
+        lazy = _uninitialized(t, device)
+        if lazy is not None:
+            return lazy
+        out = torch.zeros(t.shape, dtype=_target_dtype(t, dtype), device=device)
+        if isinstance(t, nn.Parameter) and out.is_floating_point():
+            out.normal_(0.0, 0.02)
+        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+
+    return make
+
+
+_LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
+
+
+def tensor_bytes(module: nn.Module) -> int:
+    """Bytes of the distinct parameters and buffers of ``module`` (works on meta)."""
+    seen: dict[int, torch.Tensor] = {}
+    for t in (*module.parameters(), *module.buffers()):
+        if not isinstance(t, _LAZY):
+            seen[id(t)] = t
+    return sum(t.numel() * t.element_size() for t in seen.values())

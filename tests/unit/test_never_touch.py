@@ -1,0 +1,344 @@
+"""Profiling never changes the user's module: in every mode, with or without backward, on failure.
+
+A property test over a zoo of aliasing patterns (a submodule at two paths, tied parameters, a
+buffer shared by two modules, parametrizations, weight norm, spectral norm, lazy modules, ...)
+and every capture mode. Before and after ``profile_model`` the module tree must hold the very
+same tensor objects with the same devices, dtypes, values, ``requires_grad``, version counters
+(no in-place write at all) and gradients, the same training flags, hooks and attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.profile import profile_model
+
+# nn.Module's own containers of hooks (their names differ between torch versions).
+_HOOK_DICTS = sorted(k for k, v in vars(nn.Module()).items() if "hook" in k and v is not None)
+
+
+_LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
+
+
+def _tensor_state(t: torch.Tensor) -> tuple[Any, ...]:
+    values = None if t.is_meta or isinstance(t, _LAZY) else (
+        t.detach().clone()
+    )
+    return (
+        t,  # the object itself: compared by identity
+        type(t),
+        t.device,
+        t.dtype,
+        tuple(t.shape) if not isinstance(t, _LAZY) else None,
+        t.requires_grad,
+        t._version,  # any in-place write bumps it, even one that restores the values
+        t.grad,
+        values,
+    )
+
+
+def snapshot(model: nn.Module) -> dict[str, Any]:
+    """Everything a profiler could change, per module path (shared modules appear at each)."""
+    state: dict[str, Any] = {}
+    for path, m in model.named_modules(remove_duplicate=False):
+        state[f"{path}:object"] = m
+        state[f"{path}:class"] = type(m)
+        state[f"{path}:training"] = m.training
+        state[f"{path}:attributes"] = {k: v for k, v in vars(m).items() if not k.startswith("_")}
+        for hooks in _HOOK_DICTS:
+            state[f"{path}:{hooks}"] = list(getattr(m, hooks).items())
+        for name, p in m._parameters.items():
+            state[f"{path}.{name}:param"] = None if p is None else _tensor_state(p)
+        for name, b in m._buffers.items():
+            state[f"{path}.{name}:buffer"] = None if b is None else _tensor_state(b)
+        for name, sub in m._modules.items():
+            state[f"{path}.{name}:module"] = sub
+    return state
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return a is b
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_values_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a is b or a == b)
+
+
+def _values_equal(x: Any, y: Any) -> bool:
+    if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x is not y:
+        # Snapshots of values: clones, compared by content (NaN-free by construction).
+        return x.shape == y.shape and x.dtype == y.dtype and bool(torch.equal(x, y))
+    return _same(x, y)
+
+
+def differences(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    keys = sorted(before.keys() | after.keys())
+    return [k for k in keys if k not in before or k not in after or not _same(before[k], after[k])]
+
+
+# -- the zoo --------------------------------------------------------------------------------
+
+
+class SharedSubmodule(nn.Module):
+    """One Linear registered at two paths (timm's coat_tiny does this)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.alias = self.lin
+        self.out = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.alias(torch.relu(self.lin(x))))
+
+
+class TiedParameters(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(16, 8)
+        self.head = nn.Linear(8, 16, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.emb(ids))
+
+
+class Scaled(nn.Module):
+    def __init__(self, scale: torch.Tensor) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.register_buffer("scale", scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.scale
+
+
+class SharedBuffer(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        scale = torch.full((8,), 0.5)
+        self.a = Scaled(scale)
+        self.b = Scaled(scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(self.a(x))
+
+
+class Symmetric(nn.Module):
+    def forward(self, w: torch.Tensor) -> torch.Tensor:
+        return w.triu() + w.triu(1).transpose(-1, -2)
+
+
+def parametrized() -> nn.Module:
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    parametrize.register_parametrization(model[0], "weight", Symmetric())
+    return model
+
+
+def old_weight_norm() -> nn.Module:
+    # The hook-based weight norm recomputes ``weight`` as a plain attribute in a pre-hook.
+    with pytest.warns(FutureWarning):
+        lin = nn.utils.weight_norm(nn.Linear(8, 8))
+    return nn.Sequential(lin, nn.ReLU(), nn.Linear(8, 4))
+
+
+def new_weight_norm() -> nn.Module:
+    lin = nn.utils.parametrizations.weight_norm(nn.Linear(8, 8))
+    return nn.Sequential(lin, nn.ReLU(), nn.Linear(8, 4))
+
+
+def spectral_norm() -> nn.Module:
+    # Power iteration updates the u/v buffers in place on every training-mode forward.
+    model = nn.Sequential(nn.utils.spectral_norm(nn.Linear(8, 8)), nn.ReLU(), nn.Linear(8, 4))
+    return model.train()
+
+
+class BatchNormNet(nn.Module):
+    """Training mode updates running statistics in place; dropout draws random numbers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.drop(torch.relu(self.bn(self.conv(x))))
+        return self.fc(h.mean(dim=(2, 3)))
+
+
+class Raises(nn.Module):
+    """The model's own error, after the first layer ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8)
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.lin(self.bn(x))
+        raise ValueError("this model is broken on purpose")
+
+
+class DataDependent(nn.Module):
+    """Needs values: meta and fake tensors cannot run it, real tensors can."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bn = nn.BatchNorm1d(8)
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(self.bn(x))
+        return h[h > 0].sum() if float(h.abs().sum()) > 0 else h.sum()
+
+
+class CountsCalls(nn.Module):
+    """A forward that writes Python state onto the module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        self.last_shape = tuple(x.shape)
+        return self.lin(x)
+
+
+def hooked() -> nn.Module:
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    seen: list[int] = []
+    model[0].register_forward_hook(lambda m, i, o: seen.append(1))
+    model.register_forward_pre_hook(lambda m, i: None)
+    return model
+
+
+def frozen_and_half_trained() -> nn.Module:
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
+    model[0].requires_grad_(False)
+    model[2].weight.grad = torch.ones_like(model[2].weight)  # a gradient already accumulated
+    return model
+
+
+def embedding_max_norm() -> nn.Module:
+    # max_norm renormalises the looked-up rows of the weight in place during forward.
+    return nn.Sequential(nn.Embedding(16, 8, max_norm=0.1), nn.Linear(8, 4))
+
+
+def lazy() -> nn.Module:
+    return nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.Linear(8, 4))
+
+
+@dataclass(frozen=True)
+class Case:
+    make: Callable[[], nn.Module]
+    inputs: Callable[[], Any]
+    fails: bool = False  # the model itself cannot run (any mode)
+
+
+def _x() -> torch.Tensor:
+    return torch.randn(4, 8)
+
+
+def _ids() -> torch.Tensor:
+    return torch.randint(0, 16, (2, 5))
+
+
+ZOO: dict[str, Case] = {
+    "shared_submodule": Case(SharedSubmodule, _x),
+    "tied_parameters": Case(TiedParameters, _ids),
+    "shared_buffer": Case(SharedBuffer, _x),
+    "parametrize": Case(parametrized, _x),
+    "old_weight_norm": Case(old_weight_norm, _x),
+    "new_weight_norm": Case(new_weight_norm, _x),
+    "spectral_norm": Case(spectral_norm, _x),
+    "batch_norm_dropout": Case(lambda: BatchNormNet().train(), lambda: torch.randn(2, 3, 6, 6)),
+    "forward_raises": Case(Raises, _x, fails=True),
+    "data_dependent": Case(DataDependent, _x),
+    "writes_python_state": Case(CountsCalls, _x),
+    "hooks": Case(hooked, _x),
+    "frozen_and_grad": Case(frozen_and_half_trained, _x),
+    "embedding_max_norm": Case(embedding_max_norm, _ids),
+    "lazy_module": Case(lazy, _x),
+}
+MODES = ["meta", "fake", "real", "auto"]
+
+
+def _profile(model: nn.Module, inputs: Any, mode: str, backward: bool) -> None:
+    try:
+        profile_model(
+            model,
+            inputs=(inputs,),
+            mode=mode,  # type: ignore[arg-type]
+            include_backward=backward,
+        )
+    except ModelprofError:
+        # Failing is allowed where a mode cannot run the model (data-dependent code on meta);
+        # changing the module is not.
+        pass
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_profiling_never_changes_the_module(name: str, mode: str, backward: bool) -> None:
+    case = ZOO[name]
+    torch.manual_seed(0)
+    model = case.make()
+    inputs = case.inputs()
+    before = snapshot(model)
+    rng = torch.get_rng_state()
+    grad_mode = torch.is_grad_enabled()
+    _profile(model, inputs, mode, backward)
+    assert differences(before, snapshot(model)) == []
+    assert torch.equal(torch.get_rng_state(), rng)  # dropout on real tensors drew no numbers
+    assert torch.is_grad_enabled() == grad_mode
+
+
+def test_shared_submodule_keeps_its_weights_on_meta() -> None:
+    # Issue 11, item 1: the next real forward failed with "Tensor on device meta is not on the
+    # expected device cpu!" because functional_call left meta tensors in the aliased module.
+    model = SharedSubmodule()
+    x = torch.randn(4, 8)
+    expected = model(x)
+    p = profile_model(model, inputs=(x,), mode="meta")
+    assert p.capture.mode == "meta"
+    assert all(t.device.type == "cpu" for t in model.state_dict().values())
+    torch.testing.assert_close(model(x), expected)
+    # Shared weights are counted once; the second call of the shared Linear is counted again.
+    assert p.total_params == 8 * 8 + 8 + 8 * 4 + 4
+    assert p.total_macs == 4 * (8 * 8 + 8 * 8 + 8 * 4)
+
+
+def test_a_failed_capture_leaves_the_module_as_it_was() -> None:
+    model = Raises()
+    before = snapshot(model)
+    for mode in MODES:
+        with pytest.raises(ModelprofError, match="broken on purpose"):
+            profile_model(model, input_shape=(4, 8), mode=mode)  # type: ignore[arg-type]
+    assert differences(before, snapshot(model)) == []
+
+
+def test_timm_coat_tiny_keeps_its_weights() -> None:
+    timm = pytest.importorskip("timm")
+    model = timm.create_model("coat_tiny", pretrained=False).eval()
+    before = snapshot(model)
+    p = profile_model(model, input_shape=(1, 3, 224, 224), mode="meta")
+    assert p.total_params == sum(t.numel() for t in model.parameters())
+    assert differences(before, snapshot(model)) == []
+    assert not any(t.is_meta for t in model.state_dict().values())
