@@ -41,6 +41,7 @@ from pytest_modelprof.capture.tracer import tensor_meta
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.errors import (
+    ModelBuildError,
     ModelForwardError,
     ModelInputError,
     ModelprofError,
@@ -128,6 +129,10 @@ def _first_that_works(
         try:
             with canonical_kernels():
                 return run_once(request, mode), mode, attempts
+        except ModelBuildError as refused:
+            if not attempts:
+                raise
+            raise ModelBuildError(f"{refused} (tried before: {'; '.join(attempts)})") from refused
         except CaptureFailed as failed:
             f = failed.failure
             where = f" ({f.op})" if f.op else ""

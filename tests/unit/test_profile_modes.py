@@ -1,0 +1,244 @@
+"""Capture modes: auto finds a mode that works, says why, and classifies failures honestly.
+
+Issue 11, items 2, 3 and 7: meta -> fake -> real for modules and for models built on meta;
+the model's own error is the model's; a kernel limitation falls back; a bad input is named as
+one; not every NotImplementedError needs real data; real weights are never allocated for a
+fallback without a size check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+from pytest_modelprof.capture import plan
+from pytest_modelprof.errors import (
+    ModelBuildError,
+    ModelForwardError,
+    ModelInputError,
+    ModelprofError,
+)
+from pytest_modelprof.models import default_registry
+from pytest_modelprof.profile import profile_model
+
+transformers = pytest.importorskip("transformers", reason="the hf extra is not installed")
+
+
+def _tiny(kind: str) -> nn.Module:
+    """A randomly initialised Hugging Face model from its config class (no download)."""
+    tf: Any = transformers
+    if kind == "gpt2":
+        return tf.GPT2LMHeadModel(tf.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=1000))
+    if kind == "bert":
+        return tf.BertModel(
+            tf.BertConfig(
+                num_hidden_layers=2,
+                hidden_size=64,
+                num_attention_heads=4,
+                intermediate_size=128,
+                vocab_size=1000,
+            )
+        )
+    return tf.LlamaForCausalLM(
+        tf.LlamaConfig(
+            num_hidden_layers=2,
+            hidden_size=64,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            intermediate_size=128,
+            vocab_size=1000,
+        )
+    )
+
+
+def _text_inputs(device: str = "cpu") -> dict[str, torch.Tensor]:
+    ids = torch.randint(0, 1000, (2, 16), device=device)
+    return {"input_ids": ids, "attention_mask": torch.ones(2, 16, dtype=torch.long, device=device)}
+
+
+# -- item 2: attention masks, models built on meta ----------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("built_on", ["cpu", "meta"])
+def test_hf_models_with_an_attention_mask_profile_in_the_default_mode(
+    kind: str, built_on: str
+) -> None:
+    # transformers' mask code calls .item(): meta tensors cannot, fake tensors can.
+    with torch.device(built_on):
+        model = _tiny(kind).eval()
+    p = profile_model(model, inputs=_text_inputs())
+    assert p.capture.mode == "fake"
+    assert [a.partition(":")[0] for a in p.capture.attempts] == ["meta"]
+    assert "item()" in p.capture.reason
+    assert p.total_params == sum(t.numel() for t in model.parameters())
+    # The mask changes no matmul: MACs equal the profile without a mask (which runs on meta).
+    no_mask = profile_model(model, inputs={"input_ids": _text_inputs()["input_ids"]})
+    assert no_mask.capture.mode == "meta"
+    assert p.total_macs == no_mask.total_macs > 0
+
+
+def test_meta_only_failure_suggests_fake() -> None:
+    with torch.device("meta"):
+        model = _tiny("gpt2").eval()
+    with pytest.raises(ModelprofError, match=r"mode='fake'") as info:
+        profile_model(model, inputs=_text_inputs(), mode="meta")
+    assert "item()" in str(info.value)
+
+
+# -- item 7: the model's own error, bad input, kernel limits, engine limits --------------------
+
+
+class Broken(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        if h.dim() == 2:
+            raise KeyError("no such expert: 'fc3'")  # the model's own bug
+        return h
+
+
+def test_the_models_own_error_is_reported_as_the_models() -> None:
+    with pytest.raises(ModelForwardError) as info:
+        profile_model(Broken(), input_shape=(4, 8))
+    text = str(info.value)
+    assert "KeyError" in text and "no such expert" in text
+    assert "test_profile_modes.py" in text and 'raise KeyError("no such expert' in text
+    assert "rejected input" not in text
+    assert "tried before" not in text  # no fallback: another mode cannot fix the model
+
+
+def test_a_shape_mismatch_at_the_first_layer_is_a_bad_input() -> None:
+    import torchvision
+
+    with pytest.raises(ModelInputError) as info:
+        profile_model(torchvision.models.resnet18(), input_shape=(1, 4, 64, 64))
+    text = str(info.value)
+    assert "rejected input (1, 4, 64, 64)" in text and "'conv1' (Conv2d)" in text
+    assert "tried before" not in text  # the real kernel refuses it too: no fallback
+
+
+class GroupedExperts(nn.Module):
+    """MoE experts through ``aten._grouped_mm``: its meta kernel takes half types only."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.router = nn.Linear(16, 4)
+        self.experts = nn.Parameter(torch.randn(4, 16, 16) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.router(x)
+        offs = torch.tensor([2, 4, 6, 8], dtype=torch.int32, device=x.device)
+        return torch._grouped_mm(x, self.experts, offs=offs) + h.sum()
+
+
+def test_a_kernel_limitation_falls_back_to_real_tensors() -> None:
+    p = profile_model(GroupedExperts(), input_shape=(8, 16))
+    assert p.capture.mode == "real"
+    first, second = p.capture.attempts
+    assert first.startswith("meta:") and "_grouped_mm" in first and "refuses" in first
+    assert second.startswith("fake: skipped")  # fake tensors run the same meta kernel
+    assert p.total_params == 16 * 4 + 4 + 4 * 16 * 16
+
+
+def test_flex_attention_is_not_mistaken_for_data_dependence() -> None:
+    from torch.nn.attention.flex_attention import flex_attention
+
+    class Flex(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q = self.q(x).view(1, 2, 8, 8)
+            return flex_attention(q, q, q)  # type: ignore[no-any-return]
+
+    with pytest.warns(UserWarning), pytest.raises(ModelprofError) as info:
+        profile_model(Flex(), input_shape=(1, 8, 16))
+    text = str(info.value)
+    assert not isinstance(info.value, ModelInputError)  # not "rejected input"
+    assert "flex_attention" in text and "pytest-modelprof cannot capture" in text
+
+
+# -- item 7: no real weights for a fallback without a size check ---------------------------------
+
+
+class NeedsValues(nn.Module):
+    """A data-dependent forward over 4 MiB of weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(1024, 1024)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        return h[h > 0].sum()
+
+
+class ReadsValuesWhenBuilt(nn.Module):
+    """Its constructor reads a tensor's value, so it cannot be built on meta."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        width = int(torch.tensor([1024.0]).sum().item())  # NB: torch.tensor, not host math
+        self.lin = nn.Linear(width, width)
+        self.w = nn.Parameter(torch.empty(width, width).uniform_().round())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x)
+
+
+@pytest.fixture
+def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    limit = 2**20  # 1 MiB: both models above need 4 MiB and more
+    monkeypatch.setattr(plan, "REAL_FALLBACK_LIMIT_BYTES", limit)
+    from pytest_modelprof.capture import run
+
+    monkeypatch.setattr(run, "REAL_FALLBACK_LIMIT_BYTES", limit)
+    yield limit
+
+
+@pytest.fixture
+def registered() -> Iterator[None]:
+    default_registry.register("modelprof_test_needs_values", NeedsValues, input_shape=(2, 1024))
+    default_registry.register(
+        "modelprof_test_reads_values", ReadsValuesWhenBuilt, input_shape=(2, 1024)
+    )
+    yield
+    default_registry.unregister("modelprof_test_needs_values")
+    default_registry.unregister("modelprof_test_reads_values")
+
+
+@pytest.mark.usefixtures("registered")
+def test_a_named_models_real_fallback_is_size_checked(small_limit: int) -> None:
+    with pytest.raises(ModelBuildError, match=r"4\.0 MiB of weights.*mode='real'") as info:
+        profile_model("modelprof_test_needs_values")
+    assert "more than the 1.0 MiB" in str(info.value)
+    p = profile_model("modelprof_test_needs_values", mode="real")  # asked for: allowed
+    assert p.capture.mode == "real" and p.total_macs == 2 * 1024 * 1024
+
+
+@pytest.mark.usefixtures("registered")
+def test_a_builder_that_fails_on_meta_is_not_rebuilt_in_full(small_limit: int) -> None:
+    with pytest.raises(ModelBuildError, match=r"stopped before allocating it") as info:
+        profile_model("modelprof_test_reads_values")
+    assert "torch.device('meta')" in str(info.value)
+
+
+def test_a_module_built_on_meta_gets_real_tensors_only_within_the_limit(
+    small_limit: int,
+) -> None:
+    with torch.device("meta"):
+        model = NeedsValues()
+    with pytest.raises(ModelBuildError, match=r"mode='real'"):
+        profile_model(model, input_shape=(2, 1024))
+    p = profile_model(model, input_shape=(2, 1024), mode="real")
+    assert p.capture.mode == "real" and "random weights" in p.capture.reason
+    assert model.lin.weight.is_meta  # the user's module is still on meta
