@@ -7,6 +7,7 @@ attempt failed) and ``standin`` (the copy a user's module runs as, so it is neve
 
 from __future__ import annotations
 
+import gc
 import platform
 import sys
 from collections.abc import Iterator, Sequence
@@ -98,7 +99,8 @@ def profile_model(
         warmup=warmup,
         registry=registry or default_registry(),
     )
-    captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
+    with _gc_paused():
+        captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
     info = CaptureInfo(
         mode=capture_mode,
         requested=mode if device is None else f"{mode}, device={device}",
@@ -231,6 +233,24 @@ def real_model_and_inputs(
             module = module.to(request.dtype)
     run_device = real_device or module_device(module)
     return module, make_inputs(request, module, run_device)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection during a capture.
+
+    A capture allocates a few objects per op and frees few of them, so the collector runs
+    often and each full pass walks every object the process holds (the user's model, the test
+    session): 10-15 % of a resnet50 capture on meta. The capture itself makes no cycles that
+    must be collected before it ends; collection resumes afterwards.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager

@@ -9,6 +9,7 @@ training step runs). A failure leaves this module as :class:`CaptureFailed` carr
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 
 from pytest_modelprof._compat import FakeTensorMode
 from pytest_modelprof._tensors import (
@@ -363,8 +365,7 @@ def _trace(
 
 def _has_lazy(module: nn.Module) -> bool:
     return any(
-        isinstance(t, (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer))
-        for t in (*module.parameters(), *module.buffers())
+        isinstance(m, LazyModuleMixin) and m.has_uninitialized_params() for m in module.modules()
     )
 
 
@@ -389,27 +390,25 @@ def _where(tracer: Tracer, module: nn.Module) -> str:
     return f"at layer {layer!r} ({tracer.capture.module_types.get(layer, '?')})"
 
 
-def _state_snapshot(module: nn.Module) -> list[tuple[Any, ...]]:
-    """The objects a module tree holds (attributes, parameters, buffers), by reference.
+def _state_snapshot(module: nn.Module) -> list[Any]:
+    """The objects a module tree holds (attributes, parameters, buffers), by reference, flat.
 
     Holding the objects (not their ids) keeps them alive, so an id cannot be reused by a
-    replacement; :func:`_same_state` compares by identity.
+    replacement; :func:`_same_state` compares by identity. An added or removed entry changes
+    the length or shifts what follows.
     """
-    snapshot: list[tuple[Any, ...]] = []
+    snapshot: list[Any] = []
     for m in module.modules():
         attrs = m.__dict__
-        snapshot.append(tuple(attrs.values()))
-        snapshot.append(tuple(attrs["_parameters"].values()))
-        snapshot.append(tuple(attrs["_buffers"].values()))
+        snapshot.extend(attrs.values())
+        snapshot.extend(attrs["_parameters"].values())
+        snapshot.extend(attrs["_buffers"].values())
     return snapshot
 
 
-def _same_state(a: list[tuple[Any, ...]], b: list[tuple[Any, ...]]) -> bool:
+def _same_state(a: list[Any], b: list[Any]) -> bool:
     """Did no attribute, parameter or buffer of any module get replaced or added?"""
-    return len(a) == len(b) and all(
-        len(x) == len(y) and all(p is q for p, q in zip(x, y, strict=True))
-        for x, y in zip(a, b, strict=True)
-    )
+    return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
 def input_shape_tuple(shape: Sequence[int] | None) -> tuple[int, ...] | None:

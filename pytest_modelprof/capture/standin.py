@@ -31,10 +31,18 @@ StandinFactory = Callable[[torch.Tensor], torch.Tensor]
 """Makes the stand-in for one tensor (a parameter is wrapped as a parameter afterwards)."""
 
 
+# The tree itself, rebuilt with stand-ins; and attribute types that hold no tensor or module.
+_TREE = frozenset({"_parameters", "_buffers", "_modules", "training"})
+_PLAIN = frozenset(
+    {bool, int, float, str, tuple, type(None), torch.dtype, torch.device, torch.Size}
+)
+
+
 @cache
 def _module_containers() -> frozenset[str]:
-    """The dicts and sets ``nn.Module.__init__`` creates (hooks, parameters, ...); per version."""
-    return frozenset(k for k, v in vars(nn.Module()).items() if isinstance(v, (dict, set)))
+    """The hook dicts and sets ``nn.Module.__init__`` creates (names differ between versions)."""
+    fresh = vars(nn.Module()).items()
+    return frozenset(k for k, v in fresh if isinstance(v, (dict, set)) and k not in _TREE)
 
 
 def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
@@ -46,53 +54,57 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
     """
     if isinstance(module, torch.jit.ScriptModule):
         raise TypeError("a TorchScript module cannot be copied structurally")
-    copies: dict[int, nn.Module] = {}
+    # id(original) -> (original, copy): the original is held, so its id cannot be reused.
+    copies: dict[int, tuple[nn.Module, nn.Module]] = {}
     tensors: dict[int, torch.Tensor] = {}
-    dicts: dict[int, tuple[Any, Any]] = {}  # id(original container) -> (original, its copy)
+    dicts: dict[int, tuple[Any, Any]] = {}
+    fixups: list[tuple[dict[str, Any], str, Any]] = []  # bound methods and hook handles
     containers = _module_containers()
+    skip = containers | _TREE
 
     def tensor(t: torch.Tensor) -> torch.Tensor:
         done = tensors.get(id(t))
         if done is None:
-            done = make(t)
-            if isinstance(t, nn.Parameter) and not isinstance(done, nn.Parameter):
-                done = nn.Parameter(done, requires_grad=t.requires_grad)
-            tensors[id(t)] = done
+            done = tensors[id(t)] = make(t)
         return done
 
     def copy(m: nn.Module) -> nn.Module:
         done = copies.get(id(m))
         if done is not None:
-            return done
+            return done[1]
         new: nn.Module = object.__new__(type(m))
-        copies[id(m)] = new
-        state: dict[str, Any] = {}
-        for key, value in vars(m).items():
-            if key in containers:
-                new_value = type(value)(value)  # one level: hook dicts, the non-persistent set
-                dicts[id(value)] = (value, new_value)
-                value = new_value
-            elif isinstance(value, torch.Tensor):
-                value = tensor(value)
-            state[key] = value
+        copies[id(m)] = (m, new)
+        state = dict(vars(m))
+        for key in containers.intersection(state):
+            original = state[key]
+            state[key] = duplicate = original.copy()  # hook dicts, the non-persistent set
+            dicts[id(original)] = (original, duplicate)
+        own = vars(new)
+        for key in state.keys() - skip:
+            value = state[key]
+            kind = type(value)
+            if kind in _PLAIN:
+                continue
+            if isinstance(value, torch.Tensor):
+                state[key] = tensor(value)
+            elif kind is types.MethodType or kind is RemovableHandle:
+                fixups.append((own, key, value))
         state["_parameters"] = {
             k: None if p is None else tensor(p) for k, p in m._parameters.items()
         }
         state["_buffers"] = {k: None if b is None else tensor(b) for k, b in m._buffers.items()}
         state["_modules"] = {k: None if s is None else copy(s) for k, s in m._modules.items()}
-        vars(new).update(state)
+        own.update(state)
         return new
 
     root = copy(module)
-    originals = {id(m): m for m in module.modules()}
-    for new in copies.values():
-        state = vars(new)
-        for key, value in state.items():
-            if isinstance(value, types.MethodType) and id(value.__self__) in copies:
-                if originals.get(id(value.__self__)) is value.__self__:
-                    state[key] = types.MethodType(value.__func__, copies[id(value.__self__)])
-            elif isinstance(value, RemovableHandle):
-                state[key] = _rebind_handle(value, dicts)
+    for state, key, value in fixups:
+        if isinstance(value, RemovableHandle):
+            state[key] = _rebind_handle(value, dicts)
+            continue
+        pair = copies.get(id(value.__self__))
+        if pair is not None and pair[0] is value.__self__:
+            state[key] = types.MethodType(value.__func__, pair[1])
     return root
 
 
@@ -122,8 +134,19 @@ def _target_dtype(t: torch.Tensor, dtype: torch.dtype | None) -> torch.dtype:
     return dtype if dtype is not None and t.is_floating_point() else t.dtype
 
 
+def _like(t: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """``out`` as a parameter if ``t`` is one, with ``t``'s ``requires_grad``."""
+    kind = type(t)
+    if kind is nn.Parameter or (kind is not torch.Tensor and isinstance(t, nn.Parameter)):
+        return nn.Parameter(out, requires_grad=t.requires_grad)
+    return out.requires_grad_() if t.requires_grad else out
+
+
 def _uninitialized(t: torch.Tensor, device: torch.device) -> torch.Tensor | None:
     """A fresh lazy parameter/buffer (LazyLinear before its first call), or None."""
+    kind = type(t)
+    if kind is torch.Tensor or kind is nn.Parameter:
+        return None  # the common case, without Parameter's Python-level isinstance
     if isinstance(t, nn.parameter.UninitializedParameter):
         lazy: torch.Tensor = nn.parameter.UninitializedParameter(
             requires_grad=t.requires_grad, device=device  # type: ignore[call-arg]
@@ -155,7 +178,7 @@ def empty_standins(
                 out = torch.empty_strided(t.size(), t.stride(), dtype=target, device=device)
             except (RuntimeError, NotImplementedError):  # sparse or strided subclasses
                 out = torch.empty(t.shape, dtype=target, device=device)
-        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+        return _like(t, out)
 
     return make
 
@@ -167,8 +190,7 @@ def cloned_standins(dtype: torch.dtype | None) -> StandinFactory:
         lazy = _uninitialized(t, t.device)
         if lazy is not None:
             return lazy
-        out = t.detach().clone().to(_target_dtype(t, dtype))
-        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+        return _like(t, t.detach().clone().to(_target_dtype(t, dtype)))
 
     return make
 
@@ -187,7 +209,7 @@ def random_standins(device: torch.device, dtype: torch.dtype | None) -> StandinF
         out = torch.zeros(t.shape, dtype=_target_dtype(t, dtype), device=device)
         if isinstance(t, nn.Parameter) and out.is_floating_point():
             out.normal_(0.0, 0.02)
-        return out.requires_grad_(t.requires_grad) if out.is_floating_point() else out
+        return _like(t, out)
 
     return make
 
