@@ -126,7 +126,7 @@ def _first_that_works(
     skip_fake = False
     for i, mode in enumerate(plan):
         if mode == "fake" and skip_fake and i + 1 < len(plan):
-            attempts.append("fake: skipped (fake tensors run the same meta kernel)")
+            attempts.append("fake: skipped (fake tensors would fail the same way)")
             continue
         try:
             with canonical_kernels():
@@ -141,7 +141,7 @@ def _first_that_works(
             if f.kind != "limitation" or i + 1 == len(plan):
                 raise _final_error(request, failed, mode, attempts) from failed.__cause__
             attempts.append(f"{mode}: {f.text} {failed.where}{where}")
-            skip_fake = f.kernel_refused
+            skip_fake = f.fake_cannot_help
     raise AssertionError("unreachable: a plan has at least one mode")  # pragma: no cover
 
 
@@ -168,9 +168,9 @@ def _final_error(
     if f.kind == "limitation":
         hint = (
             " Try mode='fake' (no data needed; transformers' attention masks pass there)."
-            if mode == "meta"
+            if mode == "meta" and not f.fake_cannot_help
             else " Try mode='real' on a machine that holds the model."
-            if mode == "fake"
+            if mode in ("meta", "fake")
             else ""
         )
         return ModelprofError(

@@ -46,6 +46,7 @@ _MODE_WORDS = re.compile(
     r"\bmeta\b|\bfake\b|faketensor|data[- ]dependent|cannot be called on meta|no data!",
     re.IGNORECASE,
 )
+_DYNAMIC_SHAPE = re.compile(r"nonzero|masked_select|unique", re.IGNORECASE)
 _HOP = re.compile(r"no rule registered for (?:HOP|HigherOrderOperator) (\w+)")
 
 
@@ -59,6 +60,12 @@ class Failure:
     source: str | None = None  # "file.py:12 in forward: <the line>", the model's innermost frame
     at_input: bool = False  # the failing op read a model input directly
     kernel_refused: bool = False  # a meta kernel refused what the real one accepts
+    dynamic_shape: bool = False  # an output whose shape depends on values (nonzero, unique)
+
+    @property
+    def fake_cannot_help(self) -> bool:
+        """Fake tensors share meta kernels and cannot size value-dependent outputs either."""
+        return self.kernel_refused or self.dynamic_shape
 
 
 def short(exc: BaseException, limit: int = 300) -> str:
@@ -95,7 +102,8 @@ def classify(
         return Failure("engine", text, op=op, source=source)
     at_input = _reads_input(args, kwargs, inputs)
     if _is_mode_limit(exc):
-        return Failure("limitation", text, op=op, source=source, at_input=at_input)
+        dynamic = bool(_DYNAMIC_SHAPE.search(f"{op} {exc}"))
+        return Failure("limitation", text, op, source, at_input, dynamic_shape=dynamic)
     if mode != "real" and _real_kernel_accepts(func, args, kwargs, probe_device):
         why = f"{text} (the {mode} kernel of {op} refuses arguments the real kernel accepts)"
         return Failure("limitation", why, op=op, source=source, kernel_refused=True)

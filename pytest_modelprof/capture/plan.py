@@ -76,8 +76,9 @@ def plan_modes(mode: Mode, device: torch.device | None) -> list[CaptureMode]:
 
 def reason(mode: CaptureMode, requested: Mode, attempts: list[str], notes: list[str]) -> str:
     """One line: which tensors ran and why, then how the model was prepared."""
-    if attempts:
-        why = f"fell back to {mode} tensors: " + attempts[-1]
+    failed = [a for a in attempts if ": skipped" not in a]
+    if failed:
+        why = f"fell back to {mode} tensors: " + failed[-1]
     elif requested != "auto":
         why = f"{mode} tensors, as requested"
     elif mode == "meta":

@@ -242,3 +242,51 @@ def test_a_module_built_on_meta_gets_real_tensors_only_within_the_limit(
     p = profile_model(model, input_shape=(2, 1024), mode="real")
     assert p.capture.mode == "real" and "random weights" in p.capture.reason
     assert model.lin.weight.is_meta  # the user's module is still on meta
+
+
+def test_a_value_dependent_shape_skips_fake_tensors() -> None:
+    # Boolean indexing sizes its output from the values (nonzero): fake tensors cannot either.
+    p = profile_model(NeedsValues(), input_shape=(2, 1024))
+    assert p.capture.mode == "real"
+    first, second = p.capture.attempts
+    assert first.startswith("meta:") and "nonzero" in first
+    assert second.startswith("fake: skipped")
+    assert p.capture.reason.startswith("fell back to real tensors: meta:")
+
+
+def test_mixtral_grouped_experts_fall_back_in_the_default_mode() -> None:
+    # Issue 11, item 3: transformers' grouped experts kernel (aten._grouped_mm) on float32.
+    tf: Any = transformers
+    config = tf.MixtralConfig(
+        num_hidden_layers=1,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=1000,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+    )
+    for built_on in ("cpu", "meta"):
+        with torch.device(built_on):
+            model = tf.MixtralForCausalLM(config).eval()
+        p = profile_model(model, inputs={"input_ids": torch.randint(0, 1000, (1, 16))})
+        assert p.capture.mode == "real", built_on
+        assert "refuses arguments the real kernel accepts" in p.capture.attempts[0]
+        assert p.total_params == sum(t.numel() for t in model.parameters())
+
+
+def test_a_broken_cost_formula_is_reported_as_ours() -> None:
+    from pytest_modelprof.costs import default_registry as default_costs
+
+    def broken(args: Any, out: Any) -> Any:
+        return args["interpolation_mode"]  # an argument aten.addmm does not have
+
+    registry = default_costs().copy()
+    registry._entries.pop("aten::addmm")
+    registry.add(torch.ops.aten.addmm, broken, family="matmul")
+    with pytest.raises(ModelprofError) as info:
+        profile_model(nn.Linear(4, 4), input_shape=(2, 4), registry=registry)
+    text = str(info.value)
+    assert not isinstance(info.value, ModelInputError) and "rejected input" not in text
+    assert "pytest-modelprof" in text and "aten.addmm" in text and "KeyError" in text
