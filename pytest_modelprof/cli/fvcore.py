@@ -46,7 +46,7 @@ def _run_fvcore(args: argparse.Namespace) -> int:
         compare_with_fvcore,
         load_fvcore,
     )
-    from pytest_modelprof.report.terminal import render_fvcore
+    from pytest_modelprof.report.listings import render_fvcore
     from pytest_modelprof.schema import dumps_deterministic
 
     names = list(dict.fromkeys([*args.names, *(n for group in args.models for n in group)]))

@@ -28,7 +28,7 @@ def _add_list_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run_list(args: argparse.Namespace) -> int:
     from pytest_modelprof.models import list_models
-    from pytest_modelprof.report.terminal import render_model_list
+    from pytest_modelprof.report.listings import render_model_list
     from pytest_modelprof.schema import dumps_deterministic
 
     groups = list_models(filter=args.filter)
