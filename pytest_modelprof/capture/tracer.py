@@ -19,10 +19,11 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, TensorMeta
+from pytest_modelprof.errors import FormulaError
 
 __all__ = ["Tracer", "tensor_meta"]
 
@@ -57,7 +58,7 @@ class _Buffer:
 
 
 def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
-    schema = func._schema
+    schema = op_schema(func)
     names = tuple(arg.name for arg in schema.arguments)
     sets: dict[str, str] = {}
     for arg in schema.arguments:
@@ -265,7 +266,10 @@ class Tracer:
             for k, v in kwargs.items():
                 named[k] = _to_meta(v, known)
             out_m = _to_meta(out, known)
-            cost = info.entry.formula(named, out_m)
+            try:
+                cost = info.entry.formula(named, out_m)
+            except Exception as exc:  # the formula's bug, not the model's nor its inputs'
+                raise _formula_error(func, info.entry, named, exc) from exc
             family = info.entry.family
         else:
             cost = OpCost(0, 0)
@@ -392,6 +396,22 @@ class Tracer:
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture
+
+
+def _formula_error(
+    func: Any, entry: FormulaEntry, named: dict[str, Any], exc: Exception
+) -> FormulaError:
+    formula = entry.formula
+    where = f"{getattr(formula, '__module__', '?')}.{getattr(formula, '__qualname__', formula)}"
+    shapes = ", ".join(
+        f"{k}={v.shape}" for k, v in named.items() if isinstance(v, TensorMeta)
+    )
+    return FormulaError(
+        f"the cost formula {where} for {func} failed with {type(exc).__name__}: {exc} "
+        f"(arguments: {shapes or 'no tensors'}). This is a bug in pytest-modelprof, not in "
+        "your model or its inputs; please report it (with this message) at the project's "
+        "issue tracker."
+    )
 
 
 def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:

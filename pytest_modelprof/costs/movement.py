@@ -52,7 +52,6 @@ COPY_OPS = (
     "clone",
     "_to_copy",
     "copy",
-    "copy_",
     "contiguous",
     "cat",
     "stack",
@@ -109,11 +108,8 @@ COPY_OPS = (
     "one_hot",
     "block_diag",
     "_reshape_copy",
-    "masked_fill_",
     "zero_",
     "fill",
-    "fill_",
-    "detach_",
     "type_as",
     "to",
     "_linalg_check_errors",
@@ -152,11 +148,8 @@ CREATION_OPS = (
     "randint_like",
     "randperm",
     "normal",
-    "normal_",
     "uniform",
-    "uniform_",
     "bernoulli",
-    "bernoulli_",
     "exponential_",
     "random_",
     "multinomial",
@@ -199,10 +192,9 @@ def register(reg: CostRegistry) -> None:
 
     aten = torch.ops.aten
     for family, names in (("view", VIEW_OPS), ("copy", COPY_OPS), ("creation", CREATION_OPS)):
-        # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...).
-        candidates = [v for n in names for v in (n, n + "_") if hasattr(aten, v)]
-        ops = [getattr(aten, n) for n in dict.fromkeys(candidates)]
-        ops = [op for op in ops if op not in reg]
+        # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...). An op that
+        # another table already prices makes the registry raise: no entry is silently shadowed.
+        ops = [getattr(aten, v) for n in names for v in (n, n + "_") if hasattr(aten, v)]
         reg.register(*ops, family=family)(_zero)
     reg.register(aten.scatter_add, aten.scatter_add_, aten.scatter_reduce, family="copy")(
         scatter_add

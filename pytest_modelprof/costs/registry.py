@@ -82,10 +82,9 @@ def _op_name(op: Any) -> str:
         if "::" not in op:
             raise ValueError(f"op names are qualified like 'aten::mm', got {op!r}")
         return op.split(".")[0]
-    qualified = getattr(op, "_qualified_op_name", None)  # OpOverloadPacket
-    if qualified is None:
-        qualified = op._schema.name  # OpOverload
-    return str(qualified)
+    from pytest_modelprof._compat import qualified_op_name
+
+    return qualified_op_name(op)
 
 
 class CostRegistry:
