@@ -9,7 +9,7 @@ buffer) give the peak of live activation memory.
 
 from __future__ import annotations
 
-import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -124,7 +124,10 @@ class Tracer:
         self.phase: Phase = "forward"
         self.failed_at: str | None = None
         self._info: dict[Any, _OpInfo] = {}
-        self._stack: list[str] = []
+        self._stack: list[str] = []  # module paths, innermost last
+        self._owners: list[int] = []  # id() of the module of each scope (-1: push_scope)
+        self._returned: int | None = None  # the module whose forward just returned
+        self._thread = threading.get_ident()  # the thread whose module calls are scoped
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -162,6 +165,14 @@ class Tracer:
             self._new_buffer(t, -1, activation=False)
 
     # -- module scope ---------------------------------------------------------------------
+    # The module hooks are process-global: they fire for every module call in every thread.
+    # Scopes are per capture *and* per thread: only calls made by the thread that runs
+    # ``tracing()`` count, so another thread running the same model (a server, a second
+    # profile) neither pushes scopes here nor adds calls. (The dispatch mode is thread-local
+    # already: ops of other threads never reach ``_record``.)
+    # A failed call is told apart from a finished one without ``sys.exc_info()`` (which also
+    # sees an exception the caller is merely handling): ``_post_hook`` runs only when forward
+    # returned, and the always-called ``_exit_hook`` after it, or alone when forward raised.
     def _path_of(self, module: nn.Module) -> str | None:
         paths = self._paths.get(id(module))
         if paths is None:
@@ -174,23 +185,26 @@ class Tracer:
                     return path
         return paths[0]
 
+    def _ours(self, module: nn.Module) -> bool:
+        return id(module) in self._paths and threading.get_ident() == self._thread
+
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        if not self._ours(module):
+            return
         path = self._path_of(module)
         if path is not None:
             self._stack.append(path)
+            self._owners.append(id(module))
             self._called.add(path)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
-        if id(module) not in self._paths:
+        if not self._ours(module) or not self._owners or self._owners[-1] != id(module):
             return
-        path = self._stack[-1] if self._stack else self._path_of(module)
-        if path is None:
-            return
-        if sys.exc_info()[1] is not None and self.failed_at is None:
-            self.failed_at = path  # the innermost module that was running when it failed
-        if self._stack and self._stack[-1] == path:
-            self._stack.pop()
-        if self._recording and self.phase == "forward" and sys.exc_info()[1] is None:
+        path = self._stack.pop()
+        self._owners.pop()
+        self._returned = id(module)
+        self.failed_at = None  # a failure inside this call was handled by the model itself
+        if self._recording and self.phase == "forward":
             call = self.capture.modules.get(path)
             if call is None:
                 call = self.capture.modules[path] = ModuleCall(path, self._types[path])
@@ -199,6 +213,34 @@ class Tracer:
             flat_tensors(output, tensors)
             if tensors:
                 call.output_shape = tuple(int(s) for s in tensors[0].shape)
+
+    def _exit_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if not self._ours(module):
+            return
+        if self._returned == id(module):
+            self._returned = None  # forward returned; _post_hook did the bookkeeping
+            return
+        # forward raised: unwind to this module's scope; the innermost failure is kept.
+        if id(module) in self._owners:
+            while self._owners:
+                owner = self._owners.pop()
+                path = self._stack.pop()
+                if self.failed_at is None:
+                    self.failed_at = path
+                if owner == id(module):
+                    break
+
+    def push_scope(self, path: str, module_type: str) -> None:
+        """Attribute the ops that follow to ``path`` (e.g. backward ops to a pseudo-layer)."""
+        self.capture.module_types.setdefault(path, module_type)
+        self._stack.append(path)
+        self._owners.append(-1)
+
+    def pop_scope(self) -> None:
+        """End the scope of the last :meth:`push_scope`."""
+        if self._owners and self._owners[-1] == -1:
+            self._owners.pop()
+            self._stack.pop()
 
     @property
     def current_module(self) -> str:
@@ -357,9 +399,12 @@ class Tracer:
         layer failed).
         """
         self._recording = record
+        self._thread = threading.get_ident()
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
-        post: RemovableHandle = nn.modules.module.register_module_forward_hook(
-            self._post_hook, always_call=True
+        # Registered in this order, the always-called exit hook runs after the post hook.
+        post: RemovableHandle = nn.modules.module.register_module_forward_hook(self._post_hook)
+        exit_: RemovableHandle = nn.modules.module.register_module_forward_hook(
+            self._exit_hook, always_call=True
         )
         try:
             if record:
@@ -370,7 +415,9 @@ class Tracer:
         finally:
             pre.remove()
             post.remove()
+            exit_.remove()
             self._stack.clear()
+            self._owners.clear()
 
     def finish(self) -> Capture:
         """Compute lifetimes, peak and uncalled modules; return the capture."""
