@@ -38,6 +38,26 @@ def tensor_meta(t: torch.Tensor) -> TensorMeta:
     return TensorMeta(tuple(t.shape), known[0], known[1])
 
 
+# Ops that look only at their tensor argument's shape, dtype and device: they read no data
+# and do not depend on the op that produced it.
+SHAPE_ONLY_OPS = frozenset(
+    {
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "new_empty",
+        "new_empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+    }
+)
+
+
 @dataclass(slots=True)
 class _OpInfo:
     """Per-overload facts derived once from the schema."""
@@ -47,6 +67,12 @@ class _OpInfo:
     # For each return: the argument it aliases (or None) and whether the op writes to it.
     aliases: tuple[tuple[str | None, bool], ...]
     is_view: bool
+    # Tensor arguments whose data the op does not read: ``out=`` destinations (written, not
+    # read) and the template of a ``*_like``/``new_*`` op.
+    unread: frozenset[str]
+    # Outputs from this index on are kernel-specific save statistics (batch norm), dropped
+    # from traffic when nothing reads them; 0 means none.
+    aux_from: int
 
 
 @dataclass(slots=True)
@@ -75,7 +101,17 @@ def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
             target = next((sets[s] for s in info.before_set if s in sets), None)
             aliases.append((target, bool(info.is_write)))
     is_view = bool(aliases) and all(a is not None and not w for a, w in aliases)
-    return _OpInfo(names, registry.lookup(func), tuple(aliases), is_view)
+    base = str(schema.name).partition("::")[2]
+    unread = {arg.name for arg in schema.arguments if arg.is_out}
+    if base.removesuffix("_") in SHAPE_ONLY_OPS and schema.arguments:
+        unread.add(schema.arguments[0].name)
+    # NB: batch norm's save_mean/save_invstd (and cuDNN's reserve space) have sizes that
+    # differ between CPU, CUDA and meta kernels; only they are dropped when unread. Every other
+    # secondary output (max's indices, max-pool indices) is written, read or not.
+    aux_from = 1 if "batch_norm" in base and "backward" not in base else 0
+    return _OpInfo(
+        names, registry.lookup(func), tuple(aliases), is_view, frozenset(unread), aux_from
+    )
 
 
 def _to_meta(value: Any, known: dict[int, TensorMeta]) -> Any:
@@ -146,8 +182,8 @@ class Tracer:
         self._param_names: Any = WeakTensorKeyDictionary()
         self._buffers: list[_Buffer] = []
         self._called: set[str] = set()
-        # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
-        # kernels; if nothing reads them they are dropped from traffic and lifetimes in finish().
+        # Batch norm's save statistics, whose size differs between kernels; if nothing reads
+        # them they are dropped from traffic and lifetimes in finish().
         self._aux: list[tuple[int, int]] = []
         # The last op that wrote into each buffer in place, possibly through a view
         # (``mask[a:b] = v``): later readers of any alias of that buffer depend on it.
@@ -290,8 +326,13 @@ class Tracer:
         index = len(self.capture.ops)
 
         in_tensors: list[torch.Tensor] = []
-        flat_tensors(args, in_tensors)
-        flat_tensors(list(kwargs.values()), in_tensors)
+        if info.unread:
+            named_args = dict(zip(info.names, args, strict=False))
+            named_args.update(kwargs)
+            flat_tensors([v for k, v in named_args.items() if k not in info.unread], in_tensors)
+        else:
+            flat_tensors(args, in_tensors)
+            flat_tensors(list(kwargs.values()), in_tensors)
         out_tensors: list[torch.Tensor] = []
         flat_tensors(out, out_tensors)
 
@@ -365,7 +406,7 @@ class Tracer:
             else:
                 buf = self._new_buffer(t, index, activation=True, nbytes=m.nbytes)
                 bytes_written += m.nbytes
-                if i > 0:
+                if info.aux_from and i >= info.aux_from:
                     self._aux.append((index, buf))
 
         self.capture.ops.append(

@@ -74,17 +74,22 @@ def adaptive_window_total(in_size: int, out_size: int) -> int:
     return total
 
 
-def _adaptive(a: Args, out: Any) -> OpCost:
-    x = a["self"]
-    t = first_tensor(out)
-    if t is None:
-        return OpCost(0)
-    spatial = len(t.shape) - 2 if len(t.shape) > 2 else len(t.shape) - 1
-    lead = prod(t.shape[:-spatial])
-    work = lead
-    for i_size, o_size in zip(x.shape[-spatial:], t.shape[-spatial:], strict=True):
+def _adaptive_work(in_shape: tuple[int, ...], out_shape: tuple[int, ...], dims: int) -> int:
+    # The last `dims` dimensions are pooled (the op's name says how many, not the rank: an
+    # unbatched (C, H, W) input to a 2-d pool has no batch dimension).
+    work = prod(out_shape[:-dims])
+    for i_size, o_size in zip(in_shape[-dims:], out_shape[-dims:], strict=True):
         work *= adaptive_window_total(int(i_size), int(o_size))
-    return OpCost(work)
+    return work
+
+
+def _adaptive(dims: int) -> Any:
+    def formula(a: Args, out: Any) -> OpCost:
+        t = first_tensor(out)
+        return OpCost(_adaptive_work(a["self"].shape, t.shape, dims) if t is not None else 0)
+
+    formula.__name__ = f"adaptive_pool{dims}d"
+    return formula
 
 
 def _pool_backward(a: Args, out: Any) -> OpCost:
@@ -95,14 +100,13 @@ def _pool_backward(a: Args, out: Any) -> OpCost:
     return OpCost(g.numel * window)
 
 
-def _adaptive_backward(a: Args, out: Any) -> OpCost:
+def _adaptive_backward(dims: int) -> Any:
     # Spread each gradient element over its window: the forward's window sums, again.
-    g, x = a["grad_output"], a["self"]
-    spatial = len(g.shape) - 2 if len(g.shape) > 2 else len(g.shape) - 1
-    work = prod(g.shape[:-spatial])
-    for i_size, o_size in zip(x.shape[-spatial:], g.shape[-spatial:], strict=True):
-        work *= adaptive_window_total(int(i_size), int(o_size))
-    return OpCost(work)
+    def formula(a: Args, out: Any) -> OpCost:
+        return OpCost(_adaptive_work(a["self"].shape, a["grad_output"].shape, dims))
+
+    formula.__name__ = f"adaptive_pool{dims}d_backward"
+    return formula
 
 
 # Output-element cost of interpolation: 2^d multiplies + (2^d - 1) adds for d-linear,
@@ -164,7 +168,7 @@ def register(reg: CostRegistry) -> None:
             if hasattr(aten, n)
         ]
         if adaptive:
-            reg.register(*adaptive, family="pool")(_adaptive)
+            reg.register(*adaptive, family="pool")(_adaptive(dims))
         backward = [
             getattr(aten, n)
             for n in (f"max_pool{dims}d_with_indices_backward", f"avg_pool{dims}d_backward")
@@ -178,7 +182,7 @@ def register(reg: CostRegistry) -> None:
             if hasattr(aten, n)
         ]
         if adaptive_backward:
-            reg.register(*adaptive_backward, family="pool")(_adaptive_backward)
+            reg.register(*adaptive_backward, family="pool")(_adaptive_backward(dims))
     interp = {
         "upsample_nearest1d": 0,
         "upsample_nearest2d": 0,
