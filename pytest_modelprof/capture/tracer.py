@@ -9,6 +9,7 @@ buffer) give the peak of live activation memory.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,20 +23,48 @@ from torch.utils.hooks import RemovableHandle
 from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
-from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, TensorMeta
+from pytest_modelprof.costs.registry import (
+    ZERO,
+    CostRegistry,
+    FormulaEntry,
+    OpCost,
+    TensorMeta,
+    zero_cost,
+)
 from pytest_modelprof.errors import FormulaError
 
 __all__ = ["Tracer", "tensor_meta"]
 
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}  # dtype -> (name, itemsize); a cache
+# (shape, dtype) -> its TensorMeta. A deep model repeats a handful of shapes thousands of
+# times; sharing one immutable object each keeps the capture's heap (and the cyclic
+# collector's passes over it) small. Cleared when it grows past _METAS_MAX entries.
+_METAS: dict[tuple[Any, torch.dtype], TensorMeta] = {}
+_METAS_MAX = 65536
 
 
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
+    """Shape, dtype and item size of ``t`` (an interned, immutable record)."""
     dtype = t.dtype
+    shape = tuple(t.shape)
+    key = (shape, dtype)
+    cache = True
+    try:
+        meta = _METAS.get(key)
+    except TypeError:  # a symbolic size is not hashable: no interning
+        cache = False
+        meta = None
+    if meta is not None:
+        return meta
     known = _DTYPES.get(dtype)
     if known is None:
         known = _DTYPES[dtype] = (str(dtype).removeprefix("torch."), t.element_size())
-    return TensorMeta(tuple(t.shape), known[0], known[1])
+    meta = TensorMeta(shape, known[0], known[1])
+    if cache:
+        if len(_METAS) >= _METAS_MAX:
+            _METAS.clear()
+        _METAS[key] = meta
+    return meta
 
 
 # Ops that look only at their tensor argument's shape, dtype and device: they read no data
@@ -73,6 +102,8 @@ class _OpInfo:
     # Outputs from this index on are kernel-specific save statistics (batch norm), dropped
     # from traffic when nothing reads them; 0 means none.
     aux_from: int
+    name: str  # the overload, e.g. "aten.mm.default"
+    zero: bool  # the formula is the constant zero: no need to convert its arguments
 
 
 @dataclass(slots=True)
@@ -109,8 +140,10 @@ def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
     # differ between CPU, CUDA and meta kernels; only they are dropped when unread. Every other
     # secondary output (max's indices, max-pool indices) is written, read or not.
     aux_from = 1 if "batch_norm" in base and "backward" not in base else 0
+    entry = registry.lookup(func)
+    zero = entry is not None and entry.formula is zero_cost
     return _OpInfo(
-        names, registry.lookup(func), tuple(aliases), is_view, frozenset(unread), aux_from
+        names, entry, tuple(aliases), is_view, frozenset(unread), aux_from, str(func), zero
     )
 
 
@@ -178,8 +211,9 @@ class Tracer:
         }
         # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
         # WeakTensorKeyDictionary is untyped upstream; Any keeps strict mypy quiet about .get.
+        # tensor -> (producing op index or -1, buffer id, parameter/buffer name or None); one
+        # weak lookup per input gives all three.
         self._producer: Any = WeakTensorKeyDictionary()
-        self._param_names: Any = WeakTensorKeyDictionary()
         self._buffers: list[_Buffer] = []
         self._called: set[str] = set()
         # Batch norm's save statistics, whose size differs between kernels; if nothing reads
@@ -197,8 +231,7 @@ class Tracer:
     def add_named_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Parameters and buffers (also stand-ins swapped in by functional_call)."""
         for name, t in tensors.items():
-            self._param_names[t] = name
-            self._new_buffer(t, -1, activation=False)
+            self._new_buffer(t, -1, activation=False, name=name)
 
     # -- module scope ---------------------------------------------------------------------
     # The module hooks are process-global: they fire for every module call in every thread.
@@ -284,13 +317,19 @@ class Tracer:
 
     # -- buffers and lifetimes ----------------------------------------------------------------
     def _new_buffer(
-        self, t: torch.Tensor, op_index: int, *, activation: bool, nbytes: int | None = None
+        self,
+        t: torch.Tensor,
+        op_index: int,
+        *,
+        activation: bool,
+        nbytes: int | None = None,
+        name: str | None = None,
     ) -> int:
         if nbytes is None:
             nbytes = tensor_meta(t).nbytes
         self._buffers.append(_Buffer(nbytes, op_index, op_index, activation))
         buf = len(self._buffers) - 1
-        self._producer[t] = (op_index, buf)
+        self._producer[t] = (op_index, buf, name)
         return buf
 
     def mark_inputs(self, values: Any) -> None:
@@ -342,7 +381,10 @@ class Tracer:
         # Cost, from arguments by name.
         cost: OpCost
         family: str | None
-        if info.entry is not None:
+        if info.zero:
+            cost = ZERO
+            family = info.entry.family if info.entry is not None else None
+        elif info.entry is not None:
             known = {id(t): m for t, m in zip(in_tensors, in_meta, strict=True)}
             known.update((id(t), m) for t, m in zip(out_tensors, out_meta, strict=True))
             named = dict(zip(info.names, (_to_meta(a, known) for a in args), strict=False))
@@ -369,14 +411,13 @@ class Tracer:
             if entry is None:  # a tensor created outside the capture (constant, closure)
                 self._new_buffer(t, -1, activation=False, nbytes=m.nbytes)
                 entry = self._producer[t]
-            src, buf = entry
+            src, buf, name = entry
             src = max(src, self._last_write.get(buf, -1))
             slots.append(src)
             self._buffers[buf].last_use = index
             reads_input = reads_input or buf in self._input_buffers
             if src >= 0 and src not in producers:
                 producers.append(src)
-            name = self._param_names.get(t)
             if name is not None and name not in params:
                 params.append(name)
             if not info.is_view:
@@ -389,7 +430,7 @@ class Tracer:
             alias, writes = info.aliases[i] if i < len(info.aliases) else (None, False)
             if alias is None and len(info.aliases) == 1 and info.aliases[0][0] is not None:
                 alias, writes = info.aliases[0]  # a list return (split) shares one alias set
-            base: tuple[int, int] | None = None
+            base: tuple[int, int, str | None] | None = None
             if alias is not None:
                 if named_inputs is None:
                     named_inputs = dict(zip(info.names, args, strict=False))
@@ -398,7 +439,7 @@ class Tracer:
                 if isinstance(src_t, torch.Tensor):
                     base = self._producer.get(src_t)
             if base is not None:
-                self._producer[t] = (index, base[1])
+                self._producer[t] = (index, base[1], None)
                 self._buffers[base[1]].last_use = index
                 if writes:
                     bytes_written += m.nbytes
@@ -412,7 +453,7 @@ class Tracer:
         self.capture.ops.append(
             OpRecord(
                 index=index,
-                op=str(func),
+                op=info.name,
                 family=family,
                 module=self.current_module,
                 phase=self.phase,
@@ -441,6 +482,10 @@ class Tracer:
         """
         self._recording = record
         self._thread = threading.get_ident()
+        # The capture allocates many small objects that hold no cycles; the cyclic collector's
+        # full passes over a heap that grows with the model would make it superlinear in depth.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
         # Registered in this order, the always-called exit hook runs after the post hook.
         post: RemovableHandle = nn.modules.module.register_module_forward_hook(self._post_hook)
@@ -459,6 +504,8 @@ class Tracer:
             exit_.remove()
             self._stack.clear()
             self._owners.clear()
+            if gc_was_enabled:
+                gc.enable()
 
     def finish(self) -> Capture:
         """Compute lifetimes, peak and uncalled modules; return the capture."""

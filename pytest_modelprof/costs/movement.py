@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_modelprof.costs.pointwise import first_tensor
-from pytest_modelprof.costs.registry import ZERO, Args, CostRegistry, OpCost
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, zero_cost
 
 __all__ = ["register", "VIEW_OPS", "COPY_OPS", "CREATION_OPS"]
 
@@ -183,10 +183,6 @@ def embedding_backward(a: Args, out: Any) -> OpCost:
     return OpCost(a["grad_output"].numel)
 
 
-def _zero(a: Args, out: Any) -> OpCost:
-    return ZERO
-
-
 def register(reg: CostRegistry) -> None:
     import torch
 
@@ -195,7 +191,7 @@ def register(reg: CostRegistry) -> None:
         # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...). An op that
         # another table already prices makes the registry raise: no entry is silently shadowed.
         ops = [getattr(aten, v) for n in names for v in (n, n + "_") if hasattr(aten, v)]
-        reg.register(*ops, family=family)(_zero)
+        reg.register(*ops, family=family)(zero_cost)
     reg.register(aten.scatter_add, aten.scatter_add_, aten.scatter_reduce, family="copy")(
         scatter_add
     )
