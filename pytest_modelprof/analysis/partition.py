@@ -62,6 +62,7 @@ in eval mode).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -217,6 +218,7 @@ class _Group:
     ops: list[int]
     families: list[str]
     deps: set[int] = field(default_factory=set)
+    last: int = -1  # the latest op index grouped so far (before free ops are attached)
 
 
 def _is_pointwise(op: OpRecord) -> bool:
@@ -256,7 +258,14 @@ def _accepts(group: _Group, op: OpRecord, weighted: bool) -> str | None:
 
 
 def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
-    """Whether group ``start`` depends, directly or through others, on group ``target``."""
+    """Whether group ``start`` depends, directly or through others, on group ``target``.
+
+    Only groups that ran an op after ``target``'s first op can depend on it (to read what
+    ``target`` wrote they must run later), so the search never leaves the window since then:
+    local in a deep model, which keeps the partition linear in depth instead of re-searching
+    every earlier group for every candidate.
+    """
+    horizon = groups[target].ops[0]
     seen = {start}
     stack = [start]
     while stack:
@@ -264,7 +273,7 @@ def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
         for d in groups[g].deps:
             if d == target:
                 return True
-            if d not in seen:
+            if d not in seen and groups[d].last > horizon:
                 seen.add(d)
                 stack.append(d)
     return False
@@ -346,6 +355,7 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             else:
                 grp.state = new_state
         group_of[i] = joined
+        groups[joined].last = i
         groups[joined].deps.update(h for h in src_groups if h != joined)
     return groups, group_of
 
@@ -448,6 +458,18 @@ def _short(op: str) -> str:
 
 def partition(capture: Capture, machine: str | float | Machine | None = None) -> PartitionReport:
     """Fuse ``capture``'s ops into subgraphs; analyse their traffic, stages and critical path."""
+    # Many small acyclic objects: the cyclic collector's full passes would only add time that
+    # grows with the heap (superlinear in depth).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _partition(capture, machine)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _partition(capture: Capture, machine: str | float | Machine | None) -> PartitionReport:
     mach = resolve_machine(machine)
     ops = capture.ops
     n = len(ops)
