@@ -200,3 +200,11 @@ def test_the_regenerate_step_leaves_the_ini_folder_alone_when_not_told() -> None
     script = step(NAME, "regenerate", job="regenerate")["run"]
     assert "--modelprof-baseline-dir=baselines" not in script
     assert workflow(NAME)["on"]["workflow_call"]["inputs"]["baseline-dir"]["default"] == ""
+
+
+@pytest.mark.parametrize(("mode", "status"), [("commit", 0), ("pull-request", 0), ("push", 2)])
+def test_a_bad_mode_stops_before_the_tests_run(tmp_path: Path, mode: str, status: int) -> None:
+    done = run_step(step(NAME, "mode", job="regenerate"), tmp_path, {"MODE": mode})
+    assert done.returncode == status
+    if status:
+        assert "mode must be commit or pull-request, got 'push'" in done.stdout

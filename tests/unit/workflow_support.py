@@ -46,7 +46,8 @@ def step(name: str, step_id: str, job: str | None = None) -> dict[str, Any]:
     """The step with ``id: step_id`` in workflow ``name`` (in ``job`` if given)."""
     wf = workflow(name)
     jobs = [wf["jobs"][job]] if job else list(wf["jobs"].values())
-    found = [s for j in jobs for s in j.get("steps", []) if s.get("id") == step_id]
+    found: list[dict[str, Any]] = [
+        s for j in jobs for s in j.get("steps", []) if s.get("id") == step_id]
     assert found, f"{name}: no step with id {step_id}"
     return found[0]
 
