@@ -157,6 +157,35 @@ def test_a_gate_without_a_report_still_gets_a_comment(tmp_path: Path) -> None:
     assert comment["body"].startswith(MARKER + "\n**modelprof**: the cost gate wrote no report")
 
 
+def test_a_long_report_is_cut_to_fit_a_comment(tmp_path: Path) -> None:
+    """GitHub refuses a comment over 65,536 characters: cut at a line, say where the rest is."""
+    report = tmp_path / "report"
+    report.mkdir()
+    lines = [f"| `test_{i}` | regressed | +{i}.0 % |" for i in range(4000)]
+    (report / "report.md").write_text("\n".join(lines) + "\n")
+    api = _api()
+    with serve(api) as url:
+        done = run_step(step("modelprof-comment.yml", "comment"), tmp_path,
+                        _comment_env(url, report, SHA_1, tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (comment,) = api.comments[7]
+    body = comment["body"]
+    assert 60000 < len(body) <= 65536
+    kept = body.split("\n")[1:]
+    assert kept[: kept.index("")] == lines[: len(kept[: kept.index("")])]  # whole lines only
+    assert "longer than a comment holds; the rest is in the HTML report" in body
+    assert body.rstrip().endswith("[workflow run](https://github.com/o/r/actions/runs/42)")
+
+
+def test_a_deleted_fork_gets_no_comment(tmp_path: Path) -> None:
+    api = _api()
+    with serve(api) as url:
+        env = {**_comment_env(url, tmp_path, SHA_1, tmp_path), "HEAD_OWNER": ""}
+        done = run_step(step("modelprof-comment.yml", "comment"), tmp_path, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert api.requests == [] and "head repository is gone" in done.stdout
+
+
 def test_the_comment_workflow_never_runs_code_from_the_pull_request() -> None:
     """workflow_run with a write token: no checkout, no install, no pytest; data only."""
     wf = workflow("modelprof-comment.yml")
