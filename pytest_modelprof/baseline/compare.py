@@ -237,7 +237,7 @@ def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> 
         parts.append(format_tolerance(tolerance, drop=metric.direction == "higher"))
     if budget is not None and metric.budget_key:
         parts.append(f"{metric.budget_key}={metric.format(budget.limit)}")
-    return ", ".join(parts) or "not gated"
+    return ", ".join(parts) or "ignored"
 
 
 def environment_changes(
