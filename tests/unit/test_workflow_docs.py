@@ -1,5 +1,6 @@
-"""docs/ci.md: its copy-paste workflows are the examples heading the reusable workflows, word for
-word, and each one is a valid workflow that calls an existing workflow correctly."""
+"""The README's "Reports and CI" section: its copy-paste workflows are the examples heading the
+reusable workflows, word for word, and each one is a valid workflow that calls an existing
+workflow correctly."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ yaml = pytest.importorskip("yaml")
 
 from workflow_support import REPO, WORKFLOW_DIR, inputs, workflow  # noqa: E402
 
-DOC = REPO / "docs" / "ci.md"
+DOC = REPO / "README.md"  # the "Reports and CI" section
 OURS = "pytest-modelprof/pytest-modelprof/.github/workflows/"
 
 

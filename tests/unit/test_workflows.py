@@ -157,6 +157,7 @@ def test_ci_tests_the_torch_floor_and_the_newest() -> None:
     text = (REPO / "pyproject.toml").read_text()
     torch_req = next(Requirement(r) for r in re.findall(r'"(torch[<>=!~][^"]*)"', text))
     assert Version("2.14.1") in torch_req.specifier  # the floor satisfies the requirement
+    assert str(torch_req.specifier) == ">=2.14.1"  # and is the floor pyproject declares
 
 
 def _installs_torch(job: dict[str, Any]) -> bool:
