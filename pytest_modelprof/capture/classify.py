@@ -21,7 +21,6 @@ from typing import Any, Literal
 
 import torch
 
-import pytest_modelprof
 from pytest_modelprof._compat import fake_fallback_errors
 from pytest_modelprof._tensors import flat_tensors
 
@@ -36,7 +35,7 @@ FailureKind = Literal["limitation", "model", "rejected", "engine"]
 PROBE_LIMIT_BYTES = 256 * 2**20
 
 _TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
-_OUR_DIR = os.path.dirname(pytest_modelprof.__file__) + os.sep
+_OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 _STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 # Site directories may lie under the standard library's; those frames are not the stdlib's.
 _SITE_DIRS = tuple(

@@ -370,7 +370,8 @@ def _has_lazy(module: nn.Module) -> bool:
 
 
 def _backward(request: Request, tracer: Tracer, out: Any) -> None:
-    tracer.begin_backward(BACKWARD_SCOPE)
+    tracer.phase = "backward"
+    tracer.push_scope(BACKWARD_SCOPE, "autograd")
     try:
         loss = default_loss(out)
     except ValueError:
