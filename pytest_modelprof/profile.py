@@ -101,14 +101,14 @@ def profile_model(
     )
     with _gc_paused():
         captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
-    info = CaptureInfo(
-        mode=capture_mode,
-        requested=mode if device is None else f"{mode}, device={device}",
-        reason=reason(capture_mode, mode, attempts, captured.notes),
-        attempts=attempts,
-        warmup=captured.warmed,
-    )
-    profile = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
+        info = CaptureInfo(
+            mode=capture_mode,
+            requested=mode if device is None else f"{mode}, device={device}",
+            reason=reason(capture_mode, mode, attempts, captured.notes),
+            attempts=attempts,
+            warmup=captured.warmed,
+        )
+        profile = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
     if strict and profile.uncounted_ops:
         listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
         raise UncountedOpsError(
@@ -239,10 +239,10 @@ def real_model_and_inputs(
 def _gc_paused() -> Iterator[None]:
     """No cyclic garbage collection during a capture.
 
-    A capture allocates a few objects per op and frees few of them, so the collector runs
-    often and each full pass walks every object the process holds (the user's model, the test
-    session): 10-15 % of a resnet50 capture on meta. The capture itself makes no cycles that
-    must be collected before it ends; collection resumes afterwards.
+    A capture and its roll-up allocate a few objects per op and free few of them, so the
+    collector runs often and each full pass walks every object the process holds (the user's
+    model, the test session): 10-15 % of a resnet50 capture on meta. Nothing here makes cycles
+    that must be collected before it ends; collection resumes afterwards.
     """
     was_enabled = gc.isenabled()
     gc.disable()

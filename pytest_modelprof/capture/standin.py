@@ -77,7 +77,10 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
         state = dict(vars(m))
         for key in containers.intersection(state):
             original = state[key]
-            state[key] = duplicate = original.copy()  # hook dicts, the non-persistent set
+            # Hook dicts and the non-persistent set; most are empty, and an empty one is
+            # much cheaper to make than to copy (OrderedDict.copy iterates in Python).
+            duplicate = original.copy() if original else type(original)()
+            state[key] = duplicate
             dicts[id(original)] = (original, duplicate)
         own = vars(new)
         for key in state.keys() - skip:
