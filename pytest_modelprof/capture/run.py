@@ -29,9 +29,9 @@ from pytest_modelprof._tensors import (
     map_tensors,
     module_device,
 )
+from pytest_modelprof.capture import plan
 from pytest_modelprof.capture.classify import Failure, classify, short
 from pytest_modelprof.capture.plan import (
-    REAL_FALLBACK_LIMIT_BYTES,
     TRAINING_GRAPH_NOTE,
     Mode,
     Subject,
@@ -180,11 +180,12 @@ def _standin(
 
 
 def _check_real_size(request: Request, needed: int, device: torch.device) -> None:
-    if request.requested == "real" or needed <= REAL_FALLBACK_LIMIT_BYTES:
+    limit = plan.REAL_FALLBACK_LIMIT_BYTES
+    if request.requested == "real" or needed <= limit:
         return
     raise ModelBuildError(
         f"{request.subject.label}: real tensors would allocate {format_bytes(needed)} of "
-        f"weights on {device}, more than the {format_bytes(REAL_FALLBACK_LIMIT_BYTES)} that "
+        f"weights on {device}, more than the {format_bytes(limit)} that "
         "mode='auto' allocates on its own. Pass mode='real' to allow it, or mode='fake' to "
         "count without data."
     )
@@ -205,7 +206,7 @@ def _build_meta(request: Request) -> tuple[nn.Module, list[str]]:
     except Exception as exc:  # construction reads values that meta tensors do not have
         why = short(exc)
     try:
-        with allocation_budget(REAL_FALLBACK_LIMIT_BYTES):
+        with allocation_budget(plan.REAL_FALLBACK_LIMIT_BYTES):
             module = build_real(request, None)
     except AllocationLimitExceeded as over:
         raise ModelBuildError(

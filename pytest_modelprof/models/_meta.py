@@ -129,7 +129,9 @@ def _requested_bytes(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -
     """Bytes a factory op is about to allocate, from its ``size`` and ``dtype`` arguments."""
     import torch
 
-    names = [a.name for a in func._schema.arguments]
+    from pytest_modelprof._compat import op_schema
+
+    names = [a.name for a in op_schema(func).arguments]
     size = kwargs.get("size", args[names.index("size")] if "size" in names else None)
     if not isinstance(size, (list, tuple)):
         return 0

@@ -208,9 +208,6 @@ class ReadsValuesWhenBuilt(nn.Module):
 def small_limit(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     limit = 2**20  # 1 MiB: both models above need 4 MiB and more
     monkeypatch.setattr(plan, "REAL_FALLBACK_LIMIT_BYTES", limit)
-    from pytest_modelprof.capture import run
-
-    monkeypatch.setattr(run, "REAL_FALLBACK_LIMIT_BYTES", limit)
     yield limit
 
 
