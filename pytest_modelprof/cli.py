@@ -210,7 +210,7 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_profile(args: argparse.Namespace) -> int:
-    from pytest_modelprof.export import write_profile
+    from pytest_modelprof.exports.tabular import write_profile
     from pytest_modelprof.profile import profile_model
     from pytest_modelprof.report.terminal import render_profile
 
@@ -279,7 +279,7 @@ def _add_fvcore_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_fvcore(args: argparse.Namespace) -> int:
-    from pytest_modelprof.fvcore_compare import (
+    from pytest_modelprof.analysis.fvcore import (
         FvcoreComparison,
         compare_with_fvcore,
         load_fvcore,
@@ -327,7 +327,7 @@ def _run_fvcore(args: argparse.Namespace) -> int:
 
 def parse_axis_sizes(text: str) -> list[int]:
     """``"1,8,32"`` -> ``[1, 8, 32]`` (imported on use: sweep.py imports torch)."""
-    from pytest_modelprof.sweep import axis_values_arg
+    from pytest_modelprof.runtime.sweep import axis_values_arg
 
     return axis_values_arg(text)
 
@@ -350,7 +350,7 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from pytest_modelprof.sweep import check_growth, format_sweep, sweep
+    from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
 
     over = {k: v for k, v in (("batch", args.batch), ("seq_len", args.seq_len),
                               ("input_size", args.input_size)) if v}
@@ -408,7 +408,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     from pytest_modelprof.baseline.metrics import METRICS
     from pytest_modelprof.baseline.tolerance import Ignore
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
-    from pytest_modelprof.settings import Limits
+    from pytest_modelprof.gate.settings import Limits
 
     try:
         tolerance = parse_limit_tolerance(args.max_delta)
@@ -440,9 +440,9 @@ def _limit_names() -> list[str]:
 
 
 def _run_compare(args: argparse.Namespace) -> int:
+    from pytest_modelprof.gate.results import compare_documents, load_document
     from pytest_modelprof.report.text import render_diff
     from pytest_modelprof.report.view import build_view
-    from pytest_modelprof.results import compare_documents, load_document
 
     limits = _compare_limits(args)
     results = compare_documents(load_document(args.old), load_document(args.new), limits)
@@ -461,7 +461,7 @@ def _add_merge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from pytest_modelprof.results import RunResults, load_document, merge_results
+    from pytest_modelprof.gate.results import RunResults, load_document, merge_results
 
     parts = []
     for name in args.files:
@@ -484,9 +484,9 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
+    from pytest_modelprof.gate.results import RunResults, load_document
     from pytest_modelprof.report.text import render_diff
     from pytest_modelprof.report.view import build_view
-    from pytest_modelprof.results import RunResults, load_document
 
     doc = load_document(args.results)
     if not isinstance(doc, RunResults):
@@ -563,7 +563,7 @@ def _run_graph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from pytest_modelprof._files import write_text_atomic
-    from pytest_modelprof.graph_export import export_graph
+    from pytest_modelprof.exports.graph import export_graph
 
     name, capture = _capture_of(args)
     text = export_graph(capture, detail=args.detail, fmt=args.format, name=name)

@@ -18,8 +18,8 @@ from pytest_modelprof.schema import LayerStats, ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
+    from pytest_modelprof.analysis.fvcore import FvcoreComparison
     from pytest_modelprof.capture.record import Capture
-    from pytest_modelprof.fvcore_compare import FvcoreComparison
 
 __all__ = [
     "DEFAULT_WIDTH",

@@ -1,6 +1,6 @@
 """The one view model behind every diff report: numbers formatted, rows ordered, charts laid out.
 
-:func:`build_view` turns a :class:`~pytest_modelprof.results.RunResults` into a
+:func:`build_view` turns a :class:`~pytest_modelprof.gate.results.RunResults` into a
 :class:`ReportView` made only of strings (and tuples of them). The HTML, Markdown, GitHub and
 terminal renderers lay it out and never format a number themselves, so the four agree.
 Charts are computed here too, as SVG primitives in a fixed coordinate system; the template only
@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.document import BaselineDocument, BaselineLayer
 from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
-from pytest_modelprof.results import MetricResult, ProfileResult, RunResults
+from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
 from pytest_modelprof.schema import ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 
@@ -54,8 +54,6 @@ STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
     "new": ("new baseline", "\U0001f195"),
     "ok": ("ok", "\u2705"),
 }
-#: Metrics shown as columns of the summary tables (Markdown, the HTML overview).
-SUMMARY_METRICS: Final = ("flops", "params", "memory", "peak_memory")
 MAX_LAYER_ROWS: Final = 100
 CHART_LAYERS: Final = 12
 Align = Literal["start", "middle", "end"]
@@ -86,7 +84,7 @@ class StatusCount:
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One metric of one test: baseline, current, delta, limit and verdict."""
+    """One check of one test: baseline, current, delta, limit, verdict and why."""
 
     label: str
     baseline: str
@@ -95,6 +93,8 @@ class MetricRow:
     limit: str
     verdict: str
     css: str
+    reason: str = ""
+    kind: str = "delta"
 
 
 @dataclass(frozen=True)
@@ -201,7 +201,7 @@ class Summary:
     status_label: str
     glyph: str
     css: str
-    cells: tuple[str, ...]  # one per SUMMARY_METRICS: "1.3 MFLOPs (+30.0 %)"
+    cells: tuple[str, ...]  # one per summary metric: "1.3 MFLOPs (+30.0 %)"
     headline: str
 
 
@@ -216,8 +216,9 @@ class Section:
     layers: LayerTable
     charts: tuple[Chart, ...]
     notes: tuple[str, ...]
-    problems: tuple[str, ...]  # one line per regression: "FLOPs +30.0 % (limit +10.0 %)"
+    problems: tuple[str, ...]  # one line per failed limit, with its figures
     top_layers: tuple[tuple[str, str, str], ...]  # (name, type, "+300 KFLOPs") for Markdown
+    warnings: tuple[str, ...] = ()  # one line per limit that warns (latency without strict)
 
 
 @dataclass(frozen=True)
@@ -271,46 +272,32 @@ def _metric(name: str) -> Metric | None:
     return METRICS_BY_NAME.get(name)
 
 
-def _delta_text(check: MetricResult, metric: Metric) -> str:
-    if check.current is None or check.baseline is None:
-        return "\u2013"
-    diff = check.current - check.baseline
-    if diff == 0:
-        return "0"
-    sign = "+" if diff > 0 else "\u2212"
-    change = format_change(_change(check.current, check.baseline))
-    return f"{sign}{metric.format(abs(diff))} ({change})"
+def _problem(check: CheckResult) -> str:
+    """``FLOPs: 1.2 GFLOPs -> 1.4 GFLOPs (+15.4 %, limit +10.0 %)``: the row's own reason."""
+    return check.describe()
 
 
-def _limit_text(check: MetricResult, metric: Metric) -> str:
-    parts = [check.limit]
-    if check.budget is not None:
-        parts.append(f"budget {metric.format(check.budget)}")
-    return ", ".join(parts)
+def _problems(result: ProfileResult) -> tuple[str, ...]:
+    """One line per failed limit (the rows; the record's texts for files without rows)."""
+    rows = tuple(_problem(c) for c in result.checks if c.failed)
+    if result.status == "improved" and not rows:
+        rows = tuple(_problem(c) for c in result.checks if c.verdict == "improved")
+    return rows or tuple(result.failures)
 
 
-def _problem(check: MetricResult, metric: Metric) -> str:
-    """``FLOPs +12.3 % (limit +10.0 %)``, or the budget that was broken."""
-    if check.verdict == "unmeasured":
-        return f"{metric.label}: a limit is set but this profile does not measure it"
-    if check.over_budget and check.budget is not None:
-        return (
-            f"{metric.label} {metric.format(check.current)} over budget "
-            f"{metric.format(check.budget)}"
-        )
-    change = format_change(_change(check.current, check.baseline))
-    word = "tolerance" if check.verdict == "improved" else "limit"
-    return f"{metric.label} {change} ({word} {check.limit})"
+def _warnings(result: ProfileResult) -> tuple[str, ...]:
+    rows = tuple(_problem(c) for c in result.checks if c.verdict == "warning")
+    return rows or tuple(result.warnings)
 
 
 def headline(result: ProfileResult) -> str:
     """One line that says why a profile has its status."""
-    judged = [c for c in result.checks if c.verdict in ("regressed", "unmeasured")]
-    if result.status == "improved":
-        judged = [c for c in result.checks if c.verdict == "improved"]
-    parts = [_problem(c, m) for c in judged if (m := _metric(c.metric)) is not None]
+    parts = list(_problems(result))
     if parts:
         return "; ".join(parts)
+    warned = _warnings(result)
+    if warned:
+        return "warning: " + "; ".join(warned)
     return {
         "missing": "no baseline yet",
         "error": "the baseline could not be read",
@@ -763,35 +750,40 @@ def _sweep_charts(result: ProfileResult) -> list[Chart]:
 
 
 def _summary_cell(result: ProfileResult, name: str) -> str:
-    metric = _metric(name)
     check = next((c for c in result.checks if c.metric == name), None)
-    if metric is None or check is None or check.current is None:
+    if check is None or check.current is None:
         return "\u2013"
-    text = metric.format(check.current)
-    change = _change(check.current, check.baseline)
-    if change:
-        text += f" ({format_change(change)})"
+    text = check.current_text
+    if "(" in check.delta_text:
+        text += " " + check.delta_text[check.delta_text.index("("):]
     return text
 
 
+def _summary_metrics(results: Sequence[ProfileResult]) -> tuple[tuple[str, str], ...]:
+    """(metric, label) of the summary rows the results carry, in first-seen order."""
+    seen: dict[str, str] = {}
+    for r in results:
+        for c in r.checks:
+            if c.summary and c.metric not in seen:
+                seen[c.metric] = c.label
+    return tuple(seen.items())
+
+
 def _metric_rows(result: ProfileResult) -> tuple[MetricRow, ...]:
-    rows = []
-    for check in result.checks:
-        metric = _metric(check.metric)
-        if metric is None:
-            continue
-        rows.append(
-            MetricRow(
-                label=metric.label,
-                baseline=metric.format(check.baseline) if check.baseline is not None else "\u2013",
-                current=metric.format(check.current) if check.current is not None else "\u2013",
-                delta=_delta_text(check, metric),
-                limit=_limit_text(check, metric),
-                verdict=check.verdict,
-                css=f"v-{check.verdict}",
-            )
+    return tuple(
+        MetricRow(
+            label=c.label,
+            baseline=c.baseline_text,
+            current=c.current_text,
+            delta=c.delta_text,
+            limit=c.limit or "\u2013",
+            verdict=c.verdict,
+            css=f"v-{c.verdict}",
+            reason=c.reason,
+            kind=c.kind,
         )
-    return tuple(rows)
+        for c in result.checks
+    )
 
 
 def _facts(result: ProfileResult) -> tuple[Fact, ...]:
@@ -816,10 +808,17 @@ def _facts(result: ProfileResult) -> tuple[Fact, ...]:
 
 
 def _notes(result: ProfileResult) -> tuple[str, ...]:
+    notes = []
+    if result.environment:
+        notes.append(
+            "The baseline was recorded in another environment: "
+            + "; ".join(result.environment)
+            + ". Kernel-dependent counts warn instead of failing; re-record the baseline to "
+            "judge them again."
+        )
     p = result.profile
     if p is None:
-        return ()
-    notes = []
+        return tuple(notes)
     if p.uncounted_ops:
         listing = ", ".join(f"{u.op} \u00d7{u.count}" for u in p.uncounted_ops)
         notes.append(f"Ops without a cost formula (not counted): {listing}.")
@@ -831,8 +830,12 @@ def _notes(result: ProfileResult) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def _section(index: int, result: ProfileResult) -> Section:
+def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Section:
     label, glyph = STATUS_LABELS[result.status]
+    warned = _warnings(result)
+    css = f"v-{result.status}"
+    if result.status == "ok" and warned:
+        label, glyph, css = "ok, with warnings", "\u26a0\ufe0f", "v-warning"
     summary = Summary(
         anchor=f"profile-{index}",
         label=result.label,
@@ -840,16 +843,12 @@ def _section(index: int, result: ProfileResult) -> Section:
         status=result.status,
         status_label=label,
         glyph=glyph,
-        css=f"v-{result.status}",
-        cells=tuple(_summary_cell(result, name) for name in SUMMARY_METRICS),
+        css=css,
+        cells=tuple(_summary_cell(result, name) for name in columns),
         headline=headline(result),
     )
     diffs = _layer_diffs(result)
-    problems = tuple(
-        _problem(c, m)
-        for c in result.checks
-        if c.verdict in ("regressed", "unmeasured") and (m := _metric(c.metric)) is not None
-    )
+    problems = _problems(result)
     top = tuple(
         (_layer_name(d.name), d.type, _signed_count(d.delta("flops"), "FLOPs", None))
         for d in diffs[:5]
@@ -872,6 +871,7 @@ def _section(index: int, result: ProfileResult) -> Section:
         notes=_notes(result),
         problems=problems,
         top_layers=top,
+        warnings=warned,
     )
 
 
@@ -911,16 +911,17 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
     n = len(ordered)
     count_line = ", ".join(f"{c.count} {c.label}" for c in counts) if counts else ""
     count_line = f"{n} profile{'s' if n != 1 else ''}" + (f": {count_line}" if count_line else "")
-    headers = tuple(
-        m.label for name in SUMMARY_METRICS if (m := _metric(name)) is not None
-    )
+    columns = _summary_metrics(ordered)
+    headers = tuple(label for _, label in columns)
     return ReportView(
         title=title,
         facts=_run_facts(results),
         counts=counts,
         count_line=count_line,
         summary_headers=headers,
-        sections=tuple(_section(i, r) for i, r in enumerate(ordered, start=1)),
+        sections=tuple(
+            _section(i, r, [name for name, _ in columns]) for i, r in enumerate(ordered, start=1)
+        ),
         empty="" if ordered else "No profiled test ran: nothing to report.",
         artifact_url=results.run.artifact_url or "",
     )

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.fvcore_compare import FvcoreComparison
+from pytest_modelprof.analysis.fvcore import FvcoreComparison
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.report.terminal import (
     ELLIPSIS,

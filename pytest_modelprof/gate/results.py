@@ -2,7 +2,7 @@
 
 :class:`RunResults` is what ``--modelprof-json`` writes, what ``modelprof merge`` joins across
 CI shards and what ``modelprof report`` re-renders. Its JSON Schema is committed at
-``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.results``.
+``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.gate.results``.
 
 Like every persisted document it is a frozen pydantic model with ``schema_version``, written
 deterministically (sorted keys, rounded floats, indent 2, trailing newline).
@@ -23,24 +23,24 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof import __version__
-from pytest_modelprof.baseline.compare import MetricCheck, Verdict, compare
+from pytest_modelprof.baseline.compare import FAILING, CheckKind, Verdict, compare
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate import STATUS_ORDER, GateRecord, Status
+from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord, Status
+from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.schema import ModelProfile, dumps_deterministic
-from pytest_modelprof.settings import Limits
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
     "SCHEMA_PATH",
+    "CheckResult",
     "MetricResult",
     "SourceLocation",
     "ProfileResult",
     "RunInfo",
     "RunResults",
     "Document",
-    "check_to_json",
     "collect_run_info",
     "results_from_records",
     "load_document",
@@ -50,7 +50,7 @@ __all__ = [
     "results_json_schema",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 1
+RESULTS_SCHEMA_VERSION: Final = 2
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -60,16 +60,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class MetricResult(_Frozen):
-    """One metric's verdict against the baseline (see :class:`~.baseline.compare.MetricCheck`)."""
+class CheckResult(_Frozen):
+    """One limit's verdict: the row every renderer shows (see :class:`~.baseline.compare.Check`).
 
-    metric: str  # a name from the metric table: flops, params, memory, ...
+    The texts are formatted when the row is made, so a results file renders without the metric
+    table that produced it (a metric registered by a plugin, say).
+    """
+
+    metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
+    label: str
+    kind: CheckKind
     verdict: Verdict
+    reason: str  # one line with the figures: baseline -> current, delta, limit, confidence
     current: float | None = None
     baseline: float | None = None
-    limit: str  # the delta tolerance as text: "+10.0 %", "exact" or "ignored"
-    budget: float | None = None  # the absolute budget, when one is set
-    over_budget: bool = False
+    limit: str = ""
+    current_text: str = "\u2013"
+    baseline_text: str = "\u2013"
+    delta_text: str = "\u2013"
+    hard: bool = False
+    summary: bool = False
+    detail: dict[str, Any] = {}
+
+    @property
+    def failed(self) -> bool:
+        """Whether this row fails its test."""
+        return self.verdict in FAILING
+
+    def describe(self) -> str:
+        """``label: reason``: the line a failure message lists."""
+        return f"{self.label}: {self.reason}"
+
+
+#: Kept for code written against the first results schema.
+MetricResult = CheckResult
 
 
 class SourceLocation(_Frozen):
@@ -89,7 +113,12 @@ class ProfileResult(_Frozen):
     failed: bool = False
     baseline_path: str = ""
     location: SourceLocation | None = None
-    checks: list[MetricResult] = []
+    checks: list[CheckResult] = []
+    # One line per failed limit and per warning, as the terminal printed them.
+    failures: list[str] = []
+    warnings: list[str] = []
+    # How the run's environment differs from the baseline's ("torch 2.15.0 -> 2.14.1").
+    environment: list[str] = []
     profile: ModelProfile | None = None
     baseline: BaselineDocument | None = None
     # Plain JSON so that reading results never needs torch: runtime.NormalisedTiming (the
@@ -175,6 +204,8 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
                 f"{source}: results schema_version {version} is newer than this "
                 f"pytest-modelprof understands (up to {RESULTS_SCHEMA_VERSION}); upgrade it"
             )
+    if isinstance(data, dict) and cls is RunResults and data.get("schema_version") == 1:
+        data = _results_v1_to_v2(data)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -185,6 +216,40 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
         more = len(exc.errors()) - 5
         suffix = f" (and {more} more)" if more > 0 else ""
         raise ReportError(f"{source}: not a valid {cls.__name__} ({problems}{suffix})") from None
+
+
+def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
+
+    tests = []
+    for test in data.get("tests", []):
+        rows = []
+        for old in test.get("checks", []):
+            metric = METRICS_BY_NAME.get(old.get("metric", ""))
+            label = metric.label if metric is not None else old.get("metric", "")
+
+            def fmt(value: float | None, metric: Metric | None = metric) -> str:
+                if value is None:
+                    return "\u2013"
+                return metric.format(value) if metric is not None else f"{value:g}"
+
+            rows.append({
+                "metric": old.get("metric", ""),
+                "label": label,
+                "kind": "budget" if old.get("over_budget") else "delta",
+                "verdict": old.get("verdict", "ok"),
+                "reason": f"{fmt(old.get('baseline'))} \u2192 {fmt(old.get('current'))}, "
+                          f"limit {old.get('limit', '')}",
+                "current": old.get("current"),
+                "baseline": old.get("baseline"),
+                "limit": old.get("limit", ""),
+                "current_text": fmt(old.get("current")),
+                "baseline_text": fmt(old.get("baseline")),
+                "summary": bool(metric.summary) if metric is not None else False,
+            })
+        tests.append({**test, "checks": rows})
+    return {**data, "schema_version": 2, "tests": tests}
 
 
 def load_document(path: str | os.PathLike[str]) -> Document:
@@ -207,26 +272,6 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         f"{source}: not a modelprof document; expected a results file (--modelprof-json), "
         f"a profile (modelprof profile -o x.json) or a baseline file"
     )
-
-
-def check_to_json(check: MetricCheck) -> dict[str, Any]:
-    """One :class:`MetricCheck` as a :class:`MetricResult` JSON object (the record transport)."""
-    m = check.metric
-    return MetricResult(
-        metric=m.name,
-        verdict=check.verdict,
-        current=check.current,
-        baseline=check.baseline,
-        limit=str(check.tolerance) if m.direction == "lower" else _drop_text(check),
-        budget=check.budget.limit if check.budget is not None else None,
-        over_budget=check.over_budget,
-    ).model_dump(mode="json")
-
-
-def _drop_text(check: MetricCheck) -> str:
-    from pytest_modelprof.baseline.tolerance import format_tolerance
-
-    return format_tolerance(check.tolerance, drop=True)
 
 
 def _git(rootdir: Path, *args: str) -> str | None:
@@ -303,7 +348,10 @@ def results_from_records(
                 failed=r.failed,
                 baseline_path=r.baseline_path,
                 location=locations.get(r.nodeid),
-                checks=[MetricResult.model_validate(c) for c in r.checks],
+                checks=[CheckResult.model_validate(c) for c in r.checks],
+                failures=list(r.failures),
+                warnings=list(r.warnings),
+                environment=list(r.environment),
                 profile=ModelProfile.model_validate(r.profile) if r.profile else None,
                 baseline=BaselineDocument.model_validate(r.baseline) if r.baseline else None,
                 timing=r.timing,
@@ -347,7 +395,10 @@ def compare_profiles(
         status=status,
         failed=status == "regressed",
         location=location,
-        checks=[MetricResult.model_validate(check_to_json(c)) for c in comparison.checks],
+        checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+        failures=[c.describe() for c in comparison.failures],
+        warnings=[c.describe() for c in comparison.warnings],
+        environment=list(comparison.environment),
         profile=new,
         baseline=before,
     )
@@ -415,9 +466,10 @@ def compare_documents(old: Document, new: Document, limits: Limits) -> RunResult
                     model=new.model,
                     status=status,
                     failed=status == "regressed",
-                    checks=[
-                        MetricResult.model_validate(check_to_json(c)) for c in comparison.checks
-                    ],
+                    checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+                    failures=[c.describe() for c in comparison.failures],
+                    warnings=[c.describe() for c in comparison.warnings],
+                    environment=list(comparison.environment),
                     baseline=old,
                 )
             ],
@@ -489,7 +541,7 @@ def results_json_schema() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_modelprof.results [PATH]``: write the JSON Schema (default: stdout)."""
+    """``python -m pytest_modelprof.gate.results [PATH]``: write the JSON Schema (or print it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = results_json_schema()
     if args:
