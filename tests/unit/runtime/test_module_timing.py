@@ -14,7 +14,7 @@ import torch
 import torchvision
 from torch import nn
 
-from pytest_modelprof.graph_export import build_graph
+from pytest_modelprof.exports.graph import build_graph
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.runtime.module_timing import (
     ROOT_LABEL,
