@@ -86,6 +86,10 @@ class ModuleTimings(_Frozen):
         """``{path: ModuleTime}``."""
         return {m.path: m for m in self.modules}
 
+    def forward_ms_by_path(self) -> dict[str, float]:
+        """``{path: forward_ms}``: what a module graph's nodes carry with ``--timed``."""
+        return {m.path: m.forward_ms for m in self.modules}
+
     def slowest(
         self, n: int = 10, *, by: Literal["self_ms", "forward_ms"] = "self_ms"
     ) -> list[ModuleTime]:

@@ -7,6 +7,7 @@ reported, under which paths, how often they ran, and relations that hold for any
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -14,7 +15,12 @@ import torch
 import torchvision
 from torch import nn
 
-from pytest_modelprof.exports.graph import build_graph
+from pytest_modelprof.exports.graph import (
+    build_graph,
+    export_graph,
+    to_dot,
+    with_forward_times,
+)
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.runtime.module_timing import (
     ROOT_LABEL,
@@ -189,3 +195,28 @@ def test_slowest_and_the_table(resnet18_times: tuple[nn.Module, ModuleTimings]) 
     assert ROOT_LABEL in text
     assert "layer1.0.conv1" in text
     assert len(text.splitlines()) == len(times.modules) + 1
+
+
+def test_a_timed_module_graph_carries_forward_ms_on_every_module_node(
+    resnet18_times: tuple[nn.Module, ModuleTimings],
+) -> None:
+    model, times = resnet18_times
+    profile = profile_model(model, input_shape=(1, 3, 32, 32))
+    capture = profile.capture_record
+    assert capture is not None
+    untimed = json.loads(export_graph(capture, detail=False, fmt="json"))
+    assert all("forward_ms" not in n for n in untimed["nodes"])  # the old document, unchanged
+    forward_ms = times.forward_ms_by_path()
+    data = json.loads(export_graph(capture, detail=False, fmt="json", forward_ms=forward_ms))
+    modules = [n for n in data["nodes"] if n["kind"] == "module"]
+    # JSON rounds floats to 6 decimals
+    assert modules and all(n["forward_ms"] == pytest.approx(forward_ms[n["module"]], abs=1e-6)
+                           for n in modules)
+    assert all(n["forward_ms"] is None for n in data["nodes"] if n["kind"] != "module")
+    text = export_graph(capture, detail=False, fmt="txt", forward_ms=forward_ms)
+    assert "forward_ms" in text.splitlines()[4]  # the column header of [nodes]
+    graph = with_forward_times(build_graph(capture, detail=False), forward_ms)
+    dot = to_dot(graph)
+    conv1 = next(n for n in graph.nodes if n.module == "conv1")
+    assert conv1.forward_ms is not None
+    assert f"{conv1.forward_ms:.3g} ms" in dot
