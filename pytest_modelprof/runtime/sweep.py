@@ -311,11 +311,13 @@ def sweep(
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
     name: str | None = None,
+    arch_kwargs: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
 
     ``model`` is an ``nn.Module`` (shape axes only), a registry name, or a factory called with
-    the non-shape axes as keywords (``lambda layers: Net(layers)``). Inputs come from
+    the non-shape axes as keywords (``lambda layers: Net(layers)``); ``arch_kwargs`` are
+    builder keywords held fixed at every point (``hidden_size=64``). Inputs come from
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
     (or a named model's example inputs) with the swept dimensions changed.
     """
@@ -333,6 +335,15 @@ def sweep(
             f"axes {arch_axes} change the model itself; pass a factory (e.g. "
             f"lambda {arch_axes[0]}: MyNet({arch_axes[0]}={arch_axes[0]})) instead of a module"
         )
+    fixed = dict(arch_kwargs or {})
+    if fixed and isinstance(model, nn.Module):
+        raise ValueError(
+            f"builder keywords {sorted(fixed)} need a model name or a factory to build with; "
+            "a module is already built"
+        )
+    for key in fixed:
+        if key in axes:
+            raise ValueError(f"{key!r} is both swept and fixed; give it once")
     dims = dict(axis_dims or {})
     base = {a: vals[0] for a, vals in axes.items()}
     label: str
@@ -356,10 +367,10 @@ def sweep(
             return model
         with torch.device(run_device):
             if spec is not None:
-                built: nn.Module = spec.build(input_shape=shape, **arch)
+                built: nn.Module = spec.build(input_shape=shape, **fixed, **arch)
             else:
                 assert callable(model) and not isinstance(model, str)
-                built = model(**arch)
+                built = model(**fixed, **arch)
         return built.to(dtype) if dtype is not None else built
 
     def inputs_at(point: dict[str, int]) -> Inputs:
