@@ -41,13 +41,10 @@ __all__ = [
     "SessionSettings",
     "ProfileRequest",
     "MarkerSpec",
-    "ReportSettings",
-    "REPORT_KEYS",
     "cli_flag",
     "ini_key",
     "resolve_session",
     "resolve_marker",
-    "resolve_reports",
     "parse_input_shape",
     "parse_capture_options",
     "did_you_mean",
@@ -486,93 +483,3 @@ def resolve_marker(
     if model is not None:
         request = ProfileRequest(model, input_shape, values.get("inputs"), device, name, **capture)
     return MarkerSpec(request, name, input_shape, device, limits, sweep, capture)
-
-
-
-# -- reports -------------------------------------------------------------------------------------
-
-#: The report settings: each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin.
-REPORT_KEYS: Final = ("report", "json", "markdown", "github", "artifact_url")
-GITHUB_MODES: Final = ("auto", "off")
-_REPORT_SUFFIXES: Final = {
-    "report": (".html", ".htm"),
-    "json": (".json",),
-    "markdown": (".md", ".markdown"),
-}
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """Which reports a run writes; paths are absolute."""
-
-    html: Path | None = None
-    json: Path | None = None
-    markdown: Path | None = None
-    github: bool = True  # job summary and annotations when GitHub's variables are set
-    artifact_url: str | None = None
-
-    @property
-    def any_file(self) -> bool:
-        """Whether any report file was asked for."""
-        return any(p is not None for p in (self.html, self.json, self.markdown))
-
-    def active(self, env: Mapping[str, str]) -> bool:
-        """Whether the run has anything to collect for the reports."""
-        on_github = self.github and (
-            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
-        )
-        return self.any_file or on_github
-
-
-def check_report_path(key: str, value: str) -> str:
-    """``type=`` of the path options: the suffix says the format (``ValueError`` otherwise)."""
-    suffixes = _REPORT_SUFFIXES[key]
-    if not value.strip():
-        raise ValueError(f"expected a file path ending in {' or '.join(suffixes)}")
-    if not value.lower().endswith(suffixes):
-        raise ValueError(f"{value!r} should end in {' or '.join(suffixes)}")
-    return value
-
-
-def resolve_reports(
-    cli: Mapping[str, object],
-    ini: Mapping[str, object],
-    *,
-    invocation_dir: Path,
-    ini_dir: Path,
-) -> ReportSettings:
-    """CLI over ini for the report options; CLI paths are relative to the invocation directory,
-    ini paths to the ini file."""
-    paths: dict[str, Path | None] = {}
-    for key in ("report", "json", "markdown"):
-        if _given(cli.get(key)):
-            raw, base, source = str(cli[key]), invocation_dir, cli_flag(key)
-        elif _given(ini.get(key)):
-            raw, base, source = str(ini[key]), ini_dir, f"ini {ini_key(key)}"
-        else:
-            paths[key] = None
-            continue
-        try:
-            check_report_path(key, raw)
-        except ValueError as exc:
-            raise SettingsError(f"{source}: {_why(exc)}") from None
-        paths[key] = (base / raw).resolve()
-    github = "auto"
-    for source, values in ((cli_flag("github"), cli), (f"ini {ini_key('github')}", ini)):
-        if _given(values.get("github")):
-            github = str(values["github"]).strip().lower()
-            if github not in GITHUB_MODES:
-                raise SettingsError(
-                    f"{source}: expected one of {', '.join(GITHUB_MODES)}, got {github!r}"
-                )
-            break
-    artifact = cli.get("artifact_url") if _given(cli.get("artifact_url")) else ini.get(
-        "artifact_url"
-    )
-    return ReportSettings(
-        html=paths["report"],
-        json=paths["json"],
-        markdown=paths["markdown"],
-        github=github != "off",
-        artifact_url=str(artifact) if _given(artifact) else None,
-    )

@@ -18,8 +18,8 @@ from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.gate.report_settings import ReportSettings
     from pytest_modelprof.gate.results import RunResults, SourceLocation
-    from pytest_modelprof.gate.settings import ReportSettings
 
 __all__ = ["SessionReports", "write_outputs"]
 

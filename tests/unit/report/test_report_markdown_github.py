@@ -6,6 +6,7 @@ from pathlib import Path
 
 from report_samples import EVIL
 
+from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.github import (
     annotation_lines,
     append_step_summary,
@@ -14,7 +15,6 @@ from pytest_modelprof.report.github import (
 )
 from pytest_modelprof.report.markdown import code, render_markdown, render_step_summary
 from pytest_modelprof.report.view import build_view
-from pytest_modelprof.gate.results import RunResults
 
 
 def test_code_spans_survive_any_text() -> None:

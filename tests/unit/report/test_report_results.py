@@ -9,13 +9,12 @@ import pytest
 from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
+from pytest_modelprof.gate.documents import compare_documents, merge_results
 from pytest_modelprof.gate.results import (
     SCHEMA_PATH,
     RunInfo,
     RunResults,
-    compare_documents,
     load_document,
-    merge_results,
     results_json_schema,
 )
 from pytest_modelprof.gate.settings import Limits
