@@ -327,8 +327,14 @@ def sweep(
         raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
     axes = {k: [int(v) for v in vals] for k, vals in over.items()}
     for axis, vals in axes.items():
-        if len(vals) < 2 or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
-            raise ValueError(f"axis {axis!r}: need >= 2 positive increasing values, got {vals}")
+        if not vals or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
+            raise ValueError(f"axis {axis!r}: need positive increasing values, got {vals}")
+    # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
+    swept = [a for a, vals in axes.items() if len(vals) > 1]
+    if not swept:
+        raise ValueError(
+            f"over={axes} needs at least one axis with two or more values to fit a growth on"
+        )
     arch_axes = [a for a in axes if a not in SHAPE_AXES]
     if isinstance(model, nn.Module) and arch_axes:
         raise ValueError(
@@ -390,7 +396,8 @@ def sweep(
         return resized
 
     series: list[SweepSeries] = []
-    for axis, values in axes.items():
+    for axis in swept:
+        values = axes[axis]
         points: list[SweepPoint] = []
         for value in values:
             point = {**base, axis: value}

@@ -37,3 +37,16 @@ def test_an_axis_given_twice_is_refused() -> None:
 def test_fixed_kwargs_need_something_to_build() -> None:
     with pytest.raises(ValueError, match="builder keywords"):
         sweep(_mlp(), over={"batch": [1, 2]}, arch_kwargs={"width": 3}, input_shape=(2, 8))
+
+
+def test_a_single_value_holds_an_axis_without_sweeping_it() -> None:
+    def tokens(layers: int = 1) -> nn.Module:
+        return nn.Sequential(*[nn.Linear(8, 8) for _ in range(layers)])
+
+    result = sweep(tokens, over={"layers": [1, 2, 4], "seq_len": [32]}, input_shape=(1, 4, 8),
+                   latency=False)
+    assert [s.axis for s in result.series] == ["layers"]
+    assert result.base == {"layers": 1, "seq_len": 32}
+    assert all(p.input_shapes == [[1, 32, 8]] for p in result.series[0].points)
+    with pytest.raises(ValueError, match="at least one axis with two or more values"):
+        sweep(tokens, over={"seq_len": [32]}, input_shape=(1, 4, 8))
