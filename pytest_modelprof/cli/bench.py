@@ -29,8 +29,7 @@ OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")
 HOOK_OVERHEAD = (
     "Module times come from forward hooks on every module, and their cost is included:\n"
     "about 1 % of resnet50's forward at 224 px on one CPU thread (183 hooked calls, a few\n"
-    "microseconds each), about 4 % at 64 px (benchmarks/bench_module_timing.py). The\n"
-    "forward/backward/step figures are measured without hooks."
+    "microseconds each), about 4 % at 64 px (benchmarks/bench_module_timing.py)."
 )
 
 
@@ -162,7 +161,8 @@ COMMAND = Command(
         "into parameters, gradients, optimizer state and activations (allocation tracker on\n"
         "the CPU, caching allocator on a GPU), the counted FLOPs by op family, and the\n"
         "hardware. Then it lists the modules that take the most forward time.\n\n"
-        + HOOK_OVERHEAD
+        + HOOK_OVERHEAD + "\nThe forward, backward and training-step figures are measured "
+        "without hooks."
     ),
     examples="""\
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5

@@ -96,3 +96,43 @@ def test_a_failing_measurement_is_one_error_line(capsys: Capsys) -> None:
 def test_unknown_model_suggests_names(capsys: Capsys) -> None:
     assert main(["bench", "resnet19", "--rounds", "1"]) == 2
     assert "did you mean: resnet18" in capsys.readouterr().err.lower()
+
+
+# -- modelprof graph --timed ---------------------------------------------------------------------
+
+def test_timed_graph_json_has_forward_ms_on_every_module_node(capsys: Capsys) -> None:
+    # The issue's command, at a small input and few rounds.
+    code = main(["graph", "resnet18", "--timed", "--format", "json", "--input-shape",
+                 "1,3,32,32", "--rounds", "2"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    modules = [n for n in doc["nodes"] if n["kind"] == "module"]
+    assert len(modules) > 20
+    assert all(isinstance(n["forward_ms"], float) and n["forward_ms"] >= 0 for n in modules)
+    by_module = {n["module"]: n["forward_ms"] for n in modules}
+    # A block's time contains its convolution's (JSON keeps 6 decimals).
+    assert by_module["layer1.0"] >= by_module["layer1.0.conv1"] - 1e-6
+    assert "module times" in captured.err
+
+
+@pytest.mark.parametrize(("fmt", "marker"), [("txt", "forward_ms"), ("dot", ' ms"];')])
+def test_timed_graph_text_and_dot_show_the_times(capsys: Capsys, fmt: str, marker: str) -> None:
+    code = main(["graph", "resnet18", "--timed", "--format", fmt, "--input-shape", "1,3,32,32",
+                 "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and marker in out
+    if fmt == "txt":
+        header = next(line for line in out.splitlines() if line.strip().startswith("id"))
+        assert "forward_ms" in header
+
+
+def test_untimed_graph_json_has_no_forward_ms(capsys: Capsys) -> None:
+    assert main(["graph", "resnet18", "--format", "json", "--input-shape", "1,3,32,32"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all("forward_ms" not in n for n in doc["nodes"])
+
+
+def test_timed_with_detail_is_refused(capsys: Capsys) -> None:
+    assert main(["graph", "resnet18", "--timed", "--detail"]) == 2
+    assert "--timed times modules" in capsys.readouterr().err
