@@ -76,3 +76,26 @@ def test_cuda_memory_breakdown_of_bench_sgd() -> None:
     assert b.gradients == weights
     assert all(p.grad is None for p in model.parameters())
     _record("bench_mlp_memory", **b.model_dump(), peak=doc.memory.peak_bytes)
+
+
+def test_bench_command_on_cuda(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_modelprof.cli import main
+
+    code = main(["bench", "resnet18", "--device", "cuda", "--input-shape", "1,3,64,64",
+                 "--rounds", "5", "--json"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    assert doc["hardware"]["gpu_name"] == torch.cuda.get_device_name(0)
+    assert sum(doc["memory"]["breakdown"].values()) == doc["memory"]["peak_bytes"]
+
+
+def test_timed_graph_on_cuda(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_modelprof.cli import main
+
+    code = main(["graph", "resnet18", "--timed", "--device", "cuda", "--format", "json",
+                 "--input-shape", "1,3,64,64", "--rounds", "3"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    nodes = [n for n in json.loads(captured.out)["nodes"] if n["kind"] == "module"]
+    assert nodes and all(n["forward_ms"] is not None for n in nodes)

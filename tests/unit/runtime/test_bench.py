@@ -250,3 +250,13 @@ def test_a_failing_stage_is_named_with_a_hint() -> None:
     # resnet18 at 32 px ends in 1x1 maps: with batch 1, train-mode batch norm has one value.
     with pytest.raises(ModelprofError, match="the backward failed: ValueError: .*larger batch"):
         bench("resnet18", input_shape=(1, 3, 32, 32), rounds=1, warmup=0)
+
+
+def test_dtype_reaches_weights_and_inputs() -> None:
+    run = bench("resnet18", input_shape=SHAPE, dtype="float64", rounds=1, warmup=0)
+    model = torchvision.models.resnet18(weights=None)
+    state = storage_bytes(list(model.parameters())) + storage_bytes(list(model.buffers()))
+    assert run.dtype == "float64"
+    # float64 doubles every floating-point weight and buffer; BN's int64 counters stay 8 bytes.
+    counters = sum(b.numel() * 8 for b in model.buffers() if b.dtype == torch.int64)
+    assert run.report.memory.breakdown.parameters == 2 * (state - counters) + counters
