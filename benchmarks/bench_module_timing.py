@@ -5,7 +5,9 @@
 cost is part of every module's figure. This measures it: the same model and input, rounds of
 the plain forward and of the hooked forward *alternating* in one process (so load on the
 machine hits both alike), each timed end to end with the same host clock. It prints the
-medians and their ratio, and the ratio per module call.
+medians and their ratio. Because a loaded machine can hide a 1 % effect in that ratio, it also
+measures the hooks' own cost per call on a chain of Identity modules (fastest of many rounds)
+and scales it by resnet50's module calls: an estimate that load barely moves.
 
 Reproduce: python benchmarks/bench_module_timing.py              (about a minute on 1 thread)
            python benchmarks/bench_module_timing.py --busy       (a second process spinning)
@@ -39,6 +41,24 @@ def _spin(seconds: float) -> None:
         pass
 
 
+def per_call_us(calls: int = 2000, rounds: int = 30) -> tuple[float, float]:
+    """Fastest forward of ``calls`` Identity modules on a tiny tensor, plain and hooked (us per
+    call): the hooks' own cost with almost no work around it, robust to load via the minimum."""
+    chain = torch.nn.Sequential(*[torch.nn.Identity() for _ in range(calls)])
+    batch = as_inputs(torch.zeros(1))
+    clock = PerfCounterTimer()
+    recorder = _Recorder(chain, _HostMarks())
+    plain: list[float] = []
+    hooked: list[float] = []
+    for _ in range(rounds):
+        plain.append(clock.time(lambda: call_model(chain, batch)))
+        with recorder:
+            hooked.append(clock.time(lambda: call_model(chain, batch)))
+            recorder.take_round()  # reading the marks happens after the forward, untimed
+    n = calls + 1  # the Sequential itself is hooked too
+    return min(plain) * 1000 / n, min(hooked) * 1000 / n
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
@@ -68,13 +88,14 @@ def main() -> int:
             for i in range(args.warmup + args.rounds):
                 a = clock.time(lambda: call_model(model, batch))
                 with recorder:
-                    b = clock.time(lambda: (call_model(model, batch), recorder.take_round()))
+                    b = clock.time(lambda: call_model(model, batch))
+                    recorder.take_round()  # after the forward: not part of any module's time
                 if i >= args.warmup:
                     plain.append(a)
                     hooked.append(b)
             with recorder:  # one more hooked forward, to count the module calls in one
                 call_model(model, batch)
-                calls = len(recorder.calls)
+                calls = len(recorder.paths)
                 paths = len(recorder.order)
                 recorder.take_round()
     finally:
@@ -88,7 +109,14 @@ def main() -> int:
     print(f"  hooked forward  median {h:8.2f} ms  (min {min(hooked):.2f})")
     print(f"  ratio hooked/plain: {h / p:.3f}  (medians), {min(hooked) / min(plain):.3f} (mins)")
     print(f"  {calls} module calls per forward ({paths} modules): "
-          f"{(h - p) * 1000 / calls:.1f} us per call")
+          f"{(h - p) * 1000 / calls:.1f} us per call from the medians")
+    bare, with_hooks = per_call_us()
+    cost_ms = (with_hooks - bare) * calls / 1000
+    print(f"  hook cost on an Identity chain: {with_hooks - bare:.2f} us per call (fastest "
+          f"round; {bare:.2f} us unhooked, {with_hooks:.2f} us hooked)")
+    print(f"  estimate for resnet50: {calls} calls x that = {cost_ms:.2f} ms, "
+          f"{100 * cost_ms / min(plain):.1f} % of its fastest plain forward "
+          f"({min(plain):.2f} ms)")
     return 0
 
 

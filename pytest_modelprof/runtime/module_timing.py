@@ -146,38 +146,41 @@ def _marks_for(device: torch.device) -> _HostMarks | _CudaMarks:
 
 # -- hooks ----------------------------------------------------------------------------------
 
-class _Call:
-    """One module call: its path, the id of the call it ran in, and its two clock marks."""
-
-    __slots__ = ("path", "parent", "start", "end")
-
-    def __init__(self, path: str, parent: int, start: Any) -> None:
-        self.path = path
-        self.parent = parent
-        self.start = start
-        self.end: Any = None
-
-
 class _Recorder:
-    """Module hooks that mark the start and end of every call and attribute it to a path."""
+    """Module hooks that mark the start and end of every call and attribute it to a path.
+
+    The hooks run inside the timed forward, so they do as little as possible: append to flat
+    lists (path, caller, start mark, end mark per call); everything else waits for
+    :meth:`take_round`, after the forward.
+    """
 
     def __init__(self, model: nn.Module, marks: _HostMarks | _CudaMarks) -> None:
         self.marks = marks
-        self.paths: dict[int, list[str]] = {}
+        # On the host, the clock itself (one call less per mark than the method).
+        self._mark: Callable[[], Any] = (
+            time.perf_counter_ns if isinstance(marks, _HostMarks) else marks.mark
+        )
+        by_id: dict[int, list[str]] = {}
         self.types: dict[str, str] = {}
         for name, module in model.named_modules(remove_duplicate=False):
-            self.paths.setdefault(id(module), []).append(name)
+            by_id.setdefault(id(module), []).append(name)
             self.types[name] = type(module).__name__
+        # The common case, one path per module, is one dict lookup in the hook.
+        self._single = {k: v[0] for k, v in by_id.items() if len(v) == 1}
+        self._shared = {k: v for k, v in by_id.items() if len(v) > 1}
         self._modules = [m for _, m in model.named_modules()]
         self._stack: list[int] = []  # ids of the calls running now, innermost last
-        self.calls: list[_Call] = []  # the calls of one forward, in start order
-        self.order: dict[str, int] = {}  # first-call order of paths
+        # The calls of one forward, in start order: path, caller's id (-1: none), marks.
+        self.paths: list[str] = []
+        self.parents: list[int] = []
+        self.starts: list[Any] = []
+        self.ends: list[Any] = []
+        self.order: dict[str, int] = {}  # first-call order of paths, over every round
         self._handles: list[RemovableHandle] = []
 
-    def _path_of(self, module: nn.Module) -> str:
-        paths = self.paths[id(module)]
-        if len(paths) > 1 and self._stack:
-            parent = self.calls[self._stack[-1]].path
+    def _shared_path(self, paths: list[str]) -> str:
+        if self._stack:
+            parent = self.paths[self._stack[-1]]
             prefix = parent + "." if parent else ""
             for path in paths:
                 if path.startswith(prefix) and "." not in path[len(prefix):]:
@@ -185,17 +188,21 @@ class _Recorder:
         return paths[0]
 
     def _pre(self, module: nn.Module, args: Any) -> None:
-        path = self._path_of(module)
-        self.order.setdefault(path, len(self.order))
-        parent = self._stack[-1] if self._stack else -1
-        self._stack.append(len(self.calls))
+        path = self._single.get(id(module))
+        if path is None:
+            path = self._shared_path(self._shared[id(module)])
+        stack = self._stack
+        self.parents.append(stack[-1] if stack else -1)
+        stack.append(len(self.paths))
+        self.paths.append(path)
+        self.ends.append(None)
         # The mark comes last so that the bookkeeping above is billed to the caller.
-        self.calls.append(_Call(path, parent, self.marks.mark()))
+        self.starts.append(self._mark())
 
     def _post(self, module: nn.Module, args: Any, output: Any) -> None:
-        end = self.marks.mark()
+        end = self._mark()
         if self._stack:
-            self.calls[self._stack.pop()].end = end
+            self.ends[self._stack.pop()] = end
 
     def __enter__(self) -> _Recorder:
         for m in self._modules:
@@ -208,24 +215,29 @@ class _Recorder:
             h.remove()
         self._handles.clear()
         self._stack.clear()
-        self.calls = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self.paths, self.parents, self.starts, self.ends = [], [], [], []
 
     def take_round(self) -> _Round:
         """The figures of the forward just run, per path; starts a new round."""
         self.marks.finish()
+        elapsed = self.marks.elapsed_ms
         spans = [
-            self.marks.elapsed_ms(c.start, c.end) if c.end is not None else 0.0
-            for c in self.calls
+            elapsed(start, end) if end is not None else 0.0
+            for start, end in zip(self.starts, self.ends, strict=True)
         ]
-        inner = [0.0] * len(self.calls)
-        for i, c in enumerate(self.calls):
-            if c.parent >= 0:
-                inner[c.parent] += spans[i]
+        inner = [0.0] * len(spans)
+        for i, parent in enumerate(self.parents):
+            if parent >= 0:
+                inner[parent] += spans[i]
         out: _Round = {}
-        for i, c in enumerate(self.calls):
-            total, own, n = out.get(c.path, (0.0, 0.0, 0))
-            out[c.path] = (total + spans[i], own + max(spans[i] - inner[i], 0.0), n + 1)
-        self.calls = []
+        for i, path in enumerate(self.paths):
+            self.order.setdefault(path, len(self.order))
+            total, own, n = out.get(path, (0.0, 0.0, 0))
+            out[path] = (total + spans[i], own + max(spans[i] - inner[i], 0.0), n + 1)
+        self._reset()
         return out
 
 
