@@ -28,8 +28,8 @@ OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")
 #: Quoted in --help; measured by benchmarks/bench_module_timing.py (figures in BENCHMARKS.md).
 HOOK_OVERHEAD = (
     "Module times come from forward hooks on every module, and their cost is included:\n"
-    "about 1 % of resnet50's forward at 224 px on one CPU thread (183 hooked calls, a few\n"
-    "microseconds each), about 4 % at 64 px (benchmarks/bench_module_timing.py)."
+    "under 1 % of resnet50's forward at 224 px on one CPU thread (183 hooked calls, about\n"
+    "5 microseconds each), about 2 % at 64 px (benchmarks/bench_module_timing.py)."
 )
 
 
