@@ -10,13 +10,14 @@ What it does:
    model rotated with the calibration workloads, ``--max-rounds`` rounds each), first with
    the machine as it is ("idle"), then with a background process spinning on a core
    ("loaded"; bounded in time, it exits on its own).
-3. Replays the gate on every (baseline, current) pair, exactly as the plugin runs it: the
-   stored baseline is the first ``--rounds`` rounds of an unchanged session, and the current
-   run is ``compare_sequential``, fed from a recorded session (``--rounds`` rounds, more only
-   while undecided, at most ``--max-rounds``). Every unchanged session serves as baseline
-   against every *other* unchanged session (false alarms) and every slowed session
-   (detections). Scenarios: idle/idle, loaded/loaded, idle baseline + loaded run, and
-   loaded baseline + idle run.
+3. Replays the gate on every (baseline, current) pair, as ``measure_forward_sequential``
+   runs it: a stored baseline is a whole unchanged session (``--max-rounds`` rounds, as
+   recorded without a baseline), and the current run is ``compare_sequential`` fed from a
+   recorded session (``--rounds`` rounds, more only while undecided, at most
+   ``--max-rounds``; 1000 bootstrap resamples instead of the plugin's 2000, for time).
+   Every unchanged session serves as baseline against every *other* unchanged session
+   (false alarms) and every slowed session (detections). Scenarios: idle/idle,
+   loaded/loaded, idle baseline + loaded run, and loaded baseline + idle run.
 
 Pairs share sessions, so they are not independent; the rates are estimates, not exact
 probabilities. Sessions of one process stand in for runs on different days. Timings on a
@@ -154,11 +155,11 @@ def _judge(stored: NormalisedTiming, session: NormalisedTiming, rounds: int, max
 def _scenario(
     label: str, base: Sequence[NormalisedTiming], same: Sequence[NormalisedTiming],
     slowed: Sequence[NormalisedTiming], same_phase: bool, rounds: int, max_rounds: int,
-    raw: bool,
+    raw: bool, baseline_rounds: int,
 ) -> Rates:
     fa = det = n_same = n_slow = used = 0
     for i, ref in enumerate(base):
-        stored = ref.head(rounds)
+        stored = ref.head(baseline_rounds)
         for j, cur in enumerate(same):
             if same_phase and i == j:
                 continue
@@ -223,6 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="rounds of a stored baseline and of a run's first look")
     parser.add_argument("--max-rounds", type=int, default=None,
                         help=f"most rounds a run measures (default {DEFAULT_MAX_ROUNDS_FACTOR}x)")
+    parser.add_argument("--baseline-rounds", type=int, default=None,
+                        help="rounds of a stored baseline (default: --max-rounds, as the "
+                             "plugin records a baseline)")
     parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
     parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--no-load", action="store_true", help="skip the loaded phase")
@@ -234,6 +238,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sessions = 10 if args.quick else 16
     if args.max_rounds is None:
         args.max_rounds = DEFAULT_MAX_ROUNDS_FACTOR * args.rounds
+    if args.baseline_rounds is None:
+        args.baseline_rounds = args.max_rounds
     started = time.time()
 
     print(f"# {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
@@ -270,13 +276,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(_scenario(
                 label, phases[base_phase]["unchanged"], phases[cur_phase]["unchanged"],
                 phases[cur_phase]["slowed"], base_phase == cur_phase, args.rounds,
-                args.max_rounds, raw,
+                args.max_rounds, raw, args.baseline_rounds,
             ))
 
     print()
     print(f"injected slowdown +{args.slowdown * 100:.0f} %, {args.sessions} sessions per "
           f"variant and load; gate defaults: tolerance {DEFAULT_TOLERANCE * 100:.0f} %, "
-          f"alpha {DEFAULT_ALPHA}, {args.rounds} rounds (up to {args.max_rounds})")
+          f"alpha {DEFAULT_ALPHA}, {args.rounds} rounds (up to {args.max_rounds}), "
+          f"baselines of {args.baseline_rounds} rounds")
     header = (f"{'scenario':<27} {'values':<23} {'false alarms':>18} {'detected':>18} "
               f"{'rounds':>6}")
     print(header)

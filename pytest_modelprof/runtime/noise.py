@@ -32,6 +32,7 @@ significantly different, so updating baselines does not rewrite them on every ru
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
@@ -484,12 +485,17 @@ def measure_forward_sequential(
     seed: int | None = 0,
     threads: int | None = 1,
 ) -> NormalisedTiming:
-    """:func:`measure_forward_normalised`, with more rounds while the verdict is undecided.
+    """:func:`measure_forward_normalised`, with more rounds only while the verdict is undecided.
 
-    Without a (comparable) baseline it measures ``rounds`` rounds; with one it follows
-    :func:`compare_sequential` up to ``max_rounds`` (default 4x ``rounds``). Judge the result
-    with :func:`compare_timings` and the same ``tolerance``.
+    With a comparable ``baseline`` it follows :func:`compare_sequential`: ``rounds`` rounds,
+    then more up to ``max_rounds`` (default :data:`DEFAULT_MAX_ROUNDS_FACTOR` x ``rounds``).
+    Without one (recording or updating a baseline: pass ``None``) it measures ``max_rounds``
+    rounds at once, because a baseline is measured once and judged against many times; a
+    baseline from a briefly disturbed 100 rounds made 8-10 % of later detections miss in
+    ``benchmarks/bench_timing_gate.py``. Judge the result with :func:`compare_timings` and
+    the same ``tolerance``.
     """
+    limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
 
     def measure(n: int) -> NormalisedTiming:
         return measure_forward_normalised(
@@ -497,10 +503,9 @@ def measure_forward_sequential(
         )
 
     if baseline is None or not _comparable(baseline):
-        return measure(rounds)
+        return measure(limit)
     timing, _ = compare_sequential(
-        baseline, measure, rounds=rounds, max_rounds=max_rounds, tolerance=tolerance,
-        alpha=alpha,
+        baseline, measure, rounds=rounds, max_rounds=limit, tolerance=tolerance, alpha=alpha
     )
     return timing
 
@@ -524,6 +529,31 @@ def _as_side(x: Timings) -> _Side:
     return _side(x, None)
 
 
+@functools.lru_cache(maxsize=64)
+def _replicates(
+    model: tuple[float, ...],
+    parts: tuple[tuple[float, ...], ...] | None,
+    quantile: float,
+    resamples: int,
+    seed: int,
+) -> torch.Tensor:
+    """Bootstrap replicates of one side's statistic (cached: a baseline is judged many times)."""
+    gen = torch.Generator().manual_seed(seed)
+    rounds = torch.tensor(model, dtype=torch.float64)
+    idx = torch.randint(len(rounds), (resamples, len(rounds)), generator=gen)
+    top = torch.quantile(rounds[idx], quantile, dim=1)
+    if parts is None:
+        return top
+    calib = torch.tensor(parts, dtype=torch.float64)  # (workloads, rounds)
+    low = torch.quantile(calib[:, idx], quantile, dim=2)  # (workloads, resamples)
+    return top / torch.exp(torch.log(low).mean(dim=0))
+
+
+def _side_replicates(side: _Side, quantile: float, resamples: int, seed: int) -> torch.Tensor:
+    parts = None if side[1] is None else tuple(tuple(p) for p in side[1])
+    return _replicates(tuple(side[0]), parts, quantile, resamples, seed)
+
+
 def bootstrap_slowdown(
     current: Timings,
     baseline: Timings,
@@ -535,23 +565,14 @@ def bootstrap_slowdown(
     """Sorted bootstrap replicates of the slowdown ``stat(current) / stat(baseline) - 1``.
 
     Rounds are resampled with replacement, each model round together with its calibration
-    rounds, independently on both sides; seeded, so the same inputs give the same replicates.
+    rounds, independently on both sides (seeds ``seed`` and ``seed + 1``), so the same
+    inputs give the same replicates.
     """
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
-    gen = torch.Generator().manual_seed(seed)
-
-    def replicates(side: _Side) -> torch.Tensor:
-        model = torch.tensor(side[0], dtype=torch.float64)
-        idx = torch.randint(len(model), (resamples, len(model)), generator=gen)
-        top = torch.quantile(model[idx], quantile, dim=1)
-        if side[1] is None:
-            return top
-        parts = torch.tensor(side[1], dtype=torch.float64)  # (workloads, rounds)
-        low = torch.quantile(parts[:, idx], quantile, dim=2)  # (workloads, resamples)
-        return top / torch.exp(torch.log(low).mean(dim=0))
-
-    reps = replicates(_as_side(current)) / replicates(_as_side(baseline)) - 1.0
+    cur = _side_replicates(_as_side(current), quantile, resamples, seed)
+    base = _side_replicates(_as_side(baseline), quantile, resamples, seed + 1)
+    reps = cur / base - 1.0
     return sorted(float(r) for r in reps.tolist())
 
 

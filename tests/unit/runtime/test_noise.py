@@ -7,6 +7,7 @@ import random
 from collections.abc import Callable
 
 import pytest
+import torch
 
 from pytest_modelprof.runtime.noise import (
     CALIBRATION_PARTS,
@@ -18,6 +19,7 @@ from pytest_modelprof.runtime.noise import (
     compare_timings,
     decide,
     latency_gate,
+    measure_forward_sequential,
     measure_normalised,
     needs_more_rounds,
     timing_to_store,
@@ -313,3 +315,11 @@ def test_missing_or_outdated_stored_timing_is_replaced() -> None:
     v1 = _session(5.0, 1.0, seed=42).model_dump(mode="json") | {"calibration_version": 1}
     assert timing_to_store(v1, new) == fresh
     assert timing_to_store({"rounds": "many"}, new.model_dump(mode="json")) == fresh
+
+
+def test_a_baseline_is_measured_with_the_most_rounds_and_a_run_with_fewer() -> None:
+    model, x = torch.nn.Linear(4, 4), torch.randn(1, 4)
+    baseline = measure_forward_sequential(model, x, None, rounds=10)
+    assert baseline.rounds == 40 and len(baseline.calibration_parts) == 3  # 4x rounds
+    run = measure_forward_sequential(model, x, baseline, rounds=10, max_rounds=30)
+    assert run.rounds in (10, 20, 30)
