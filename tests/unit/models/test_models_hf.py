@@ -196,3 +196,14 @@ def test_missing_transformers_gives_install_hint() -> None:
     assert "transformers is not installed" in out.stdout
     assert 'pip install "pytest-modelprof[hf]"' in out.stdout
     assert out.stdout.strip().endswith("()")
+
+
+def test_cli_profile_by_name_with_seq_len(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_modelprof.cli import main
+
+    assert main(["profile", "hf:gpt2", "--seq-len", "256", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    # The GPT-2 closed form above at T = 256: 12*12*768^2*T + 12*2*T^2*768 + T*768*50257.
+    assert document["total_macs"] == 21_743_271_936 + 1_207_959_552 + 9_880_928_256
+    assert main(["profile", "resnet18", "--seq-len", "256"]) == 2
+    assert "text models only" in capsys.readouterr().err
