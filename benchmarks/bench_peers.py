@@ -1,16 +1,18 @@
-"""The peers on the same models: MACs and time side by side, in one process.
+"""The peers on the same models: MACs and time side by side.
 
     python benchmarks/bench_peers.py                 # every model and peer (2-4 minutes)
     python benchmarks/bench_peers.py --only gpt2     # resnet50 | vit_b_16 | lstm | gpt2
     python benchmarks/bench_peers.py --json out.json
 
 Peers: fvcore's FlopCountAnalysis, torch.utils.flop_counter.FlopCounterMode, DeepSpeed's
-FlopsProfiler, calflops, ptflops (both backends) and thop. Each gets its own deep copy of the
-same randomly initialised CPU model and the same inputs; a peer that is not installed is
-reported as such. Every peer's time is its whole call, best of ``--repeat``; ours is
-``profile_model(module, inputs=...)`` in the default mode (fake tensors over the module's own
-weights). The reference column is a figure nobody here wrote: torchvision's published ``_ops``
-or the closed form of the architecture (derivations below).
+FlopsProfiler, calflops, ptflops (both backends) and thop. Each runs in a fresh process of its
+own (peers patch torch functions; DeepSpeed's leftovers made calflops count resnet50 twice) on
+a deep copy of the same randomly initialised CPU model (seed 0) and the same inputs; a peer that
+is not installed is reported as such. A Hugging Face LM is wrapped to return its logits, as
+fvcore's JIT trace needs a tensor output. Every peer's time is its whole call, best of
+``--repeat``; ours is ``profile_model(module, inputs=...)`` in the default mode (fake tensors
+over the module's own weights). The reference column is a figure nobody here wrote:
+torchvision's published ``_ops`` or the closed form of the architecture (derivations below).
 
 DeepSpeed compiles on install; its profiler is pure Python, so it can run from the sdist:
 ``pip download --no-deps deepspeed==0.19.8 && tar xzf deepspeed-0.19.8.tar.gz`` and
@@ -28,6 +30,8 @@ import io
 import json
 import logging
 import os
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -55,6 +59,17 @@ class LstmLM(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out, _ = self.lstm(self.embed(x))
         return self.head(out)  # type: ignore[no-any-return]
+
+
+class Logits(nn.Module):
+    """A Hugging Face LM returning a plain tensor: JIT tracers (fvcore) reject its dict output."""
+
+    def __init__(self, lm: nn.Module) -> None:
+        super().__init__()
+        self.lm = lm
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.lm(input_ids=input_ids).logits  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -103,7 +118,7 @@ def cases() -> dict[str, Callable[[], Case]]:
         # 12 layers of 12 d^2 per token + 2 T^2 d attention, and the LM head T d V (d = 768).
         t, d = 128, 768
         macs = 12 * (t * 12 * d * d + 2 * t * t * d) + t * d * 50_257
-        model = GPT2LMHeadModel(GPT2Config(return_dict=False)).eval()
+        model = Logits(GPT2LMHeadModel(GPT2Config()).eval())
         return Case(
             "gpt2", model, {"input_ids": torch.randint(0, 50_257, (1, t))}, macs, "closed form"
         )
@@ -214,20 +229,43 @@ def measure(
     return {"macs": macs, "seconds": best, "vs_reference": macs / case.reference - 1}
 
 
+def worker(case_name: str, peer_name: str, repeat: int) -> None:
+    """One peer on one model in this fresh process: peers patch torch (DeepSpeed and calflops
+    both wrap ``torch.nn.functional``), and one left patched would skew the next one."""
+    logging.disable(logging.WARNING)  # DeepSpeed's accelerator notice, calflops' chatter
+    torch.manual_seed(0)
+    case = cases()[case_name]()
+    print(json.dumps(measure(PEERS[peer_name], case, repeat)))
+
+
+def run_worker(case_name: str, peer_name: str, repeat: int) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--worker", case_name, peer_name, "--repeat", str(repeat)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"worker failed: {tail[:120]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=sorted(cases()), action="append")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--worker", nargs=2, metavar=("CASE", "PEER"), help=argparse.SUPPRESS)
     args = parser.parse_args()
-    logging.disable(logging.WARNING)  # DeepSpeed's accelerator notice, calflops' chatter
+    if args.worker:
+        worker(args.worker[0], args.worker[1], args.repeat)
+        return
     results: dict[str, Any] = {}
     for name in args.only or list(cases()):
         case = cases()[name]()
         row: dict[str, Any] = {"reference": case.reference, "note": case.reference_note}
         print(f"\n{name}: reference {case.reference / 1e9:.4f} GMACs ({case.reference_note})")
-        for peer_name, peer in PEERS.items():
-            row[peer_name] = got = measure(peer, case, args.repeat)
+        for peer_name in PEERS:
+            row[peer_name] = got = run_worker(name, peer_name, args.repeat)
             if "error" in got:
                 print(f"  {peer_name:<24} {got['error']}")
             else:
