@@ -129,3 +129,13 @@ def test_resolving_a_timm_name_imports_no_transformers() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_modelprof_list_shows_the_hub_groups(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_modelprof.cli import main
+
+    assert main(["list", "--filter", "convnext_tiny"]) == 0
+    out = capsys.readouterr().out
+    assert "timm (2)" in out and "timm:convnext_tiny_hnf" in out
+    assert main(["list", "--filter", "hf:mixtral", "--json"]) == 0
+    assert '"hf:mixtral"' in capsys.readouterr().out
