@@ -109,8 +109,8 @@ def hf_spec(name: str) -> ModelSpec:
     else:
         raise _unknown(name, bare)
     model_type = config.model_type if config is not None else bare
-    cls_name = _default_class(model_type, config)
     base = _base_config(name, bare, config)
+    cls_name = _default_class(model_type, base, config is not None)
     kind, shape = _inputs_for(name, cls_name, base)
     return ModelSpec(
         name=name,
@@ -186,16 +186,15 @@ def _base_config(name: str, bare: str, config: Any) -> Any:
     return AutoConfig.for_model(bare)
 
 
-def _default_class(model_type: str, config: Any) -> str:
+def _default_class(model_type: str, base: Any, from_folder: bool) -> str:
     """The class name built by default (see the module docstring)."""
     auto = _auto()
-    if config is not None:
-        for arch in getattr(config, "architectures", None) or ():
+    if from_folder:
+        for arch in getattr(base, "architectures", None) or ():
             if _has_class(arch):
                 return str(arch)
-    encoder_decoder = bool(getattr(config, "is_encoder_decoder", False)) if config else None
-    if encoder_decoder is None:
-        encoder_decoder = model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES
+    # Whisper is an encoder-decoder without a seq2seq LM class: it must not become a causal LM.
+    encoder_decoder = bool(getattr(base, "is_encoder_decoder", False))
     seq2seq = auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES.get(model_type)
     causal = auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
     masked = auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(model_type)
@@ -310,7 +309,9 @@ def _apply_overrides(name: str, config: Any, overrides: Mapping[str, Any]) -> An
 
 def _build(name: str, bare: str, config: Any, source: str, **kwargs: Any) -> nn.Module:
     base = _base_config(name, bare, config)
-    cls_name = str(kwargs.pop(CLASS_KEY, None) or _default_class(base.model_type, config))
+    cls_name = str(
+        kwargs.pop(CLASS_KEY, None) or _default_class(base.model_type, base, config is not None)
+    )
     for key in ("pretrained_model_name_or_path", "from_pretrained"):
         if key in kwargs:
             raise ModelBuildError(
