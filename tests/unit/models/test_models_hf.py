@@ -210,3 +210,17 @@ def test_cli_profile_by_name_with_seq_len(capsys: pytest.CaptureFixture[str]) ->
     assert document["total_macs"] == 21_743_271_936 + 1_207_959_552 + 9_880_928_256
     assert main(["profile", "resnet18", "--seq-len", "256"]) == 2
     assert "text models only" in capsys.readouterr().err
+
+
+def test_nothing_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"network access attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    assert profile_model("hf:gpt2", input_shape=(1, 8)).total_params == 124_439_808
+    with pytest.raises(ModelNotFoundError, match="never downloads"):
+        resolve("hf:openai-community/gpt2")
