@@ -12,12 +12,13 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
@@ -179,8 +180,38 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        self.tracer._record(func, args, kwargs, out)
+        if not self.tracer._paused:
+            self.tracer._record(func, args, kwargs, out)
         return out
+
+
+# torch.lstm & co. and their gate counts. On CPU and CUDA they reach the dispatcher as fused
+# kernels (mkldnn_rnn_layer, _cudnn_rnn); on meta tensors they decompose into a dozen ops per
+# time step and layer, which made an LSTM model 25x slower to profile than on fake tensors.
+_RECURRENT = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+class _RecurrentOnMeta(TorchFunctionMode):
+    """Records ``torch.lstm/gru/rnn_*`` on meta tensors as one op (aten.lstm, ...).
+
+    Only without autograd: when gradients are needed the op runs (and decomposes) as usual,
+    so the backward graph exists. The outputs are empty meta tensors of the right shapes.
+    """
+
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if name in _RECURRENT:
+            out = self.tracer._recurrent_on_meta(name, args, kwargs)
+            if out is not None:
+                return out
+        return func(*args, **kwargs)
 
 
 class Tracer:
@@ -197,6 +228,8 @@ class Tracer:
         self._owners: list[int] = []  # id() of the module of each scope (-1: push_scope)
         self._returned: int | None = None  # the module whose forward just returned
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
+        self._paused = False  # ops the tracer itself runs are not the model's
+        self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -472,6 +505,44 @@ class Tracer:
         if reads_input:
             self._input_ops.append(index)
 
+    def _recurrent_on_meta(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[torch.Tensor, ...] | None:
+        """One op for a whole recurrent module on meta tensors; ``None``: let it run."""
+        if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_meta:
+            return None
+        if torch.is_grad_enabled() and any(t.requires_grad for t in flat_tensors(args)):
+            return None
+        packet = getattr(torch.ops.aten, name)
+        # A packed sequence calls the .data overload, (data, batch_sizes, hx, params, ...):
+        # lstm's hx is a list, so its second argument is a tensor only when packed; gru's and
+        # rnn's hx is a tensor, so their third argument is a tensor only when packed.
+        packed = isinstance(args[1] if name == "lstm" else args[2], torch.Tensor)
+        overload = packet.data if packed else packet.input
+        try:
+            a: dict[str, Any] = dict(
+                zip((arg.name for arg in op_schema(overload).arguments), args, strict=False)
+            )
+            a.update(kwargs)
+            x: torch.Tensor = a["data"] if packed else a["input"]
+            h_out = int(a["params"][1].shape[1])  # w_hh of layer 0: (gates * hidden, hidden_out)
+            directions = 2 if a["bidirectional"] else 1
+            hx = a["hx"]
+            states = list(hx) if isinstance(hx, (list, tuple)) else [hx]
+            self._paused = True
+            output = x.new_empty((*x.shape[:-1], directions * h_out))
+            out = (output, *(h.new_empty(h.shape) for h in states))
+        except Exception as exc:
+            raise FormulaError(
+                f"pricing {overload} as one op on meta tensors failed with "
+                f"{type(exc).__name__}: {exc}. This is a bug in pytest-modelprof, not in your "
+                "model or its inputs; please report it (with this message)."
+            ) from exc
+        finally:
+            self._paused = False
+        self._record(overload, args, kwargs, out)
+        return out
+
     # -- driving ---------------------------------------------------------------------------
     @contextmanager
     def tracing(self, *, record: bool = True) -> Iterator[Tracer]:
@@ -494,7 +565,10 @@ class Tracer:
         )
         try:
             if record:
-                with _DispatchHook(self):
+                with ExitStack() as modes:
+                    modes.enter_context(_DispatchHook(self))
+                    if self._has_recurrent:
+                        modes.enter_context(_RecurrentOnMeta(self))
                     yield self
             else:
                 yield self
