@@ -12,6 +12,7 @@ __all__ = [
     "op_schema",
     "op_overloads",
     "qualified_op_name",
+    "has_data",
 ]
 
 from torch._subclasses.fake_tensor import FakeTensorMode
@@ -58,3 +59,10 @@ def qualified_op_name(op: Any) -> str:
     if qualified is None:
         qualified = op._schema.name  # OpOverload
     return str(qualified)
+
+
+def has_data(t: Any) -> bool:
+    """Whether a tensor's values can be read: not meta, not a fake tensor (FakeTensor)."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    return not t.is_meta and not is_fake(t)

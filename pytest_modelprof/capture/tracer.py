@@ -9,6 +9,7 @@ buffer) give the peak of live activation memory.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import threading
 from collections.abc import Iterator
@@ -21,7 +22,12 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
+from pytest_modelprof._compat import (
+    TorchDispatchMode,
+    WeakTensorKeyDictionary,
+    has_data,
+    op_schema,
+)
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.costs.registry import (
@@ -423,6 +429,8 @@ class Tracer:
             named = dict(zip(info.names, (_to_meta(a, known) for a in args), strict=False))
             for k, v in kwargs.items():
                 named[k] = _to_meta(v, known)
+            for k in info.entry.values:  # the few arguments whose values the formula reads
+                named[k] = _with_data(named.get(k), k, args, kwargs, info.names)
             out_m = _to_meta(out, known)
             try:
                 cost = info.entry.formula(named, out_m)
@@ -605,6 +613,20 @@ class Tracer:
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture
+
+
+def _with_data(
+    meta: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]
+) -> Any:
+    """``meta`` with the tensor's values in ``data`` when it has them (real tensors)."""
+    value = kwargs.get(name)
+    if value is None and name in names and names.index(name) < len(args):
+        value = args[names.index(name)]
+    if not isinstance(value, torch.Tensor) or not isinstance(meta, TensorMeta):
+        return meta
+    if not has_data(value):
+        return meta
+    return dataclasses.replace(meta, data=tuple(value.reshape(-1).tolist()))
 
 
 def _formula_error(
