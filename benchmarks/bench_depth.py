@@ -8,8 +8,13 @@ to the largest depth, and our time over FlopCounterMode's at the largest depth.
 
 Targets (issue 11): k <= 1.05 and ratio <= 1.5 at 768 layers.
 
+``--sequencer`` instead times timm's sequencer2d_s (LSTMs over image rows and columns): our
+meta capture, our fake-tensor capture and FlopCounterMode on the same meta model (issue 11:
+meta was 25x slower than fake because aten.lstm decomposed step by step; target < 1 s).
+
 Reproduce: python benchmarks/bench_depth.py
            python benchmarks/bench_depth.py --layers 12 48 --repeat 1   (quick)
+           python benchmarks/bench_depth.py --sequencer
 """
 
 from __future__ import annotations
@@ -60,11 +65,41 @@ def fit_exponent(xs: list[int], ys: list[float]) -> float:
     return num / den
 
 
+def sequencer(repeat: int) -> None:
+    import timm
+
+    with torch.device("meta"):
+        meta_model = timm.create_model("sequencer2d_s", pretrained=False).eval()
+        x = torch.empty(1, 3, 224, 224)
+    real_model = timm.create_model("sequencer2d_s", pretrained=False).eval()
+
+    def anchor() -> int:
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            meta_model(x)
+        return int(counter.get_total_flops())
+
+    t_meta, c_meta, p_meta = best_of(
+        lambda: profile_model(meta_model, input_shape=(1, 3, 224, 224)), repeat)
+    t_fake, c_fake, p_fake = best_of(
+        lambda: profile_model(real_model, input_shape=(1, 3, 224, 224), mode="fake"), repeat)
+    t_fcm, c_fcm, _ = best_of(anchor, repeat)
+    same = (p_meta.total_flops, p_meta.total_macs) == (p_fake.total_flops, p_fake.total_macs)
+    print(f"sequencer2d_s: ours meta {t_meta:.3f} s (cpu {c_meta:.3f}, {p_meta.num_ops} ops), "
+          f"ours fake {t_fake:.3f} s (cpu {c_fake:.3f}, {p_fake.num_ops} ops), "
+          f"FlopCounterMode meta {t_fcm:.3f} s (cpu {c_fcm:.3f}); "
+          f"{p_meta.total_macs / 1e9:.3f} GMACs, meta == fake counts: {same}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[12, 48, 192, 768])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--sequencer", action="store_true",
+                        help="time timm's sequencer2d_s (LSTMs) instead of the depth sweep")
     args = parser.parse_args(argv)
+    if args.sequencer:
+        sequencer(args.repeat)
+        return 0
 
     print(f"torch {torch.__version__}, python {platform.python_version()}, {sys.platform}; "
           f"tiny LLaMA dim 64, {TOKENS} tokens, meta tensors; best of {args.repeat}")
