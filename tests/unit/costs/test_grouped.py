@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -69,3 +70,27 @@ def test_histc() -> None:
     assert macs(Hist(-1.0, 1.0), x) == (0, 500)
     # min == max: the data's own min and max are found first (2 more per element) -> 700.
     assert macs(Hist(0.0, 0.0), x) == (0, 700)
+
+
+def test_mixtral_active_expert_macs_equal_the_closed_form() -> None:
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.MixtralConfig(
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        vocab_size=1000,
+        num_local_experts=4,
+    )
+    model = transformers.MixtralForCausalLM(cfg).eval()
+    ids = torch.randint(0, 1000, (1, 16))
+    p = profile_model(model, inputs={"input_ids": ids}, mode="real")
+    assert p.uncounted_ops == []
+    t = 16  # tokens; head_dim 16, kv 2 heads x 16 = 32
+    attention = t * (64 * 64 + 2 * 64 * 32 + 64 * 64)  # q, k, v, o projections
+    scores = 2 * 4 * t * t * 16  # q @ k^T and p @ v over 4 heads
+    router = t * 64 * 4
+    experts = t * 2 * 3 * 64 * 128  # top-2 experts per token, gate/up/down of 64 x 128
+    lm_head = t * 64 * 1000
+    assert p.total_macs == 2 * (attention + scores + router + experts) + lm_head
