@@ -134,7 +134,8 @@ class _Group:
     ops: list[int]
     families: list[str]
     deps: set[int] = field(default_factory=set)
-    last: int = -1  # the latest op index grouped so far (before free ops are attached)
+    dependants: set[int] = field(default_factory=set)  # the reverse of deps
+    order: int = 0  # a topological order: every dependency's is lower (see _add_deps)
 
 
 def _is_pointwise(op: OpRecord) -> bool:
@@ -176,12 +177,12 @@ def _accepts(group: _Group, op: OpRecord, weighted: bool) -> str | None:
 def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
     """Whether group ``start`` depends, directly or through others, on group ``target``.
 
-    Only groups that ran an op after ``target``'s first op can depend on it (to read what
-    ``target`` wrote they must run later), so the search never leaves the window since then:
-    local in a deep model, which keeps the partition linear in depth instead of re-searching
-    every earlier group for every candidate.
+    Groups keep a topological ``order`` (every dependency has a lower order than its
+    dependant), so a group ordered below ``target`` cannot reach it and the search stops
+    there: it stays within the groups between the two, local in a deep model, instead of
+    re-searching every earlier group for every candidate (quadratic in depth).
     """
-    horizon = groups[target].ops[0]
+    floor = groups[target].order
     seen = {start}
     stack = [start]
     while stack:
@@ -189,10 +190,49 @@ def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
         for d in groups[g].deps:
             if d == target:
                 return True
-            if d not in seen and groups[d].last > horizon:
+            if d not in seen and groups[d].order > floor:
                 seen.add(d)
                 stack.append(d)
     return False
+
+
+def _add_deps(groups: list[_Group], g: int, new: set[int]) -> None:
+    """Add the dependencies ``g -> new`` (known not to close a cycle) and restore the order.
+
+    Pearce and Kelly's dynamic topological order: when a new dependency is ordered above
+    ``g``, the groups between the two that depend on ``g`` (F) and those the new
+    dependencies depend on (B) swap places, B first, reusing their order numbers.
+    """
+    grp = groups[g]
+    for h in sorted(new - grp.deps):  # one edge at a time, each on a consistent order
+        grp.deps.add(h)
+        groups[h].dependants.add(g)
+        upper, lower = groups[h].order, grp.order
+        if upper < lower:
+            continue  # already in order: the common case
+        forward = _reach(groups, [g], upper, up=True)
+        backward = _reach(groups, [h], lower, up=False)
+        moved = sorted(backward, key=lambda x: groups[x].order)
+        moved += sorted(forward, key=lambda x: groups[x].order)
+        slots = sorted(groups[x].order for x in moved)
+        for x, slot in zip(moved, slots, strict=True):
+            groups[x].order = slot
+
+
+def _reach(groups: list[_Group], starts: list[int], bound: int, *, up: bool) -> list[int]:
+    """Groups reachable from ``starts`` through dependants (``up``) ordered at most ``bound``,
+    or through dependencies ordered above ``bound``."""
+    seen = set(starts)
+    stack = list(starts)
+    while stack:
+        x = stack.pop()
+        nxt = groups[x].dependants if up else groups[x].deps
+        for y in nxt:
+            inside = groups[y].order <= bound if up else groups[y].order > bound
+            if y not in seen and inside:
+                seen.add(y)
+                stack.append(y)
+    return list(seen)
 
 
 def _others_follow(ops: Sequence[OpRecord], readers: list[int], sources: list[list[int]],
@@ -256,7 +296,8 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             break
         if joined < 0:
             kind, state = _kind(op, weighted[i])
-            groups.append(_Group(kind, state, [i], [op.family or "uncounted"]))
+            family = op.family or "uncounted"
+            groups.append(_Group(kind, state, [i], [family], order=len(groups)))
             joined = len(groups) - 1
         else:
             grp = groups[joined]
@@ -271,8 +312,7 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             else:
                 grp.state = new_state
         group_of[i] = joined
-        groups[joined].last = i
-        groups[joined].deps.update(h for h in src_groups if h != joined)
+        _add_deps(groups, joined, {h for h in src_groups if h != joined})
     return groups, group_of
 
 
