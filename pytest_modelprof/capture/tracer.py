@@ -563,6 +563,8 @@ class Tracer:
         self._thread = threading.get_ident()
         # The capture allocates many small objects that hold no cycles; the cyclic collector's
         # full passes over a heap that grows with the model would make it superlinear in depth.
+        # NB: the collector is process-wide, so it is paused for other threads too, and it is
+        # left as found (a caller that disabled it keeps it disabled).
         gc_was_enabled = gc.isenabled()
         gc.disable()
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
