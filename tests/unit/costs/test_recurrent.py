@@ -84,6 +84,7 @@ def test_backward_on_meta_still_decomposes_and_counts() -> None:
     assert p.backward_macs > 0
 
 
+@pytest.mark.slow
 def test_timm_sequencer_on_meta_counts_like_fake() -> None:
     timm = pytest.importorskip("timm")
     with torch.device("meta"):
