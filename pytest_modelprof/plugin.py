@@ -231,7 +231,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         pytest.fail(problem, pytrace=False)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
     from pytest_modelprof.gate.collect import measure_latency, run_fvcore, run_sweep
-    from pytest_modelprof.gate.evaluate import evaluate
+    from pytest_modelprof.gate.evaluate import evaluate, stored_timing
 
     config = item.config
     state = config.stash[SESSION_KEY]
@@ -254,7 +254,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 limits=spec.limits,
                 session=state.settings,
                 rootdir=Path(config.rootpath),
-                timing=measure_latency(request, spec.limits),
+                timing=measure_latency(
+                    request, spec.limits, stored_timing(item.nodeid, name, state.settings)
+                ),
                 sweep=run_sweep(request, spec.sweep, spec.limits),
                 fvcore=run_fvcore(request, spec.limits),
             )

@@ -29,6 +29,8 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
     p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
                    help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    p.add_argument("--seq-len", type=int, metavar="N",
+                   help="tokens per sequence of a text model (hf:gpt2 ...; default 128)")
     p.add_argument("--device", type=parse_device, metavar="DEVICE",
                    help="device for real-tensor captures (cpu, cuda; with --mode real or when "
                         "auto falls back); meta forces meta tensors")
@@ -67,9 +69,17 @@ def _run_profile(args: argparse.Namespace) -> int:
     from pytest_modelprof.report.terminal import render_profile
 
     arch = dict(args.arch)
+    input_shape = args.input_shape
+    if args.seq_len is not None:  # the model's default shape with (batch, seq_len)'s dim 1 set
+        from pytest_modelprof.errors import ModelprofError
+        from pytest_modelprof.models import resolve
+
+        if input_shape is not None:
+            raise ModelprofError("give --seq-len or --input-shape, not both")
+        input_shape = resolve(args.model).input_shape_for(seq_len=args.seq_len)
     profile = profile_model(
         args.model,
-        input_shape=args.input_shape,
+        input_shape=input_shape,
         device=args.device,
         dtype=args.dtype,
         mode=args.mode,
@@ -106,7 +116,9 @@ COMMAND = Command(
   modelprof profile vit_b_16 --verbose                 # every module, as a tree
   modelprof profile mobilenet_v2 --output mnv2.json    # or .csv: one row per layer
   modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
-  modelprof profile dinov2_vits14 --arch image_size=518 --json > dino.json""",
+  modelprof profile dinov2_vits14 --arch image_size=518 --json > dino.json
+  modelprof profile timm:convnext_tiny                 # any timm.list_models() name
+  modelprof profile hf:llama --arch num_hidden_layers=16 --seq-len 512""",
     add_arguments=_add_profile_arguments,
     run=_run_profile,
 )

@@ -9,26 +9,51 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_modelprof.baseline.tolerance import Ignore
+from pytest_modelprof.baseline.tolerance import Ignore, Relative
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.judge import FvcoreEvidence
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
-__all__ = ["measure_latency", "run_sweep", "run_fvcore"]
+__all__ = ["latency_tolerance", "measure_latency", "run_sweep", "run_fvcore"]
 
 
-def measure_latency(request: ProfileRequest, limits: Limits) -> dict[str, Any] | None:
-    """Calibration-normalised timing rounds, only when a latency limit asks for them."""
+def latency_tolerance(limits: Limits) -> float:
+    """The relative latency tolerance the limits set (the runtime default otherwise)."""
+    from pytest_modelprof.runtime import DEFAULT_TOLERANCE
+
+    tolerance = limits.tolerances.get("latency_ms")
+    return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
+
+
+def measure_latency(
+    request: ProfileRequest, limits: Limits, stored: Mapping[str, Any] | None = None
+) -> dict[str, Any] | None:
+    """Calibration-normalised timing rounds, only when a latency limit asks for them.
+
+    Against ``stored`` rounds (the baseline's) it measures ``timing_rounds`` and more only
+    while the verdict is undecided; without them (recording a baseline) it measures the most
+    rounds at once, since a baseline is judged against many times.
+    """
     if not limits.wants_latency:
         return None
-    from pytest_modelprof.profile import real_model_and_inputs
-    from pytest_modelprof.runtime import measure_forward_normalised
+    from pydantic import ValidationError
 
+    from pytest_modelprof.profile import real_model_and_inputs
+    from pytest_modelprof.runtime import NormalisedTiming, measure_forward_sequential
+
+    baseline: NormalisedTiming | None = None
+    if stored is not None:
+        try:
+            baseline = NormalisedTiming.model_validate(stored)
+        except ValidationError:  # an older calibration version: measured as a new baseline
+            baseline = None
     module, inputs = real_model_and_inputs(
         request.model, input_shape=request.input_shape, inputs=request.inputs,
         device=request.device,
     )
-    timing = measure_forward_normalised(module, inputs, rounds=limits.timing_rounds)
+    timing = measure_forward_sequential(
+        module, inputs, baseline, rounds=limits.timing_rounds, tolerance=latency_tolerance(limits)
+    )
     data: dict[str, Any] = timing.model_dump(mode="json")
     return data
 
@@ -39,8 +64,15 @@ def run_sweep(
     """The scaling sweep over ``sweep=`` axes, only when a growth limit asks for it."""
     if not sweep_axes or not limits.growth:
         return None
-    from pytest_modelprof.runtime.sweep import sweep
+    from pytest_modelprof.runtime.sweep import SHAPE_AXES, sweep
 
+    rebuilt = [axis for axis in sweep_axes if axis not in SHAPE_AXES]
+    if rebuilt and not isinstance(request.model, str):
+        raise ModelprofError(
+            f"sweep axis {rebuilt[0]!r} rebuilds the model with each value, so it needs a model "
+            f"name: pass model='pkg.module:factory' (or a registered name) to the marker, or "
+            f"sweep the module over {', '.join(SHAPE_AXES)} only"
+        )
     result = sweep(
         request.model,
         over=sweep_axes,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["Outcome", "evaluate", "update_command", "failure_text"]
+__all__ = ["Outcome", "evaluate", "stored_timing", "update_command", "failure_text"]
 
 
 @dataclass(frozen=True)
@@ -96,21 +96,25 @@ def _keep_timing(
     different, so a rewrite of an unchanged model leaves the file byte-identical."""
     if baseline is None or baseline.timing is None or current.timing is None:
         return current
-    from pytest_modelprof.runtime import DEFAULT_TOLERANCE, NormalisedTiming, compare_timings
+    from pytest_modelprof.gate.collect import latency_tolerance
+    from pytest_modelprof.runtime import timing_to_store
 
-    tolerance = limits.tolerances.get("latency_ms")
-    fraction = getattr(tolerance, "fraction", DEFAULT_TOLERANCE)
+    kept = timing_to_store(baseline.timing, current.timing, latency_tolerance(limits))
+    return current.model_copy(update={"timing": kept})
+
+
+def stored_timing(nodeid: str, name: str | None, session: SessionSettings) -> Any:
+    """The baseline's timing rounds to measure against (``None`` when updating or absent)."""
+    if session.update:
+        return None
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    path = session.baseline_dir / baseline_relpath(nodeid, name)
     try:
-        verdict = compare_timings(
-            NormalisedTiming.model_validate(current.timing),
-            NormalisedTiming.model_validate(baseline.timing),
-            tolerance=fraction,
-        ).verdict
-    except ValueError:
-        return current
-    if verdict in ("unchanged", "inconclusive"):
-        return current.model_copy(update={"timing": baseline.timing})
-    return current
+        text = read_text(path)
+        return BaselineDocument.from_json(text).timing if text is not None else None
+    except BaselineError:
+        return None  # evaluate() reports the unreadable file
 
 
 def evaluate(

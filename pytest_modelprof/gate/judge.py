@@ -132,6 +132,9 @@ def latency_checks(
         if decision.action == "warn":
             reason += "; timing_strict=True (or --modelprof-timing-strict) makes this fail"
         verdict = "regressed" if decision.action == "fail" else "warning"
+    elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
+        verdict = "warning"
+        reason = f"{figures}; " + "; ".join(decision.notes)
     elif comparison is not None and comparison.verdict == "improved":
         verdict, reason = "improved", f"{figures}; {comparison.describe()}"
     elif comparison is not None:

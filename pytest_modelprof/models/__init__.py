@@ -2,11 +2,13 @@
 
 >>> spec = resolve("resnet50")              # torchvision, random weights
 >>> spec = resolve("yolov8n.yaml")          # ultralytics config (extra: pytest-modelprof[yolo])
+>>> spec = resolve("timm:convnext_tiny")     # any timm.list_models() name (extra: [timm])
+>>> spec = resolve("hf:llama")               # transformers config class, random init (extra: [hf])
 >>> spec = resolve("my_pkg.nets:make_net")  # import path
 >>> module = spec.build()                   # eval() mode, on the ambient default device
 >>> args, kwargs = spec.example_inputs(device="meta")
 
-Importing this package imports neither torch, torchvision nor ultralytics.
+Importing this package imports neither torch, torchvision, ultralytics, timm nor transformers.
 """
 
 from __future__ import annotations
@@ -14,16 +16,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from pytest_modelprof.models._hf import DEFAULT_SEQ_LEN
 from pytest_modelprof.models._registry import (
     ENTRY_POINT_GROUP,
     DuplicateModelError,
     Registry,
     default_registry,
 )
-from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape, Source
+from pytest_modelprof.models._spec import TOKEN_KINDS, InputKind, ModelSpec, Shape, Source
 from pytest_modelprof.models._torchvision import Reference, torchvision_references
 
 __all__ = [
+    "DEFAULT_SEQ_LEN",
     "ENTRY_POINT_GROUP",
     "DuplicateModelError",
     "InputKind",
@@ -32,6 +36,7 @@ __all__ = [
     "Registry",
     "Shape",
     "Source",
+    "TOKEN_KINDS",
     "default_registry",
     "list_models",
     "register_model",

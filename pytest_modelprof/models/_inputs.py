@@ -30,6 +30,16 @@ def make_inputs(
         return (torch.randn(shape, device=device, dtype=dtype),), {}
     if kind == "token_ids":
         return (torch.randint(0, vocab_size, shape, device=device, dtype=torch.long),), {}
+    if kind in ("input_ids", "seq2seq_ids"):
+        if len(shape) != 2:
+            raise ModelInputError(
+                f"model {name!r} takes token ids: input_shape must be (batch, seq_len), got {shape}"
+            )
+        ids = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
+        if kind == "input_ids":
+            return (), {"input_ids": ids}
+        decoder = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
+        return (), {"input_ids": ids, "decoder_input_ids": decoder}
     if kind == "image_list":
         # torchvision detection models take a list of CxHxW images (each may differ in size);
         # (N, C, H, W) reads as N images of CxHxW, and a bare (C, H, W) as one image.

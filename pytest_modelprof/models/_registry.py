@@ -1,9 +1,9 @@
 """The one registry every model name resolves through.
 
 Sources, in lookup order: user registrations (``@register_model`` and the
-``pytest_modelprof.models`` entry-point group), ``module:factory`` import paths, ultralytics
-``.pt`` files and YAML configs, then torchvision builders. Nothing heavy is imported until a
-name is resolved or listed.
+``pytest_modelprof.models`` entry-point group), the hub prefixes ``timm:`` and ``hf:``,
+``module:factory`` import paths, ultralytics ``.pt`` files and YAML configs, then torchvision
+builders. Nothing heavy is imported until a name is resolved or listed.
 """
 
 from __future__ import annotations
@@ -15,8 +15,12 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final, TypeVar, final
 
 from pytest_modelprof.errors import DuplicateModelError, ModelNotFoundError
+from pytest_modelprof.models._hf import PREFIX as HF_PREFIX
+from pytest_modelprof.models._hf import hf_names, hf_spec, is_hf_name
 from pytest_modelprof.models._imports import import_spec, is_import_path
 from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape
+from pytest_modelprof.models._timm import PREFIX as TIMM_PREFIX
+from pytest_modelprof.models._timm import is_timm_name, timm_names, timm_spec
 from pytest_modelprof.models._torchvision import GROUPS, torchvision_names, torchvision_spec
 from pytest_modelprof.models._ultralytics import (
     checkpoint_spec,
@@ -119,6 +123,11 @@ class Registry:
             return self._registered[name]
         if name in self._discover():
             return self._load_entry_point(name)
+        # Before import paths: "timm:resnet50" also has the "module:attribute" form.
+        if is_timm_name(name):
+            return timm_spec(name)
+        if is_hf_name(name):
+            return hf_spec(name)
         if is_import_path(name):
             return import_spec(name)
         if is_checkpoint_name(name):
@@ -134,14 +143,17 @@ class Registry:
         raise self._not_found(name)
 
     def list_models(self, filter: str | None = None) -> dict[str, list[str]]:
-        """Names by group (``torchvision.<task>``, ``ultralytics``, ``registered``), sorted.
+        """Names by group (``torchvision.<task>``, ``ultralytics``, ``timm``, ``hf``,
+        ``registered``), sorted.
 
         ``filter`` keeps names containing it, case-insensitively. Every group is always a key
-        (``ultralytics`` is empty when the extra is not installed).
+        (``ultralytics``, ``timm`` and ``hf`` are empty when their extra is not installed).
         """
         tv = torchvision_names()
         groups: dict[str, list[str]] = {f"torchvision.{g}": list(tv[g]) for g in GROUPS}
         groups["ultralytics"] = list(ultralytics_names()) if ultralytics_available() else []
+        groups["timm"] = list(timm_names())
+        groups["hf"] = list(hf_names())
         groups[REGISTERED_GROUP] = sorted({*self._registered, *self._discover()})
         if filter:
             needle = filter.lower()
@@ -220,6 +232,11 @@ class Registry:
             raise DuplicateModelError(
                 f"{origin}: the name must be a non-empty string without padding"
             )
+        if name.startswith((TIMM_PREFIX, HF_PREFIX)):
+            raise DuplicateModelError(
+                f"{origin}: the prefixes {TIMM_PREFIX!r} and {HF_PREFIX!r} are reserved for timm "
+                "and Hugging Face models; pick a name without them"
+            )
         if name in self._registered:
             raise DuplicateModelError(
                 f"{origin}: {name!r} is already registered (by "
@@ -241,7 +258,23 @@ class Registry:
     def _not_found(self, name: str) -> ModelNotFoundError:
         candidates = [n for names in self.list_models().values() for n in names]
         by_lower = {n.lower(): n for n in candidates}
-        close = [by_lower[c] for c in difflib.get_close_matches(name.lower(), list(by_lower), n=5)]
+        # A bare hub name ("convnext_tiny") is matched against the names without their prefix.
+        bare: dict[str, str] = {}
+        for n in candidates:
+            if n.startswith((TIMM_PREFIX, HF_PREFIX)):
+                bare.setdefault(n.split(":", 1)[1].lower(), n)
+        exact = [bare[name.lower()]] if name.lower() in bare else []
+        close = exact + [
+            by_lower[c]
+            for c in difflib.get_close_matches(name.lower(), list(by_lower), n=5)
+            if by_lower[c] not in exact
+        ]
+        if len(close) < 5:
+            close += [
+                bare[c]
+                for c in difflib.get_close_matches(name.lower(), list(bare), n=5 - len(close))
+                if bare[c] not in close
+            ]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         stem = re.match(r"[a-z]+", name.lower())
         needle = stem.group(0) if stem else name

@@ -13,19 +13,32 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-__all__ = ["ModelSpec", "Source", "InputKind", "Shape", "BuildFn", "ShapeKwargsFn"]
+__all__ = [
+    "ModelSpec",
+    "Source",
+    "InputKind",
+    "Shape",
+    "BuildFn",
+    "ShapeKwargsFn",
+    "TOKEN_KINDS",
+]
 
-Source = Literal["torchvision", "ultralytics", "import", "registered"]
+Source = Literal["torchvision", "ultralytics", "timm", "hf", "import", "registered"]
 """Where a name came from."""
 
-InputKind = Literal["tensor", "image_list", "image_pair", "token_ids"]
+InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_ids", "seq2seq_ids"]
 """How ``input_shape`` becomes the forward arguments.
 
 - ``tensor``: one float tensor of exactly that shape.
 - ``image_list``: ``(N, C, H, W)`` means a list of ``N`` images of ``C x H x W`` (detection).
 - ``image_pair``: two float tensors of that shape (optical flow: ``raft_*``).
 - ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
+- ``input_ids``: the same tensor, passed as the keyword ``input_ids=`` (Hugging Face).
+- ``seq2seq_ids``: ``input_ids=`` and ``decoder_input_ids=``, both of that shape (T5, BART).
 """
+
+TOKEN_KINDS = frozenset({"token_ids", "input_ids", "seq2seq_ids"})
+"""Input kinds whose shape is ``(batch, seq_len)``."""
 
 Shape = tuple[int, ...]
 BuildFn = Callable[..., Any]
@@ -117,6 +130,39 @@ class ModelSpec:
             dtype=torch.float32 if dtype is None else dtype,
             vocab_size=self.vocab_size,
         )
+
+    def input_shape_for(
+        self, *, batch: int | None = None, seq_len: int | None = None
+    ) -> Shape | None:
+        """The default input shape with its batch and/or sequence length replaced.
+
+        ``seq_len`` applies to text models only (input kinds with ``(batch, seq_len)`` shapes);
+        this is what ``--seq-len`` and ``--batch`` mean for a named model.
+        """
+        shape = self.default_input_shape
+        if batch is None and seq_len is None:
+            return shape
+        for label, value in (("batch", batch), ("seq_len", seq_len)):
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ModelInputError(
+                    f"model {self.name!r}: {label} must be a positive int, got {value!r}"
+                )
+        if shape is None:
+            raise ModelInputError(
+                f"model {self.name!r} ({self.source}) has no default input shape to resize; "
+                "pass input_shape=(...) instead"
+            )
+        if seq_len is not None and self.input_kind not in TOKEN_KINDS:
+            raise ModelInputError(
+                f"model {self.name!r} takes {self.input_kind} inputs of shape {shape}, not token "
+                "ids; a sequence length applies to text models only (use input_shape=(...))"
+            )
+        out = list(shape)
+        if batch is not None:
+            out[0] = batch
+        if seq_len is not None:
+            out[1] = seq_len
+        return tuple(out)
 
     def _shape(self, input_shape: Shape | None, *, required: bool) -> Shape | None:
         if input_shape is None:

@@ -77,5 +77,5 @@ def test_fvcore_cross_check(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--modelprof-update-baselines", "-p", "no:warnings")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        ["*fvcore cross-check: ours * vs fvcore * (*% apart, max_fvcore_delta 0.0 %)*"]
+        ["*fvcore cross-check: ours * vs fvcore * (*% apart, max_fvcore_delta=0.0 %)*"]
     )

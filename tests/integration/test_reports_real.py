@@ -74,7 +74,7 @@ def test_real_model_report(pytester: pytest.Pytester, tmp_path: Path,
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "::error file=test_models.py,line=*,title=modelprof regression::"
-        "test_models.py::test_cnn: FLOPs +*%25 (limit +5.0 %25)*"
+        "test_models.py::test_cnn: FLOPs: * \u2192 * (+*%25, limit +5.0 %25)*"
     ])
     results = json.loads((pytester.path / "results.json").read_text())
     (test,) = results["tests"]

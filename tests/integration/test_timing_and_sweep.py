@@ -55,9 +55,9 @@ def test_latency_warns_by_default_and_fails_when_strict(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(
         [
             "*test_timed.py::test_strict regressed*",
-            "*latency regressed: * % slower (tolerance 10 %*",
-            "*timing warnings (latency limits warn unless timing_strict):*",
-            "*test_timed.py::test_warns: latency regressed: *timing_strict=True*",
+            "*latency regressed: * -> * ms (q10), * % slower * (limit +10 %), confidence *",
+            "*test_timed.py::test_warns:",
+            "*warn latency: *latency regressed: *timing_strict=True*",
         ]
     )
 
@@ -95,7 +95,7 @@ def test_growth_exponent_limit_over_a_sweep(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines_random(
         [
-            "*flops grows as seq_len^2.0* above max_flops_growth_exponent=1.2*",
+            "*FLOPs growth (seq_len): grows as seq_len^2.0* above max_flops_growth_exponent=1.2*",
             "*marker on test_swept.py::test_growth_without_sweep: max_flops_growth_exponent "
             "needs a sweep*",
         ]

@@ -202,7 +202,8 @@ def test_spec_rejects_bad_shapes() -> None:
 def test_importing_the_registry_is_lazy() -> None:
     code = (
         "import sys, pytest_modelprof.models as m; m.resolve; "
-        "print(sorted({'torch', 'torchvision', 'ultralytics'} & set(sys.modules)))"
+        "print(sorted({'torch', 'torchvision', 'ultralytics', 'timm', 'transformers'} "
+        "& set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
