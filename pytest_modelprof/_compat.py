@@ -12,9 +12,13 @@ __all__ = [
     "op_schema",
     "op_overloads",
     "qualified_op_name",
+    "has_data",
+    "StorageWeakRef",
+    "storage_key",
 ]
 
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
@@ -58,3 +62,22 @@ def qualified_op_name(op: Any) -> str:
     if qualified is None:
         qualified = op._schema.name  # OpOverload
     return str(qualified)
+
+
+def has_data(t: Any) -> bool:
+    """Whether a tensor's values can be read: not meta, not a fake tensor (FakeTensor)."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    return not t.is_meta and not is_fake(t)
+
+
+# -- storages (runtime/memory.py) ---------------------------------------------------------------
+
+# A weak reference to a C++ storage: ``expired()`` once the storage is freed (untyped upstream).
+StorageWeakRef: Any = _StorageWeakRef
+
+
+def storage_key(storage: Any) -> int:
+    """An id of the C++ storage behind an ``UntypedStorage`` (``_cdata``): equal for every
+    tensor and view that shares it, and stable while it lives."""
+    return int(storage._cdata)

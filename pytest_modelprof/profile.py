@@ -20,6 +20,7 @@ from torch import nn
 from pytest_modelprof._tensors import Inputs, flat_tensors, module_device
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.analysis.partition import partition
+from pytest_modelprof.capture.kernels import canonical_kernels
 from pytest_modelprof.capture.plan import (
     Mode,
     Subject,
@@ -251,25 +252,6 @@ def _gc_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-@contextmanager
-def canonical_kernels() -> Iterator[None]:
-    """Make the op sequence independent of device and grad mode.
-
-    The nn.MultiheadAttention/TransformerEncoderLayer fast path and the fused SDPA kernels are
-    chosen differently on CPU, CUDA and meta, and only under no_grad. Routing attention through
-    the reference (math) decomposition gives the same ops, hence the same counts, everywhere.
-    """
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-
-    previous = torch.backends.mha.get_fastpath_enabled()
-    torch.backends.mha.set_fastpath_enabled(False)
-    try:
-        with sdpa_kernel([SDPBackend.MATH]):
-            yield
-    finally:
-        torch.backends.mha.set_fastpath_enabled(previous)
 
 
 # -- assembling the profile --------------------------------------------------------------------

@@ -65,7 +65,6 @@ from __future__ import annotations
 import gc
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
 from pytest_modelprof.analysis.concurrency import (
@@ -75,6 +74,9 @@ from pytest_modelprof.analysis.concurrency import (
 )
 from pytest_modelprof.analysis.partition_types import Parallelism, PartitionReport, Subgraph
 from pytest_modelprof.analysis.rollup import arithmetic_intensity, classify
+from pytest_modelprof.analysis.subgraph_order import Group as _Group
+from pytest_modelprof.analysis.subgraph_order import add_deps as _add_deps
+from pytest_modelprof.analysis.subgraph_order import depends_on as _depends_on
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.costs.registry import TensorMeta
 from pytest_modelprof.machines import Machine, resolve_machine
@@ -125,18 +127,6 @@ def view_roots(ops: Sequence[OpRecord]) -> list[int]:
 
 # -- grouping -------------------------------------------------------------------------------------
 
-@dataclass(slots=True)
-class _Group:
-    kind: str
-    # What it still accepts: "alone" nothing; "anchor"/"linear"/"closed" pointwise epilogues;
-    # "chain" pointwise and copies; "open-qk" (q @ k^T) also softmax; "open-attn" also @ v.
-    state: str
-    ops: list[int]
-    families: list[str]
-    deps: set[int] = field(default_factory=set)
-    last: int = -1  # the latest op index grouped so far (before free ops are attached)
-
-
 def _is_pointwise(op: OpRecord) -> bool:
     if op.family in _POINTWISE:
         return True
@@ -171,28 +161,6 @@ def _accepts(group: _Group, op: OpRecord, weighted: bool) -> str | None:
     if state == "open-attn" and op.family == "matmul" and not weighted:
         return "attention-closed"
     return None
-
-
-def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
-    """Whether group ``start`` depends, directly or through others, on group ``target``.
-
-    Only groups that ran an op after ``target``'s first op can depend on it (to read what
-    ``target`` wrote they must run later), so the search never leaves the window since then:
-    local in a deep model, which keeps the partition linear in depth instead of re-searching
-    every earlier group for every candidate.
-    """
-    horizon = groups[target].ops[0]
-    seen = {start}
-    stack = [start]
-    while stack:
-        g = stack.pop()
-        for d in groups[g].deps:
-            if d == target:
-                return True
-            if d not in seen and groups[d].last > horizon:
-                seen.add(d)
-                stack.append(d)
-    return False
 
 
 def _others_follow(ops: Sequence[OpRecord], readers: list[int], sources: list[list[int]],
@@ -256,7 +224,8 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             break
         if joined < 0:
             kind, state = _kind(op, weighted[i])
-            groups.append(_Group(kind, state, [i], [op.family or "uncounted"]))
+            family = op.family or "uncounted"
+            groups.append(_Group(kind, state, [i], [family], order=len(groups)))
             joined = len(groups) - 1
         else:
             grp = groups[joined]
@@ -271,8 +240,7 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             else:
                 grp.state = new_state
         group_of[i] = joined
-        groups[joined].last = i
-        groups[joined].deps.update(h for h in src_groups if h != joined)
+        _add_deps(groups, joined, {h for h in src_groups if h != joined})
     return groups, group_of
 
 

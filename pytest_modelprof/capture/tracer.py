@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,90 +20,22 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
+from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
 from pytest_modelprof._tensors import flat_tensors
-from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
-from pytest_modelprof.costs.registry import (
-    ZERO,
-    CostRegistry,
-    FormulaEntry,
-    OpCost,
-    TensorMeta,
-    zero_cost,
+from pytest_modelprof.capture.ops import (
+    OpInfo,
+    formula_error,
+    read_bytes,
+    schema_info,
+    tensor_meta,
+    to_meta,
+    with_data,
 )
-from pytest_modelprof.errors import FormulaError
+from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
+from pytest_modelprof.capture.recurrent import RecurrentOnMeta
+from pytest_modelprof.costs.registry import ZERO, CostRegistry, OpCost
 
 __all__ = ["Tracer", "tensor_meta"]
-
-_DTYPES: dict[torch.dtype, tuple[str, int]] = {}  # dtype -> (name, itemsize); a cache
-# (shape, dtype) -> its TensorMeta. A deep model repeats a handful of shapes thousands of
-# times; sharing one immutable object each keeps the capture's heap (and the cyclic
-# collector's passes over it) small. Cleared when it grows past _METAS_MAX entries.
-_METAS: dict[tuple[Any, torch.dtype], TensorMeta] = {}
-_METAS_MAX = 65536
-
-
-def tensor_meta(t: torch.Tensor) -> TensorMeta:
-    """Shape, dtype and item size of ``t`` (an interned, immutable record)."""
-    dtype = t.dtype
-    shape = tuple(t.shape)
-    key = (shape, dtype)
-    cache = True
-    try:
-        meta = _METAS.get(key)
-    except TypeError:  # a symbolic size is not hashable: no interning
-        cache = False
-        meta = None
-    if meta is not None:
-        return meta
-    known = _DTYPES.get(dtype)
-    if known is None:
-        known = _DTYPES[dtype] = (str(dtype).removeprefix("torch."), t.element_size())
-    meta = TensorMeta(shape, known[0], known[1])
-    if cache:
-        if len(_METAS) >= _METAS_MAX:
-            _METAS.clear()
-        _METAS[key] = meta
-    return meta
-
-
-# Ops that look only at their tensor argument's shape, dtype and device: they read no data
-# and do not depend on the op that produced it.
-SHAPE_ONLY_OPS = frozenset(
-    {
-        "empty_like",
-        "zeros_like",
-        "ones_like",
-        "full_like",
-        "rand_like",
-        "randn_like",
-        "randint_like",
-        "new_empty",
-        "new_empty_strided",
-        "new_zeros",
-        "new_ones",
-        "new_full",
-    }
-)
-
-
-@dataclass(slots=True)
-class _OpInfo:
-    """Per-overload facts derived once from the schema."""
-
-    names: tuple[str, ...]
-    entry: FormulaEntry | None
-    # For each return: the argument it aliases (or None) and whether the op writes to it.
-    aliases: tuple[tuple[str | None, bool], ...]
-    is_view: bool
-    # Tensor arguments whose data the op does not read: ``out=`` destinations (written, not
-    # read) and the template of a ``*_like``/``new_*`` op.
-    unread: frozenset[str]
-    # Outputs from this index on are kernel-specific save statistics (batch norm), dropped
-    # from traffic when nothing reads them; 0 means none.
-    aux_from: int
-    name: str  # the overload, e.g. "aten.mm.default"
-    zero: bool  # the formula is the constant zero: no need to convert its arguments
 
 
 @dataclass(slots=True)
@@ -112,61 +44,6 @@ class _Buffer:
     born: int
     last_use: int
     activation: bool  # False for parameters, buffers and model inputs
-
-
-def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
-    schema = op_schema(func)
-    names = tuple(arg.name for arg in schema.arguments)
-    sets: dict[str, str] = {}
-    for arg in schema.arguments:
-        info = arg.alias_info
-        if info is not None:
-            for s in info.before_set:
-                sets[s] = arg.name
-    aliases: list[tuple[str | None, bool]] = []
-    for ret in schema.returns:
-        info = ret.alias_info
-        if info is None:
-            aliases.append((None, False))
-        else:
-            target = next((sets[s] for s in info.before_set if s in sets), None)
-            aliases.append((target, bool(info.is_write)))
-    is_view = bool(aliases) and all(a is not None and not w for a, w in aliases)
-    base = str(schema.name).partition("::")[2]
-    unread = {arg.name for arg in schema.arguments if arg.is_out}
-    if base.removesuffix("_") in SHAPE_ONLY_OPS and schema.arguments:
-        unread.add(schema.arguments[0].name)
-    # NB: batch norm's save_mean/save_invstd (and cuDNN's reserve space) have sizes that
-    # differ between CPU, CUDA and meta kernels; only they are dropped when unread. Every other
-    # secondary output (max's indices, max-pool indices) is written, read or not.
-    aux_from = 1 if "batch_norm" in base and "backward" not in base else 0
-    entry = registry.lookup(func)
-    zero = entry is not None and entry.formula is zero_cost
-    return _OpInfo(
-        names, entry, tuple(aliases), is_view, frozenset(unread), aux_from, str(func), zero
-    )
-
-
-def _to_meta(value: Any, known: dict[int, TensorMeta]) -> Any:
-    """Tensors (also inside lists/tuples) as TensorMeta; ``known`` holds the ones already made."""
-    if isinstance(value, torch.Tensor):
-        meta = known.get(id(value))
-        return meta if meta is not None else tensor_meta(value)
-    if isinstance(value, list):
-        return [_to_meta(v, known) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_to_meta(v, known) for v in value)
-    return value
-
-
-def _read_bytes(t: torch.Tensor, meta: TensorMeta) -> int:
-    # A broadcast (expanded) operand is read once from its storage, not once per element.
-    if t.is_contiguous():
-        return meta.nbytes
-    try:
-        return min(meta.nbytes, t.untyped_storage().nbytes())
-    except (RuntimeError, NotImplementedError):  # storage-less tensor subclasses
-        return meta.nbytes
 
 
 class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -179,7 +56,8 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
     ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        self.tracer._record(func, args, kwargs, out)
+        if not self.tracer._paused:
+            self.tracer._record(func, args, kwargs, out)
         return out
 
 
@@ -192,11 +70,13 @@ class Tracer:
         self.capture = Capture()
         self.phase: Phase = "forward"
         self.failed_at: str | None = None
-        self._info: dict[Any, _OpInfo] = {}
+        self._info: dict[Any, OpInfo] = {}
         self._stack: list[str] = []  # module paths, innermost last
         self._owners: list[int] = []  # id() of the module of each scope (-1: push_scope)
         self._returned: int | None = None  # the module whose forward just returned
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
+        self._paused = False  # ops the tracer itself runs are not the model's
+        self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -361,7 +241,7 @@ class Tracer:
             return  # metadata queries (prim.device, prim.layout) that fake tensors dispatch
         info = self._info.get(func)
         if info is None:
-            info = self._info[func] = _schema_info(func, self.registry)
+            info = self._info[func] = schema_info(func, self.registry)
         index = len(self.capture.ops)
 
         in_tensors: list[torch.Tensor] = []
@@ -387,14 +267,16 @@ class Tracer:
         elif info.entry is not None:
             known = {id(t): m for t, m in zip(in_tensors, in_meta, strict=True)}
             known.update((id(t), m) for t, m in zip(out_tensors, out_meta, strict=True))
-            named = dict(zip(info.names, (_to_meta(a, known) for a in args), strict=False))
+            named = dict(zip(info.names, (to_meta(a, known) for a in args), strict=False))
             for k, v in kwargs.items():
-                named[k] = _to_meta(v, known)
-            out_m = _to_meta(out, known)
+                named[k] = to_meta(v, known)
+            for k in info.entry.values:  # the few arguments whose values the formula reads
+                named[k] = with_data(named.get(k), k, args, kwargs, info.names)
+            out_m = to_meta(out, known)
             try:
                 cost = info.entry.formula(named, out_m)
             except Exception as exc:  # the formula's bug, not the model's nor its inputs'
-                raise _formula_error(func, info.entry, named, exc) from exc
+                raise formula_error(func, info.entry, named, exc) from exc
             family = info.entry.family
         else:
             cost = OpCost(0, 0)
@@ -421,7 +303,7 @@ class Tracer:
             if name is not None and name not in params:
                 params.append(name)
             if not info.is_view:
-                bytes_read += _read_bytes(t, m)
+                bytes_read += read_bytes(t, m)
 
         # Outputs: new buffers unless the schema says they alias an input.
         bytes_written = 0
@@ -484,6 +366,8 @@ class Tracer:
         self._thread = threading.get_ident()
         # The capture allocates many small objects that hold no cycles; the cyclic collector's
         # full passes over a heap that grows with the model would make it superlinear in depth.
+        # NB: the collector is process-wide, so it is paused for other threads too, and it is
+        # left as found (a caller that disabled it keeps it disabled).
         gc_was_enabled = gc.isenabled()
         gc.disable()
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
@@ -494,7 +378,10 @@ class Tracer:
         )
         try:
             if record:
-                with _DispatchHook(self):
+                with ExitStack() as modes:
+                    modes.enter_context(_DispatchHook(self))
+                    if self._has_recurrent:
+                        modes.enter_context(RecurrentOnMeta(self))
                     yield self
             else:
                 yield self
@@ -531,22 +418,6 @@ class Tracer:
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture
-
-
-def _formula_error(
-    func: Any, entry: FormulaEntry, named: dict[str, Any], exc: Exception
-) -> FormulaError:
-    formula = entry.formula
-    where = f"{getattr(formula, '__module__', '?')}.{getattr(formula, '__qualname__', formula)}"
-    shapes = ", ".join(
-        f"{k}={v.shape}" for k, v in named.items() if isinstance(v, TensorMeta)
-    )
-    return FormulaError(
-        f"the cost formula {where} for {func} failed with {type(exc).__name__}: {exc} "
-        f"(arguments: {shapes or 'no tensors'}). This is a bug in pytest-modelprof, not in "
-        "your model or its inputs; please report it (with this message) at the project's "
-        "issue tracker."
-    )
 
 
 def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:

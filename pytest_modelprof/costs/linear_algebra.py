@@ -80,6 +80,38 @@ def conv_macs(
     return prod(output_shape) * weight_shape[1] * kernel
 
 
+def grouped_mm(a: Args, out: Any) -> OpCost:
+    """``_grouped_mm``: one matrix product per group (MoE experts), groups cut by ``offs``.
+
+    ``offs`` holds the end offset of each group along the split dimension: the rows of ``self``
+    (2-D x 3-D, tokens routed to experts), the contraction (2-D x 2-D) or the columns of
+    ``mat2`` (3-D x 2-D); 3-D x 3-D is a plain batched product. Only the part the offsets
+    cover is computed: ``offs[-1]`` along the split dimension.
+
+    NB: with real tensors the offsets are read and the active tokens counted exactly. On meta
+    or fake tensors they have no values, so the whole split dimension counts: a dense upper
+    bound (every padded row routed). Bias, when given, adds once per computed output.
+    """
+    x, w, offs = a["self"], a["mat2"], a["offs"]
+
+    def covered(full: int) -> int:
+        data = offs.data if offs is not None else None
+        return min(int(data[-1]), full) if data else full
+
+    if x.ndim == 2 and w.ndim == 3:  # (M_total, K) x (G, K, N)
+        rows = covered(x.shape[0])
+        macs, outputs = rows * x.shape[1] * w.shape[2], rows * w.shape[2]
+    elif x.ndim == 2 and w.ndim == 2:  # (M, K_total) x (K_total, N) -> (G, M, N)
+        macs = x.shape[0] * covered(x.shape[1]) * w.shape[1]
+        outputs = (offs.shape[0] if offs is not None else 1) * x.shape[0] * w.shape[1]
+    elif x.ndim == 3 and w.ndim == 2:  # (G, M, K) x (K, N_total) -> (M, N_total)
+        cols = covered(w.shape[1])
+        macs, outputs = x.shape[1] * x.shape[2] * cols, x.shape[1] * cols
+    else:  # (G, M, K) x (G, K, N): batched
+        macs, outputs = prod(x.shape) * w.shape[-1], x.shape[0] * x.shape[1] * w.shape[-1]
+    return _mac_op(macs, outputs if a.get("bias") is not None else 0)
+
+
 def _conv(x: TensorMeta, w: TensorMeta, out: TensorMeta, transposed: bool, bias: bool) -> OpCost:
     macs = conv_macs(x.shape, w.shape, out.shape, transposed)
     return _mac_op(macs, numel(out) if bias else 0)
@@ -124,6 +156,9 @@ def register(reg: CostRegistry) -> None:
     reg.register(aten.mv, family="matmul")(mv)
     reg.register(aten.addmv, family="matmul")(addmv)
     reg.register(aten.dot, aten.vdot, family="matmul")(dot)
+    grouped = [getattr(aten, n) for n in ("_grouped_mm", "_scaled_grouped_mm") if hasattr(aten, n)]
+    if grouped:
+        reg.register(*grouped, family="matmul", values=("offs",))(grouped_mm)
     reg.register(aten.convolution, aten._convolution, family="conv")(convolution)
     reg.register(aten.cudnn_convolution, family="conv")(cudnn_convolution)
     reg.register(aten.cudnn_convolution_transpose, family="conv")(cudnn_convolution_transpose)

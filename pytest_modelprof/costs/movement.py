@@ -108,6 +108,8 @@ COPY_OPS = (
     "one_hot",
     "block_diag",
     "_reshape_copy",
+    "_pack_padded_sequence",
+    "_pad_packed_sequence",
     "zero_",
     "fill",
     "type_as",

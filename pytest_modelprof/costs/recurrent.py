@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, prod
 
 __all__ = ["register", "rnn_cost", "CELL_FLOPS"]
 
@@ -58,6 +58,34 @@ def cudnn_rnn(a: Args, out: Any) -> OpCost:
     return OpCost(first.flops + (layers - 1) * rest.flops, first.macs + (layers - 1) * rest.macs)
 
 
+def _recurrent_module(gates: int) -> Any:
+    # aten.lstm/gru/rnn_tanh/rnn_relu: the whole multi-layer module in one op (on meta tensors
+    # the capture prices it here instead of letting it decompose step by step). Sizes come
+    # from the weights, per layer and direction: w_ih (G*H, I), w_hh (G*H, H_out),
+    # [b_ih, b_hh], [w_hr (H_out, H) when an LSTM has proj_size].
+    def formula(a: Args, out: Any) -> OpCost:
+        # A packed sequence (.data overload) has one row per (step, sequence) in `data`.
+        x = a["data"] if "data" in a else a["input"]
+        rows = x.shape[0] if "data" in a else prod(x.shape[:-1])
+        params = a["params"]
+        has_biases = bool(a["has_biases"])
+        blocks = int(a["num_layers"]) * (2 if a["bidirectional"] else 1)
+        per_block = len(params) // blocks
+        macs = pointwise = 0
+        for b in range(blocks):
+            w = params[b * per_block : (b + 1) * per_block]
+            w_ih, w_hh = w[0], w[1]
+            hidden = w_hh.shape[0] // gates
+            macs += rows * (w_ih.numel + w_hh.numel)
+            if per_block in (3, 5):  # LSTM projection h = w_hr @ h
+                macs += rows * w[-1].numel
+            pointwise += rows * hidden * _cell_flops(gates, has_biases)
+        return OpCost(flops=2 * macs + pointwise, macs=macs)
+
+    formula.__name__ = f"recurrent_module_{gates}"
+    return formula
+
+
 def _fused_cell(gates: int) -> Any:
     # _thnn_fused_*_cell: the pointwise part only (its matmuls ran as separate mm ops).
     def formula(a: Args, out: Any) -> OpCost:
@@ -75,5 +103,8 @@ def register(reg: CostRegistry) -> None:
     aten = torch.ops.aten
     reg.register(aten.mkldnn_rnn_layer, family="rnn")(mkldnn_rnn_layer)
     reg.register(aten._cudnn_rnn, aten.miopen_rnn, family="rnn")(cudnn_rnn)
+    reg.register(aten.lstm, family="rnn")(_recurrent_module(4))
+    reg.register(aten.gru, family="rnn")(_recurrent_module(3))
+    reg.register(aten.rnn_tanh, aten.rnn_relu, family="rnn")(_recurrent_module(1))
     reg.register(aten._thnn_fused_lstm_cell, family="rnn")(_fused_cell(4))
     reg.register(aten._thnn_fused_gru_cell, family="rnn")(_fused_cell(3))

@@ -33,6 +33,9 @@ class TensorMeta:
     shape: tuple[int, ...]
     dtype: str
     itemsize: int
+    # The values, flattened, for the few arguments a formula declares it needs (MoE offsets)
+    # and only when the tensor has data (real, not meta or fake); else None.
+    data: tuple[int | float, ...] | None = field(default=None, repr=False, compare=False)
     # Computed once: the capture and the analysis ask for it many times per tensor.
     numel: int = field(init=False, repr=False, compare=False)
 
@@ -74,6 +77,7 @@ class FormulaEntry:
     op: str
     family: str
     formula: Formula
+    values: tuple[str, ...] = ()  # arguments whose values (not just shapes) it reads
 
 
 def prod(values: Any) -> int:
@@ -101,26 +105,32 @@ class CostRegistry:
     def __init__(self) -> None:
         self._entries: dict[str, FormulaEntry] = {}
 
-    def register(self, *ops: Any, family: str) -> Callable[[Formula], Formula]:
-        """Decorator: ``@registry.register(aten.mm, aten.bmm, family="matmul")``."""
+    def register(
+        self, *ops: Any, family: str, values: tuple[str, ...] = ()
+    ) -> Callable[[Formula], Formula]:
+        """Decorator: ``@registry.register(aten.mm, aten.bmm, family="matmul")``.
+
+        ``values`` names tensor arguments whose values the formula reads (``offs``); the
+        capture passes them in ``TensorMeta.data`` when the tensor has data.
+        """
         if not ops:
             raise ValueError("register() needs at least one op")
 
         def decorate(formula: Formula) -> Formula:
             for op in ops:
-                self.add(op, formula, family=family)
+                self.add(op, formula, family=family, values=values)
             return formula
 
         return decorate
 
-    def add(self, op: Any, formula: Formula, *, family: str) -> None:
+    def add(self, op: Any, formula: Formula, *, family: str, values: tuple[str, ...] = ()) -> None:
         name = _op_name(op)
         if name in self._entries:
             raise ValueError(
                 f"a cost formula for {name} is already registered "
                 f"(family {self._entries[name].family!r}); remove one of the two"
             )
-        self._entries[name] = FormulaEntry(name, family, formula)
+        self._entries[name] = FormulaEntry(name, family, formula, tuple(values))
 
     def lookup(self, op: Any) -> FormulaEntry | None:
         return self._entries.get(_op_name(op))

@@ -146,6 +146,14 @@ def msort(a: Args, out: Any) -> OpCost:
     return _sort_cost(a["self"], 0)  # msort sorts along the first dimension
 
 
+def histc(a: Args, out: Any) -> OpCost:
+    # NB: per element: subtract min, scale to a bin, two range checks, increment its count = 5;
+    # with min == max the data's own min and max are found first, 2 more per element.
+    x = a["self"]
+    lo, hi = a.get("min", 0), a.get("max", 0)
+    return OpCost(x.numel * (5 + (2 if lo == hi else 0)))
+
+
 def register(reg: CostRegistry) -> None:
     import torch
 
@@ -207,3 +215,4 @@ def register(reg: CostRegistry) -> None:
     reg.register(aten.cudnn_grid_sampler, family="interpolate")(cudnn_grid_sampler)
     reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, family="sort")(sort)
     reg.register(aten.msort, family="sort")(msort)
+    reg.register(aten.histc, family="reduction")(histc)

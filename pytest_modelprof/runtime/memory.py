@@ -28,9 +28,8 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
-from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 
-from pytest_modelprof._compat import TorchDispatchMode
+from pytest_modelprof._compat import StorageWeakRef, TorchDispatchMode, storage_key
 from pytest_modelprof._tensors import (
     as_inputs,
     backward,
@@ -92,15 +91,11 @@ def storage_bytes(tensors: Iterable[torch.Tensor]) -> int:
     total = 0
     for t in tensors:
         st = t.untyped_storage()
-        key = st._cdata
+        key = storage_key(st)
         if key not in seen:
             seen.add(key)
             total += st.nbytes()
     return total
-
-
-# A weak reference to a C++ storage: ``expired()`` once the storage is freed (untyped upstream).
-StorageWeakRef: Any = _StorageWeakRef
 
 
 class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -115,7 +110,7 @@ class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self._known: dict[int, Any] = {}
         for t in known:
             st = t.untyped_storage()
-            self._known[st._cdata] = StorageWeakRef(st)
+            self._known[storage_key(st)] = StorageWeakRef(st)
         # storage key -> (weak ref, bytes, phase at allocation)
         self._live: dict[int, tuple[Any, int, Phase]] = {}
         self.phase: Phase = "forward"
@@ -138,7 +133,7 @@ class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if t.device.type == "meta":
                 continue
             st = t.untyped_storage()
-            key = st._cdata
+            key = storage_key(st)
             if key in self._live:
                 continue
             known = self._known.get(key)
@@ -172,8 +167,8 @@ class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         ``gradients`` and ``optimizer_state`` are the tensors alive now; a storage that was
         live at the peak and is still one of them is counted under its name.
         """
-        grad_keys = {t.untyped_storage()._cdata for t in gradients}
-        state_keys = {t.untyped_storage()._cdata for t in optimizer_state}
+        grad_keys = {storage_key(t.untyped_storage()) for t in gradients}
+        state_keys = {storage_key(t.untyped_storage()) for t in optimizer_state}
         out = {"gradients": 0, "optimizer_state": 0, "activations": 0}
         for key, ref, nbytes, _phase in self._peak_live:
             alive = not ref.expired()

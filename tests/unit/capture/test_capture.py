@@ -184,6 +184,15 @@ def test_compat_private_apis_smoke() -> None:
     assert [a.name for a in _compat.op_schema(mm.default).arguments] == ["self", "mat2"]
     assert mm.default in _compat.op_overloads(mm)
     assert _compat.qualified_op_name(mm) == _compat.qualified_op_name(mm.default) == "aten::mm"
+    real = torch.ones(4)
+    assert _compat.has_data(real) and not _compat.has_data(t)
+    assert not _compat.has_data(torch.empty(2, device="meta"))
+    key = _compat.storage_key(real.untyped_storage())
+    assert key == _compat.storage_key(real[1:].untyped_storage())  # views share the storage
+    ref = _compat.StorageWeakRef(real.untyped_storage())
+    assert not ref.expired()
+    del real
+    assert ref.expired()
     assert len(default_registry()) > 300
 
 

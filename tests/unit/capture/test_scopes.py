@@ -112,3 +112,43 @@ def test_two_threads_profiling_at_once_get_single_threaded_counts() -> None:
     assert errors == []
     assert got["resnet"] == [expected["resnet"]] * 3
     assert got["mobile"] == [expected["mobile"]] * 3
+
+
+def test_overlapping_captures_in_two_threads_restore_the_kernel_switches() -> None:
+    # The MHA fast path and the SDPA backends are process-wide switches. Two captures that
+    # overlap (A enters, B enters, A leaves, B leaves) must leave them as they were; the second
+    # to enter used to save A's canonical setting as "previous" and restore it at the end.
+    from pytest_modelprof.profile import canonical_kernels
+
+    def flags() -> tuple[bool, bool, bool]:
+        return (
+            torch.backends.mha.get_fastpath_enabled(),
+            torch.backends.cuda.flash_sdp_enabled(),
+            torch.backends.cuda.mem_efficient_sdp_enabled(),
+        )
+
+    before = flags()
+    assert before[0]  # the default: fast path on
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    during_b: list[tuple[bool, bool, bool]] = []
+
+    def a() -> None:
+        with canonical_kernels():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def b() -> None:
+        a_in.wait(10)
+        with canonical_kernels():
+            b_in.set()
+            a_out.wait(10)
+            during_b.append(flags())
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert during_b == [(False, False, False)]  # still canonical while B captures
+    assert flags() == before
