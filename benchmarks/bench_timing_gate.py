@@ -110,7 +110,7 @@ Sessions = dict[str, dict[str, list[NormalisedTiming]]]  # phase -> variant -> s
 def _record(
     fns: dict[str, Callable[[], object]], count: int, rounds: int
 ) -> dict[str, list[NormalisedTiming]]:
-    from pytest_modelprof.runtime.noise import measure_normalised
+    from pytest_modelprof.runtime.calibration import measure_normalised
 
     out: dict[str, list[NormalisedTiming]] = {name: [] for name in fns}
     names = list(fns)

@@ -7,6 +7,13 @@ imports torch, so the pytest plugin imports it only when a test asks for timings
 
 from __future__ import annotations
 
+from pytest_modelprof.runtime.calibration import (
+    calibration_workload,
+    calibration_workloads,
+    measure_forward_normalised,
+    measure_forward_sequential,
+    measure_normalised,
+)
 from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.memory import (
     AllocationTracker,
@@ -23,17 +30,9 @@ from pytest_modelprof.runtime.noise import (
     GateDecision,
     LatencyComparison,
     NormalisedTiming,
-    calibration_workload,
-    calibration_workloads,
     compare_sequential,
     compare_timings,
-    latency_gate,
-    measure_forward_normalised,
-    measure_forward_sequential,
-    measure_normalised,
     needs_more_rounds,
-    timing_to_store,
-    timing_unchanged,
 )
 from pytest_modelprof.runtime.timing import (
     CudaEventTimer,
@@ -47,6 +46,7 @@ from pytest_modelprof.runtime.timing import (
     time_training_step,
     timer_for,
 )
+from pytest_modelprof.runtime.verdicts import latency_gate, timing_to_store, timing_unchanged
 
 __all__ = [
     "ProfilingContext",

@@ -34,20 +34,15 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Callable, Sequence
+from typing import Final, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from pytest_modelprof._tensors import as_inputs, call_model, module_device
-from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import (
-    PerfCounterTimer,
-    Timer,
     TimingStats,
     summarize,
-    timer_for,
 )
 from pytest_modelprof.runtime.timing import quantile as _quantile_sorted
 
@@ -63,19 +58,11 @@ __all__ = [
     "NormalisedTiming",
     "LatencyComparison",
     "GateDecision",
-    "calibration_workload",
-    "calibration_workloads",
-    "measure_normalised",
-    "measure_forward_normalised",
-    "measure_forward_sequential",
     "bootstrap_slowdown",
     "decide",
     "compare_timings",
     "needs_more_rounds",
     "compare_sequential",
-    "latency_gate",
-    "timing_unchanged",
-    "timing_to_store",
 ]
 
 #: Bumped whenever the calibration workloads change; ratios of different versions differ.
@@ -305,217 +292,6 @@ class GateDecision(_Frozen):
     confidence: float | None = None
 
 
-# -- calibration -------------------------------------------------------------------------------
-
-class _ReferenceNet(torch.nn.Module):
-    """The dispatch-heavy calibration workload: many small ops and module calls.
-
-    Convolutions, batch norm, matrix products, softmax attention, layer norm and GELU on
-    small tensors, so that the interpreter and dispatch overhead a model pays is in the
-    reference too.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        nn = torch.nn
-        self.conv = nn.Sequential(
-            nn.Conv2d(8, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
-            nn.Conv2d(16, 16, 3, stride=2, padding=1), nn.ReLU(),
-        )
-        self.proj = nn.Linear(16, 64)
-        self.norm = nn.LayerNorm(64)
-        self.mlp = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64))
-
-    def forward(self, image: torch.Tensor) -> torch.Tensor:
-        x = self.conv(image).flatten(2).transpose(1, 2)  # (1, 144, 16) tokens
-        x = self.norm(self.proj(x))
-        attn = torch.softmax(x @ x.transpose(1, 2) / 8.0, dim=-1)
-        x = x + attn @ x
-        out: torch.Tensor = x + self.mlp(x)
-        return out
-
-
-def _seeded(make: Callable[[torch.Generator], Callable[[], None]]) -> Callable[[], None]:
-    return make(torch.Generator().manual_seed(1234))
-
-
-def calibration_workload(device: torch.device | str | None = None) -> Callable[[], None]:
-    """The dispatch-heavy reference workload (~0.3 ms single-threaded on a server core).
-
-    The first of :func:`calibration_workloads`; it runs on ``device`` (CPU by default).
-    """
-    return calibration_workloads(device)[0]
-
-
-def calibration_workloads(device: torch.device | str | None = None) -> list[Callable[[], None]]:
-    """The fixed reference workloads of :data:`CALIBRATION_PARTS`, seeded, on ``device``.
-
-    ``dispatch``: a small transformer-and-conv block (many small ops); ``compute``: a conv on
-    32x32 maps and a 192x192 matrix product; ``memory``: four passes over a 1 MiB tensor.
-    Each takes 0.1-0.3 ms single-threaded on a server core. Changing any of them changes
-    every stored ratio: bump :data:`CALIBRATION_VERSION` when it happens.
-    """
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(1234)
-        net = _ReferenceNet().eval().to(dev)
-        conv = torch.nn.Conv2d(16, 32, 3, padding=1).eval().to(dev)
-    finally:
-        torch.random.set_rng_state(state)
-    gen = torch.Generator().manual_seed(1234)
-    image = torch.randn(1, 8, 24, 24, generator=gen).to(dev)
-    maps = torch.randn(1, 16, 32, 32, generator=gen).to(dev)
-    square = torch.randn(192, 192, generator=gen).to(dev)
-    big = torch.randn(256 * 1024, generator=gen).to(dev)
-    out = torch.empty_like(big)
-
-    def dispatch() -> None:
-        with torch.no_grad():
-            net(image)
-
-    def compute() -> None:
-        with torch.no_grad():
-            conv(maps)
-            square @ square
-
-    def memory() -> None:
-        torch.mul(big, 1.0001, out=out)
-        torch.add(out, big, out=out)
-        out.clamp_(min=0.0)
-        out.copy_(big)
-
-    return [dispatch, compute, memory]
-
-
-def _round_order(i: int, k: int) -> list[int]:
-    """Which of ``k`` workloads (0 = the model) run in round ``i``, and in what order.
-
-    The order rotates every round and reverses every ``k`` rounds, so each workload runs
-    after each other one equally often: a cache left cold by one is not always billed to the
-    same other, and a slow drift affects all of them alike on average.
-    """
-    r = i % k
-    order = [*range(k)][r:] + [*range(k)][:r]
-    return order[::-1] if (i // k) % 2 else order
-
-
-def measure_normalised(
-    fn: Callable[[], object],
-    *,
-    rounds: int = 100,
-    warmup: int = 5,
-    timer: Timer | None = None,
-    calibration: Callable[[], object] | Sequence[Callable[[], object]] | None = None,
-    threads: int | None = 1,
-    quantile: float = DEFAULT_QUANTILE,
-) -> NormalisedTiming:
-    """Time ``fn`` and the calibration workloads in rotating order, ``rounds`` each.
-
-    ``calibration`` defaults to :func:`calibration_workloads`; with one callable the rounds
-    alternate (ABBA) as in calibration version 1.
-    """
-    if rounds < 2:
-        raise ValueError(f"rounds must be >= 2 for a comparison, got {rounds}")
-    clock = timer or PerfCounterTimer()
-    if calibration is None:
-        calibs: list[Callable[[], object]] = list(calibration_workloads())
-    elif callable(calibration):
-        calibs = [calibration]
-    else:
-        calibs = list(calibration)
-    fns: list[Callable[[], object]] = [fn, *calibs]
-    times: list[list[float]] = [[] for _ in fns]
-    with ProfilingContext(None, seed=None, threads=threads, grad=False):
-        for _ in range(warmup):
-            for f in fns[1:]:
-                f()
-            fn()
-        for i in range(rounds):
-            # A single calibration keeps version 1's order: calibration first in even rounds.
-            if len(fns) > 2:
-                order = _round_order(i, len(fns))
-            else:
-                order = [1, 0] if i % 2 == 0 else [0, 1]
-            for j in order:
-                times[j].append(clock.time(fns[j]))
-    return NormalisedTiming.from_parts(
-        times[0], times[1:], quantile=quantile, timer=clock.name, warmup=warmup
-    )
-
-
-def measure_forward_normalised(
-    model: torch.nn.Module,
-    inputs: Any,
-    *,
-    rounds: int = 100,
-    warmup: int = 5,
-    seed: int | None = 0,
-    threads: int | None = 1,
-    quantile: float = DEFAULT_QUANTILE,
-) -> NormalisedTiming:
-    """:func:`measure_normalised` of the model's forward, in a :class:`ProfilingContext`.
-
-    On a CUDA model the rounds are timed with CUDA events and the calibration workloads run
-    on the same device.
-    """
-    batch = as_inputs(inputs)
-    device = module_device(model)
-    with ProfilingContext(model, seed=seed, threads=threads, eval_mode=True, grad=False):
-        return measure_normalised(
-            lambda: call_model(model, batch),
-            rounds=rounds,
-            warmup=warmup,
-            timer=timer_for(device),
-            calibration=calibration_workloads(device if device.type != "cpu" else None),
-            threads=threads,
-            quantile=quantile,
-        )
-
-
-def measure_forward_sequential(
-    model: torch.nn.Module,
-    inputs: Any,
-    baseline: NormalisedTiming | None,
-    *,
-    rounds: int = 100,
-    max_rounds: int | None = None,
-    tolerance: float = DEFAULT_TOLERANCE,
-    alpha: float = DEFAULT_ALPHA,
-    seed: int | None = 0,
-    threads: int | None = 1,
-) -> NormalisedTiming:
-    """:func:`measure_forward_normalised`, with more rounds only while the verdict is undecided.
-
-    With a comparable ``baseline`` it follows :func:`compare_sequential`: ``rounds`` rounds,
-    then more up to ``max_rounds`` (default :data:`DEFAULT_MAX_ROUNDS_FACTOR` x ``rounds``).
-    Without one (recording or updating a baseline: pass ``None``) it measures ``max_rounds``
-    rounds at once, because a baseline is measured once and judged against many times; a
-    baseline from a briefly disturbed 100 rounds made 8-10 % of later detections miss in
-    ``benchmarks/bench_timing_gate.py``. Judge the result with :func:`compare_timings` and
-    the same ``tolerance``.
-    """
-    limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
-
-    def measure(n: int) -> NormalisedTiming:
-        return measure_forward_normalised(
-            model, inputs, rounds=n, warmup=5, seed=seed, threads=threads
-        )
-
-    if baseline is None or not _comparable(baseline):
-        return measure(limit)
-    timing, _ = compare_sequential(
-        baseline, measure, rounds=rounds, max_rounds=limit, tolerance=tolerance, alpha=alpha
-    )
-    return timing
-
-
-def _comparable(baseline: NormalisedTiming) -> bool:
-    return baseline.calibration_version == CALIBRATION_VERSION and len(
-        baseline.calibration_parts
-    ) == len(CALIBRATION_PARTS)
-
-
 # -- statistics --------------------------------------------------------------------------------
 
 Timings = NormalisedTiming | TimingStats | Sequence[float]
@@ -715,86 +491,3 @@ def compare_sequential(
             timing, baseline, tolerance=tolerance, alpha=alpha, resamples=resamples
         )
     return timing, comparison
-
-
-def latency_gate(
-    comparison: LatencyComparison | None,
-    *,
-    latency_ms: float | None = None,
-    max_latency_ms: float | None = None,
-    strict: bool = False,
-) -> GateDecision:
-    """ok / warn / fail for a timing result: timing limits warn unless ``strict`` is set.
-
-    ``max_latency_ms`` is an absolute budget on the current median in milliseconds; unlike the
-    normalised comparison it depends on the runner, which is one more reason it only warns
-    by default.
-    """
-    reasons: list[str] = []
-    notes: list[str] = []
-    if comparison is not None and comparison.verdict == "regressed":
-        reasons.append(f"latency {comparison.describe()}")
-    if comparison is not None and comparison.verdict == "inconclusive":
-        notes.append(f"latency not judged: {comparison.describe()}; the rounds were too noisy")
-    if max_latency_ms is not None and latency_ms is not None and latency_ms > max_latency_ms:
-        reasons.append(
-            f"latency {latency_ms:.4g} ms (median) is over the budget of {max_latency_ms:g} ms "
-            f"({(latency_ms / max_latency_ms - 1) * 100:+.1f} %, measured on this runner)"
-        )
-    figures: dict[str, Any] = {}
-    if comparison is not None:
-        figures = {
-            "verdict": comparison.verdict,
-            "slowdown": comparison.slowdown,
-            "confidence": comparison.confidence,
-        }
-    action: GateAction = "ok" if not reasons else ("fail" if strict else "warn")
-    return GateDecision(action=action, reasons=reasons, notes=notes, **figures)
-
-
-# -- baselines ---------------------------------------------------------------------------------
-
-def timing_unchanged(
-    baseline: NormalisedTiming,
-    current: NormalisedTiming,
-    tolerance: float = DEFAULT_TOLERANCE,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-) -> bool:
-    """Whether ``current`` is not significantly different from ``baseline``.
-
-    True for the verdicts ``unchanged`` and ``inconclusive``; False for ``regressed``,
-    ``improved``, or when the two cannot be compared (another calibration version).
-    """
-    try:
-        verdict = compare_timings(current, baseline, tolerance=tolerance, alpha=alpha).verdict
-    except ValueError:
-        return False
-    return verdict in ("unchanged", "inconclusive")
-
-
-def timing_to_store(
-    stored: Mapping[str, Any] | None,
-    current: NormalisedTiming | Mapping[str, Any],
-    tolerance: float = DEFAULT_TOLERANCE,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-) -> dict[str, Any]:
-    """The timing document an updated baseline should hold: ``stored`` itself while
-    :func:`timing_unchanged`, else ``current`` as JSON.
-
-    ``stored`` is returned as an equal plain dict (same keys, same values, same order), so a
-    baseline rewritten with it is byte-identical. A missing or unreadable ``stored`` (an
-    older calibration version, a hand-edited file) is replaced.
-    """
-    now = current if isinstance(current, NormalisedTiming) else NormalisedTiming.model_validate(
-        current
-    )
-    fresh: dict[str, Any] = now.model_dump(mode="json")
-    if stored is None:
-        return fresh
-    try:
-        old = NormalisedTiming.model_validate(stored)
-    except ValidationError:
-        return fresh
-    return dict(stored) if timing_unchanged(old, now, tolerance, alpha=alpha) else fresh

@@ -16,8 +16,11 @@ import torch
 import torchvision
 from torch import nn
 
+from pytest_modelprof.runtime.calibration import measure_forward_normalised
 from pytest_modelprof.runtime.memory import measure_memory, storage_bytes
-from pytest_modelprof.runtime.noise import compare_timings, measure_forward_normalised
+from pytest_modelprof.runtime.noise import (
+    compare_timings,
+)
 from pytest_modelprof.runtime.timing import (
     CudaEventTimer,
     time_backward,

@@ -9,23 +9,23 @@ from collections.abc import Callable
 import pytest
 import torch
 
+from pytest_modelprof.runtime.calibration import (
+    calibration_workloads,
+    measure_forward_sequential,
+    measure_normalised,
+)
 from pytest_modelprof.runtime.noise import (
     CALIBRATION_PARTS,
     CALIBRATION_VERSION,
     LatencyComparison,
     NormalisedTiming,
-    calibration_workloads,
     compare_sequential,
     compare_timings,
     decide,
-    latency_gate,
-    measure_forward_sequential,
-    measure_normalised,
     needs_more_rounds,
-    timing_to_store,
-    timing_unchanged,
 )
 from pytest_modelprof.runtime.timing import summarize
+from pytest_modelprof.runtime.verdicts import latency_gate, timing_to_store, timing_unchanged
 
 
 def _session(model_ms: float, calib_ms: float, *, seed: int, rounds: int = 60,
