@@ -37,6 +37,7 @@ from torch import nn
 
 from pytest_modelprof import _compat
 from pytest_modelprof._tensors import Inputs, as_inputs, call_model, flat_tensors, map_tensors
+from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = [
@@ -267,7 +268,7 @@ def _inductor(model: nn.Module, inputs: Inputs, dynamic: bool | None) -> tuple[i
             call_model(compiled, inputs)
             first = time.perf_counter() - start
         except Exception as exc:  # Inductor errors are many and version-specific
-            raise RuntimeError(
+            raise ModelprofError(
                 f"Inductor could not compile {type(model).__name__}: {exc}. Inductor on CPU "
                 "needs a working C++ compiler (g++ or clang++ on PATH); drop inductor=True "
                 "(--inductor) to count graphs and breaks only"
@@ -305,8 +306,18 @@ def analyze_compile(
         raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
     module, first = real_model_and_inputs(model, input_shape=input_shape, inputs=inputs)
     calls = _calls(first, shapes)
+    label = model if isinstance(model, str) else type(model).__name__
     with _quiet(), ProfilingContext(module, seed=0, threads=None, eval_mode=True, grad=False):
-        ops, breaks, recompiles = _count(module, calls, dynamic)
+        try:
+            ops, breaks, recompiles = _count(module, calls, dynamic)
+        except Exception as exc:
+            shapes_text = "; ".join(str(_shapes_of(c)) for c in calls)
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            raise ModelprofError(
+                f"{label}: torch.compile could not run it on inputs of shapes {shapes_text}: "
+                f"{first_line}. Check that the model runs eagerly on these inputs (input_shape=, "
+                "--input-shape, --batch)"
+            ) from exc
         kernels: int | None = None
         compile_s: float | None = None
         if inductor:

@@ -225,6 +225,13 @@ def test_a_bad_batch_size_is_named(bad: int) -> None:
         analyze_compile(Clean(), torch.randn(2, 8), shapes=[bad])
 
 
+def test_a_model_that_cannot_run_the_inputs_is_named_with_the_shapes() -> None:
+    from pytest_modelprof.errors import ModelprofError
+
+    with pytest.raises(ModelprofError, match=r"Clean: .*\[\[2, 5\]\].*input_shape"):
+        analyze_compile(Clean(), torch.randn(2, 5))  # fc1 wants 8 features
+
+
 def test_a_non_model_is_refused() -> None:
     with pytest.raises(TypeError, match="nn.Module or a model name"):
         analyze_compile(42, torch.randn(2))  # type: ignore[arg-type]
