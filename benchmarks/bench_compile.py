@@ -14,6 +14,7 @@ falls back to 224x224, then to its registry default) and prints one progress lin
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import sys
 import time
@@ -70,7 +71,7 @@ def bench_explain(repeat: int) -> dict[str, Any]:
 def bench_inductor() -> None:
     """Inductor compile time (caches off) and kernel counts of resnet18 and YOLOv8n."""
     for name, shape in (("resnet18", (1, 3, 224, 224)), ("yolov8n.yaml", (1, 3, 640, 640))):
-        t, health = timed(lambda: analyze_compile(name, input_shape=shape, inductor=True))
+        t, health = timed(functools.partial(analyze_compile, name, input_shape=shape, inductor=True))
         print(
             f"{name} {'x'.join(map(str, shape))}: Inductor compile {health.compile_s:.1f} s, "
             f"{health.kernels} kernels, {health.graphs} graphs, {health.graph_breaks} breaks "
@@ -89,7 +90,7 @@ def _zoo_one(name: str) -> tuple[CompileHealth, tuple[int, ...], float]:
     error: Exception | None = None
     for shape in shapes:
         try:
-            t, health = timed(lambda: analyze_compile(name, input_shape=shape))
+            t, health = timed(functools.partial(analyze_compile, name, input_shape=shape))
             return health, shape, t
         except Exception as exc:  # try the next size
             error = exc
