@@ -71,7 +71,9 @@ def bench_explain(repeat: int) -> dict[str, Any]:
 def bench_inductor() -> None:
     """Inductor compile time (caches off) and kernel counts of resnet18 and YOLOv8n."""
     for name, shape in (("resnet18", (1, 3, 224, 224)), ("yolov8n.yaml", (1, 3, 640, 640))):
-        t, health = timed(functools.partial(analyze_compile, name, input_shape=shape, inductor=True))
+        t, health = timed(
+            functools.partial(analyze_compile, name, input_shape=shape, inductor=True)
+        )
         print(
             f"{name} {'x'.join(map(str, shape))}: Inductor compile {health.compile_s:.1f} s, "
             f"{health.kernels} kernels, {health.graphs} graphs, {health.graph_breaks} breaks "
