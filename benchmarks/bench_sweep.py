@@ -22,7 +22,7 @@ import torch
 import torchvision
 from torch import nn
 
-from pytest_modelprof.sweep import check_growth, format_sweep, sweep
+from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
 
 
 class TokenMLP(nn.Module):

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate import GateRecord
+    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.gate.settings import ProfileRequest
     from pytest_modelprof.schema import ModelProfile
-    from pytest_modelprof.settings import ProfileRequest
 
 __all__ = ["pytest_modelprof_profile", "pytest_modelprof_record"]
 

@@ -7,7 +7,6 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from collections.abc import Generator
@@ -18,26 +17,24 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_modelprof import hookspecs
+from pytest_modelprof._options import add_options
 from pytest_modelprof.errors import ModelprofError, SettingsError
-from pytest_modelprof.settings import (
-    BOOL_KEYS,
-    GITHUB_MODES,
+from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
+from pytest_modelprof.gate.settings import (
     LIMIT_NAMES,
     MARKER_SIGNATURE,
-    REPORT_KEYS,
     MarkerSpec,
     ProfileRequest,
     SessionSettings,
-    check_report_path,
-    cli_flag,
     ini_key,
     resolve_marker,
-    resolve_reports,
     resolve_session,
 )
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate import GateRecord, ProfileCache, TestProfiles
+    from pytest_modelprof.gate.cache import ProfileCache
+    from pytest_modelprof.gate.fixture import TestProfiles
+    from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.report.session import SessionReports
     from pytest_modelprof.schema import ModelProfile
 
@@ -76,116 +73,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("modelprof", "model cost regression gate (pytest-modelprof)")
-    group.addoption(
-        "--modelprof-update-baselines",
-        action="store_true",
-        default=None,
-        dest="modelprof_update",
-        help="write or overwrite the baselines of the selected tests (a normal run never writes)",
-    )
-    group.addoption(
-        "--modelprof-baseline-dir",
-        default=None,
-        dest="modelprof_baseline_dir",
-        metavar="DIR",
-        help="where baselines live (default: baselines/ at the rootdir); "
-        "ini: modelprof_baseline_dir",
-    )
-    group.addoption(
-        "--modelprof-strict",
-        action="store_true",
-        default=None,
-        dest="modelprof_strict",
-        help="an improvement beyond tolerance also fails, so baselines stay tight; "
-        "ini: modelprof_strict",
-    )
-    group.addoption(
-        "--modelprof-prune-baselines",
-        action="store_true",
-        default=None,
-        dest="modelprof_prune",
-        help="delete the baselines that no test uses any more (they are listed at the end of "
-        "every run that finds them)",
-    )
-    _add_report_options(group, parser)
-    parser.addini(
-        "modelprof_baseline_dir", "baseline directory, relative to the ini file", "string", ""
-    )
-    parser.addini("modelprof_strict", "fail on improvements beyond tolerance", "bool", False)
-    switches = {
-        "fvcore": "cross-check FLOPs against fvcore for every profiled model",
-        "timing_strict": "latency limits fail the test (by default they only warn)",
-    }
-    for key in LIMIT_NAMES:
-        if key in BOOL_KEYS:
-            group.addoption(
-                cli_flag(key),
-                action="store_true",
-                default=None,
-                dest=ini_key(key),
-                help=f"{switches[key]}; ini: {ini_key(key)}",
-            )
-            parser.addini(ini_key(key), switches[key], "bool", False)
-            continue
-        group.addoption(
-            cli_flag(key),
-            default=None,
-            dest=ini_key(key),
-            metavar="LIMIT",
-            help=f"default {key} for every profiled test (the marker overrides it); "
-            f"ini: {ini_key(key)}",
-        )
-        parser.addini(ini_key(key), f"default {key} for every profiled test", "string", "")
-
-
-def _report_path(key: str) -> Any:
-    def check(value: str) -> str:
-        try:
-            return check_report_path(key, value)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return check
-
-
-def _add_report_options(group: Any, parser: pytest.Parser) -> None:
-    reports = {
-        "report": ("PATH.html", "write the HTML diff report (self-contained, one file)"),
-        "json": ("PATH.json", "write every profile, comparison and verdict as JSON"),
-        "markdown": ("PATH.md", "write the diff report as Markdown"),
-    }
-    for key, (metavar, text) in reports.items():
-        group.addoption(
-            cli_flag(key),
-            default=None,
-            dest=ini_key(key),
-            metavar=metavar,
-            type=_report_path(key),
-            help=f"{text}; ini: {ini_key(key)}",
-        )
-        parser.addini(ini_key(key), f"{text} (relative to the ini file)", "string", "")
-    group.addoption(
-        cli_flag("github"),
-        default=None,
-        dest=ini_key("github"),
-        choices=GITHUB_MODES,
-        help="auto (default): on GitHub Actions, append a table to $GITHUB_STEP_SUMMARY and "
-        "annotate each failing test; off: neither; ini: modelprof_github",
-    )
-    parser.addini(ini_key("github"), "GitHub job summary and annotations: auto or off", "string",
-                  "")
-    group.addoption(
-        cli_flag("artifact_url"),
-        default=None,
-        dest=ini_key("artifact_url"),
-        metavar="URL",
-        help="where the HTML report can be downloaded, linked from the job summary (default on "
-        "GitHub Actions: the run's artifacts; env MODELPROF_ARTIFACT_URL); "
-        "ini: modelprof_artifact_url",
-    )
-    parser.addini(ini_key("artifact_url"), "link to the HTML report from the job summary",
-                  "string", "")
+    add_options(parser)
 
 
 # -- configure -----------------------------------------------------------------------------------
@@ -204,10 +92,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "strict": config.option.modelprof_strict,
         "prune": config.option.modelprof_prune,
         "baseline_dir": config.option.modelprof_baseline_dir,
+        "env_strict": config.option.modelprof_env_strict,
+        "disable": config.option.modelprof_disable,
     }
     ini: dict[str, object] = {
         "baseline_dir": config.getini("modelprof_baseline_dir"),
         "strict": config.getini("modelprof_strict") or None,
+        "env_strict": config.getini("modelprof_env_strict") or None,
+        "disable": config.getini("modelprof_disable") or None,
     }
     for key in LIMIT_NAMES:
         cli[key] = getattr(config.option, ini_key(key))
@@ -270,7 +162,7 @@ def _spec(item: pytest.Item) -> MarkerSpec:
 
 
 def _profiles(item: pytest.Item) -> TestProfiles:
-    from pytest_modelprof.gate import TestProfiles
+    from pytest_modelprof.gate.fixture import TestProfiles
 
     state = item.stash.setdefault(ITEM_KEY, _Item())
     if state.profiles is None:
@@ -280,7 +172,7 @@ def _profiles(item: pytest.Item) -> TestProfiles:
 
 def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
     """Profile through the session cache, the ``pytest_modelprof_profile`` hook, then the engine."""
-    from pytest_modelprof.gate import ProfileCache, call_profile_model
+    from pytest_modelprof.gate.cache import ProfileCache, call_profile_model
 
     state = config.stash[SESSION_KEY]
     if state.cache is None:
@@ -297,34 +189,50 @@ def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
 @pytest.fixture
 def modelprof(request: pytest.FixtureRequest) -> Any:
     """Profile a model, register it for this test's baseline gate and return the profile:
-    ``modelprof(module_or_name, input_shape=..., inputs=..., name=None)``."""
-    from pytest_modelprof.gate import ModelprofFixture
+    ``modelprof(module_or_name, input_shape=..., inputs=..., name=None, dtype=None,
+    mode="auto", include_backward=False, strict=False)``."""
+    from pytest_modelprof.gate.fixture import ModelprofFixture
 
     item = request.node
     assert isinstance(item, pytest.Item)
 
-    def defaults() -> tuple[Any, str | None]:
+    def defaults() -> tuple[Any, str | None, dict[str, Any]]:
         spec = _spec(item)
-        return (spec.input_shape, spec.device) if spec.request is None else (None, spec.device)
+        shape = spec.input_shape if spec.request is None else None
+        return shape, spec.device, dict(spec.capture)
 
+    if item.config.stash[SESSION_KEY].settings.disable:
+        from pytest_modelprof.profile import profile_model
+
+        # Disabled: the fixture still returns a profile (tests may assert on it) but nothing
+        # is registered for the gate and no baseline is read or written.
+        return ModelprofFixture(None, lambda req: profile_model(req.model, **req.engine_kwargs()),
+                                defaults)
     return ModelprofFixture(_profiles(item), lambda req: _profile(item.config, req), defaults)
 
 
 def _uses_gate(item: pytest.Item) -> bool:
+    if item.config.stash[SESSION_KEY].settings.disable:
+        return False
     fixturenames = getattr(item, "fixturenames", ())
     return item.get_closest_marker("profile") is not None or "modelprof" in fixturenames
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    __tracebackhide__ = True
     if not _uses_gate(item):
         return (yield)
+    problem: str | None = None
     try:
         spec = _spec(item)
     except SettingsError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    if problem is not None:  # outside the except block: one error, no chained traceback
+        pytest.fail(problem, pytrace=False)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.gate import evaluate, fvcore_failures, growth_failures, measure_latency
+    from pytest_modelprof.gate.collect import measure_latency, run_fvcore, run_sweep
+    from pytest_modelprof.gate.evaluate import evaluate
 
     config = item.config
     state = config.stash[SESSION_KEY]
@@ -340,7 +248,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
-            grew, growth_warnings, swept = growth_failures(request, spec.sweep, spec.limits)
             outcome = evaluate(
                 profile,
                 nodeid=item.nodeid,
@@ -348,16 +255,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 limits=spec.limits,
                 session=state.settings,
                 rootdir=Path(config.rootpath),
-                extra_failures=[*fvcore_failures(request, spec.limits), *grew],
-                warnings=growth_warnings,
                 timing=measure_latency(request, spec.limits),
-                sweep=swept,
+                sweep=run_sweep(request, spec.sweep, spec.limits),
+                fvcore=run_fvcore(request, spec.limits),
             )
             records.append(outcome.record)
             if outcome.failure:
                 failures.append(outcome.failure)
     except ModelprofError as exc:
-        pytest.fail(f"modelprof: {exc}", pytrace=False)
+        problem = f"modelprof: {exc}"
+    if problem is not None:
+        pytest.fail(problem, pytrace=False)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
     return result
@@ -371,7 +279,7 @@ def pytest_runtest_makereport(
     if call.when == "call":
         state = item.stash.get(ITEM_KEY, None)
         if state is not None and state.records:
-            from pytest_modelprof.gate import records_to_json
+            from pytest_modelprof.gate.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
     return report
@@ -402,7 +310,7 @@ class _Gatherer:
             state.completed.add(report.nodeid)  # the body ran to the end: its gate ran
         if payload is None:
             return
-        from pytest_modelprof.gate import records_from_json
+        from pytest_modelprof.gate.record import records_from_json
 
         for record in records_from_json(payload):
             state.records.append(record)
@@ -441,22 +349,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash.get(SESSION_KEY, None)
     if state is None or _is_worker(config) or not (state.records or state.stale):
         return
-    from pytest_modelprof.gate import summary_lines, update_command
+    from pytest_modelprof.gate.evaluate import update_command
+    from pytest_modelprof.gate.summary import problem_lines, summary_lines
 
     tr = terminalreporter
     tr.write_sep("=", "modelprof")
     if state.records:
         for line in summary_lines(state.records):
             tr.write_line(line)
+        for line in problem_lines(state.records):
+            tr.write_line(line, red=line.lstrip().startswith("FAIL"),
+                          yellow=line.lstrip().startswith("warn"))
     by_status: dict[str, list[str]] = {}
     for record in state.records:
         by_status.setdefault(record.status, []).append(record.nodeid)
-    warned = [r for r in state.records if r.warnings]
-    if warned:
-        tr.write_line("timing warnings (latency limits warn unless timing_strict):", yellow=True)
-        for record in warned:
-            for warning in record.warnings:
-                tr.write_line(f"  {record.label}: {warning}", yellow=True)
     for status, verb in (("missing", "have no baseline"), ("improved", "improved")):
         ids = sorted(set(by_status.get(status, [])))
         if ids:

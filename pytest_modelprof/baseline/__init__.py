@@ -6,7 +6,7 @@ pydantic document lives in :mod:`pytest_modelprof.baseline.document` and is impo
 
 from __future__ import annotations
 
-from pytest_modelprof.baseline.compare import Comparison, MetricCheck, Policy, compare
+from pytest_modelprof.baseline.compare import Check, Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.store import baseline_relpath
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative, Tolerance
@@ -18,7 +18,7 @@ __all__ = [
     "Exact",
     "Ignore",
     "Metric",
-    "MetricCheck",
+    "Check",
     "Policy",
     "Relative",
     "Tolerance",

@@ -1,20 +1,29 @@
-"""``compare(current, baseline, policy) -> Comparison``: pure, total, never raises part-way.
+"""The one check row, and ``compare(current, baseline, policy)`` for the metric table.
 
-Every metric of the table gets a verdict:
+Every limit the gate knows (a relative delta, an absolute budget, latency, a growth exponent,
+the fvcore cross-check, uncounted ops, compile health) ends as a :class:`Check`: the metric, the
+kind of limit, baseline, current, delta, the limit, a verdict and a one-line reason with the
+figures, plus a JSON detail for the report sections of that kind. Renderers read rows only.
 
-* ``ok`` - within tolerance and budget;
-* ``improved`` - better than the baseline by more than the tolerance;
-* ``regressed`` - worse than the baseline by more than the tolerance, or over its budget;
+Verdicts:
+
+* ``ok`` - within its limit;
+* ``improved`` - better than the baseline by more than the tolerance (fails only in strict mode);
+* ``regressed`` - worse than the limit allows: the test fails;
+* ``warning`` - outside the limit, but not a failure (latency without ``timing_strict``, a
+  kernel-dependent count whose baseline was recorded in another environment);
+* ``unmeasured`` - a limit is set, but nothing measured the metric: the test fails;
 * ``new`` - measured now, absent from the baseline (or no baseline at all);
-* ``missing`` - in the baseline, not measured now;
-* ``unmeasured`` - a limit is set, but the profile does not measure the metric.
+* ``missing`` - in the baseline, not measured now.
+
+Pure and total: :func:`compare` never raises part-way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
@@ -24,16 +33,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Verdict",
+    "CheckKind",
+    "FAILING",
     "Policy",
-    "MetricCheck",
+    "Check",
     "LayerDelta",
     "Comparison",
     "compare",
+    "environment_changes",
     "format_change",
     "layer_growth",
 ]
 
-Verdict = Literal["ok", "improved", "regressed", "new", "missing", "unmeasured"]
+Verdict = Literal["ok", "improved", "regressed", "warning", "unmeasured", "new", "missing"]
+#: What a limit is: a relative ``delta`` or an absolute ``budget`` of a table metric, or one of
+#: the checks that have their own rule.
+CheckKind = Literal[
+    "delta", "budget", "latency", "growth", "fvcore", "uncounted", "capture", "compile"
+]
+#: Verdicts that fail the test.
+FAILING: Final[frozenset[Verdict]] = frozenset({"regressed", "unmeasured"})
+DASH: Final = "\u2013"
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,8 @@ class Policy:
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     explicit: frozenset[str] = frozenset()  # metrics whose limit the user set (not built-in)
+    # Kernel-dependent counts judged strictly even when the baseline's environment differs.
+    env_strict: bool = False
 
     def tolerance(self, metric: Metric) -> Tolerance:
         """The delta tolerance for ``metric``."""
@@ -54,52 +76,97 @@ class Policy:
 
 
 @dataclass(frozen=True)
-class MetricCheck:
-    """The verdict on one metric, with everything a message needs."""
+class Check:
+    """One limit's verdict with everything a message or a report row needs, already formatted.
 
-    metric: Metric
+    ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
+    row read back from JSON renders without the metric table. ``hard`` marks limits that
+    rewriting the baseline cannot fix (budgets, growth, fvcore), which fail in update mode too.
+    """
+
+    metric: str
+    label: str
+    kind: CheckKind
     verdict: Verdict
-    current: float | None
-    baseline: float | None
-    tolerance: Tolerance
-    budget: Budget | None = None
-    worse_by: float | None = None  # relative change in the worse direction
-    over_budget: bool = False
+    reason: str
+    current: float | None = None
+    baseline: float | None = None
+    limit: str = ""
+    current_text: str = DASH
+    baseline_text: str = DASH
+    delta_text: str = DASH
+    hard: bool = False
+    summary: bool = False  # a column of the summary tables
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def change(self) -> float | None:
         """Signed relative change ``(current - baseline) / baseline`` (``inf`` from zero)."""
-        if self.current is None or self.baseline is None:
-            return None
-        if self.baseline == 0:
-            if self.current == 0:
-                return 0.0
-            return float("inf") if self.current > 0 else float("-inf")
-        return (self.current - self.baseline) / abs(self.baseline)
+        return relative_change(self.current, self.baseline)
+
+    @property
+    def failed(self) -> bool:
+        """Whether this row fails the test."""
+        return self.verdict in FAILING
 
     def describe(self) -> str:
-        """One line: ``FLOPs 1.82 GFLOPs -> 2.1 GFLOPs (+15.4 %, limit +10.0 %)``."""
-        m = self.metric
-        if self.verdict == "unmeasured":
-            return (
-                f"{m.label}: a limit is set ({_limit_text(self)}) "
-                f"but this profile does not measure it"
-            )
-        if self.verdict == "missing":
-            return f"{m.label}: {m.format(self.baseline)} in the baseline, not measured now"
-        parts: list[str] = []
-        if self.baseline is not None:
-            parts.append(
-                f"{m.label}: {m.format(self.baseline)} \u2192 {m.format(self.current)} "
-                f"({format_change(self.change)}, limit "
-                f"{format_tolerance(self.tolerance, drop=m.direction == 'higher')})"
-            )
-        else:
-            parts.append(f"{m.label}: {m.format(self.current)}")
-        if self.over_budget and self.budget is not None:
-            key = m.budget_key or "budget"
-            parts.append(f"over budget {key}={m.format(self.budget.limit)}")
-        return "; ".join(parts)
+        """One line: ``FLOPs: 1.82 GFLOPs -> 2.1 GFLOPs (+15.4 %, limit max_flops_delta=+10 %)``."""
+        return f"{self.label}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON object (the results document's ``checks`` entries)."""
+        return {
+            "metric": self.metric,
+            "label": self.label,
+            "kind": self.kind,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "current": self.current,
+            "baseline": self.baseline,
+            "limit": self.limit,
+            "current_text": self.current_text,
+            "baseline_text": self.baseline_text,
+            "delta_text": self.delta_text,
+            "hard": self.hard,
+            "summary": self.summary,
+            "detail": dict(self.detail),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Check:
+        """The inverse of :meth:`to_json`."""
+        return cls(**{**data, "detail": dict(data.get("detail") or {})})
+
+
+def relative_change(current: float | None, baseline: float | None) -> float | None:
+    """``(current - baseline) / |baseline|``; from a zero baseline any change is infinite."""
+    if current is None or baseline is None:
+        return None
+    if baseline == 0:
+        if current == 0:
+            return 0.0
+        return float("inf") if current > 0 else float("-inf")
+    return (current - baseline) / abs(baseline)
+
+
+def format_change(change: float | None) -> str:
+    """``0.154`` -> ``+15.4 %``; infinities (from a zero baseline) read ``+inf %``."""
+    if change is None:
+        return "n/a"
+    if change in (float("inf"), float("-inf")):
+        return f"{'+' if change > 0 else '-'}inf %"
+    return f"{change * 100:+.1f} %"
+
+
+def delta_text(metric: Metric, current: float | None, baseline: float | None) -> str:
+    """``+1.2 GFLOPs (+15.4 %)``, ``0``, or a dash when a side is missing."""
+    if current is None or baseline is None:
+        return DASH
+    diff = current - baseline
+    if diff == 0:
+        return "0"
+    sign = "+" if diff > 0 else "\u2212"
+    return f"{sign}{metric.format(abs(diff))} ({format_change(relative_change(current, baseline))})"
 
 
 @dataclass(frozen=True)
@@ -118,57 +185,82 @@ class LayerDelta:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Every metric's verdict plus the layers that grew most."""
+    """Every check's verdict plus the layers that grew most."""
 
-    checks: tuple[MetricCheck, ...]
+    checks: tuple[Check, ...]
     layer_metric: Metric | None = None
     layers: tuple[LayerDelta, ...] = ()
     has_baseline: bool = True
+    environment: tuple[str, ...] = ()  # how the run's environment differs from the baseline's
 
-    def by_verdict(self, *verdicts: Verdict) -> tuple[MetricCheck, ...]:
+    def by_verdict(self, *verdicts: Verdict) -> tuple[Check, ...]:
         """The checks with one of ``verdicts``, in table order."""
         return tuple(c for c in self.checks if c.verdict in verdicts)
 
     @property
-    def regressions(self) -> tuple[MetricCheck, ...]:
+    def failures(self) -> tuple[Check, ...]:
+        return self.by_verdict(*FAILING)
+
+    @property
+    def regressions(self) -> tuple[Check, ...]:
         return self.by_verdict("regressed")
 
     @property
-    def improvements(self) -> tuple[MetricCheck, ...]:
+    def improvements(self) -> tuple[Check, ...]:
         return self.by_verdict("improved")
 
     @property
-    def unmeasured(self) -> tuple[MetricCheck, ...]:
+    def warnings(self) -> tuple[Check, ...]:
+        return self.by_verdict("warning")
+
+    @property
+    def unmeasured(self) -> tuple[Check, ...]:
         return self.by_verdict("unmeasured")
+
+    def plus(self, checks: Sequence[Check]) -> Comparison:
+        """This comparison with more rows (from the checks that have their own rule)."""
+        return replace(self, checks=(*self.checks, *checks))
 
     @property
     def verdict(self) -> Verdict:
-        """The worst verdict over all metrics (regressed > unmeasured > improved > new > ok)."""
-        worst: tuple[Verdict, ...] = ("regressed", "unmeasured", "improved")
-        for v in worst:
+        """The worst verdict (regressed > unmeasured > improved > warning > new > ok)."""
+        order: tuple[Verdict, ...] = ("regressed", "unmeasured", "improved", "warning")
+        for v in order:
             if self.by_verdict(v):
                 return v
         return "ok" if self.has_baseline else "new"
 
 
-def format_change(change: float | None) -> str:
-    """``0.154`` -> ``+15.4 %``; infinities (from a zero baseline) read ``+inf %``."""
-    if change is None:
-        return "n/a"
-    if change in (float("inf"), float("-inf")):
-        return f"{'+' if change > 0 else '-'}inf %"
-    return f"{change * 100:+.1f} %"
-
-
-def _limit_text(check: MetricCheck) -> str:
-    m = check.metric
+def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> str:
     parts = []
-    if not isinstance(check.tolerance, Ignore):
-        limit = format_tolerance(check.tolerance, drop=m.direction == "higher")
-        parts.append(f"{m.delta_key}={limit}")
-    if check.budget is not None and m.budget_key:
-        parts.append(f"{m.budget_key}={m.format(check.budget.limit)}")
-    return ", ".join(parts)
+    if not isinstance(tolerance, Ignore):
+        parts.append(format_tolerance(tolerance, drop=metric.direction == "higher"))
+    if budget is not None and metric.budget_key:
+        parts.append(f"{metric.budget_key}={metric.format(budget.limit)}")
+    return ", ".join(parts) or "not gated"
+
+
+def environment_changes(
+    current: BaselineDocument, baseline: BaselineDocument | None
+) -> tuple[str, ...]:
+    """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
+    baseline was recorded (versions, capture mode, device, dtype)."""
+    if baseline is None:
+        return ()
+    before, after = baseline.environment, current.environment
+    out = []
+    for field_name, label in (
+        ("torch_version", "torch"),
+        ("torchvision_version", "torchvision"),
+        ("source_version", "model source"),
+        ("capture_mode", "capture mode"),
+        ("device", "device"),
+        ("dtype", "dtype"),
+    ):
+        old, new = getattr(before, field_name, None), getattr(after, field_name, None)
+        if old is not None and new is not None and old != new:
+            out.append(f"{label} {old} \u2192 {new}")
+    return tuple(out)
 
 
 def _check(
@@ -176,31 +268,88 @@ def _check(
     current: float | None,
     baseline: float | None,
     policy: Policy,
-) -> MetricCheck | None:
+    values: Mapping[str, float],
+    before: Mapping[str, float],
+    env: Sequence[str],
+) -> Check | None:
     tolerance = policy.tolerance(metric)
     budget = policy.budget(metric)
+    limit = _limit_text(metric, tolerance, budget)
+
+    def row(verdict: Verdict, reason: str, *, kind: str = "delta", hard: bool = False) -> Check:
+        return Check(
+            metric=metric.name,
+            label=metric.label,
+            kind=kind,  # type: ignore[arg-type]
+            verdict=verdict,
+            reason=reason,
+            current=current,
+            baseline=baseline,
+            limit=limit,
+            current_text=metric.format(current) if current is not None else DASH,
+            baseline_text=metric.format(baseline) if baseline is not None else DASH,
+            delta_text=delta_text(metric, current, baseline),
+            hard=hard,
+            summary=metric.summary,
+        )
+
     if current is None:
         if baseline is not None:
-            return MetricCheck(metric, "missing", None, baseline, tolerance, budget)
+            return row("missing", f"{metric.format(baseline)} in the baseline, not measured now")
         judged = budget is not None or (
             metric.name in policy.explicit and not isinstance(tolerance, Ignore)
         )
         if judged:
-            return MetricCheck(metric, "unmeasured", None, None, tolerance, budget)
+            return row(
+                "unmeasured",
+                f"a limit is set ({limit}) but this profile does not measure it; measure it "
+                f"or remove the limit",
+                hard=True,
+            )
         return None  # neither measured nor asked for: nothing to say
-    over = budget is not None and current > budget.limit
-    if baseline is None:
-        return MetricCheck(
-            metric, "regressed" if over else "new", current, None, tolerance, budget, None, over
+    if budget is not None and current > budget.limit:
+        key = metric.budget_key or "budget"
+        return row(
+            "regressed",
+            f"{metric.format(current)} is over budget {key}={metric.format(budget.limit)}",
+            kind="budget",
+            hard=True,
         )
+    if baseline is None:
+        return row("new", f"{metric.format(current)} (no baseline yet)")
     worse_by = metric.worse_by(current, baseline)
-    if over or not tolerance.allows(worse_by):
-        verdict: Verdict = "regressed"
-    elif not isinstance(tolerance, Ignore) and not tolerance.allows(-worse_by):
-        verdict = "improved"  # better by more than the tolerance: the baseline could be tighter
-    else:
-        verdict = "ok"
-    return MetricCheck(metric, verdict, current, baseline, tolerance, budget, worse_by, over)
+    change = format_change(relative_change(current, baseline))
+    figures = f"{metric.format(baseline)} \u2192 {metric.format(current)} ({change}"
+    if not tolerance.allows(worse_by):
+        inputs = [
+            (name, before[name], values[name])
+            for name in metric.derived_from
+            if name in values and name in before
+        ]
+        held = inputs and all(
+            (m := METRICS.by_name(n)) is not None and m.worse_by(now, old) <= 0
+            for n, old, now in inputs
+        )
+        if held:  # a derived metric moved because its inputs improved: no cost grew
+            moved = ", ".join(
+                f"{n} {format_change(relative_change(now, old))}" for n, old, now in inputs
+            )
+            return row("ok", f"{figures}); derived from {moved}: no cost grew")
+        reason = f"{figures}, limit {limit})"
+        if env and metric.kernel_dependent and not policy.env_strict:
+            return row(
+                "warning",
+                f"{reason}; the baseline comes from another environment "
+                f"({'; '.join(env)}) and this count depends on kernels: re-record it with "
+                f"--modelprof-update-baselines",
+            )
+        return row("regressed", reason)
+    if not isinstance(tolerance, Ignore) and not tolerance.allows(-worse_by):
+        reason = f"{figures}, tolerance {limit}): the baseline could be tighter"
+        if env and metric.kernel_dependent and not policy.env_strict:
+            return row("warning", f"{reason}; environment changed ({'; '.join(env)})")
+        return row("improved", reason)
+    return row("ok", f"{figures}, limit {limit})" if worse_by else f"{figures}, unchanged)")
 
 
 def layer_growth(
@@ -228,20 +377,49 @@ def compare(
     current: BaselineDocument,
     baseline: BaselineDocument | None,
     policy: Policy,
+    *,
+    skip: frozenset[str] = frozenset(),
 ) -> Comparison:
-    """Judge every metric of ``current`` against ``baseline`` under ``policy``."""
+    """Judge every table metric of ``current`` against ``baseline`` under ``policy``.
+
+    ``skip`` names metrics another rule judges (latency, from its timing rounds).
+    """
+    env = environment_changes(current, baseline)
+    before = dict(baseline.metrics) if baseline is not None else {}
     checks = []
     for metric in METRICS:
+        if metric.name in skip:
+            continue
         now = current.metrics.get(metric.name)
-        before = baseline.metrics.get(metric.name) if baseline is not None else None
-        check = _check(metric, now, before, policy)
+        old = before.get(metric.name)
+        check = _check(metric, now, old, policy, current.metrics, before, env)
         if check is not None:
             checks.append(check)
     layer_metric: Metric | None = None
     layers: tuple[LayerDelta, ...] = ()
     if baseline is not None:
-        grown = [c.metric for c in checks if c.verdict == "regressed" and c.metric.layer_field]
+        grown = [
+            m for c in checks
+            if c.verdict == "regressed" and (m := METRICS.by_name(c.metric)) and m.layer_field
+        ]
         layer_metric = grown[0] if grown else None
         if layer_metric is not None and layer_metric.layer_field:
             layers = layer_growth(current, baseline, layer_metric.layer_field)
-    return Comparison(tuple(checks), layer_metric, layers, baseline is not None)
+            m = layer_metric
+            detail = {
+                "layers": [
+                    {
+                        "name": d.name or "<root>",
+                        "type": d.type,
+                        "baseline": m.format(d.baseline),
+                        "current": m.format(d.current),
+                        "growth": "+" + m.format(d.growth),
+                    }
+                    for d in layers
+                ]
+            }
+            checks = [
+                replace(c, detail={**c.detail, **detail}) if c.metric == m.name else c
+                for c in checks
+            ]
+    return Comparison(tuple(checks), layer_metric, layers, baseline is not None, env)

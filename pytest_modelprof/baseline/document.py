@@ -26,14 +26,21 @@ __all__ = [
     "migrate",
 ]
 
-BASELINE_SCHEMA_VERSION = 1
+BASELINE_SCHEMA_VERSION = 2
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
+
+
+def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
+    """v2 records the uncounted ops and more of the environment; v1 did not know them."""
+    out = dict(doc)
+    out.setdefault("uncounted_ops", None)  # unknown, so no op can be "newly" uncounted
+    return out
+
+
 #: ``MIGRATIONS[n]`` turns a version-``n`` document (a plain dict) into version ``n + 1``.
-#: Version 1 is the first released format, so the table is empty; the next format change adds
-#: ``MIGRATIONS[1]`` and bumps :data:`BASELINE_SCHEMA_VERSION`, with a test reading a v1 file.
-MIGRATIONS: dict[int, Migration] = {}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
 class _Frozen(BaseModel):
@@ -58,6 +65,9 @@ class BaselineEnvironment(_Frozen):
     device: str
     dtype: str
     capture_mode: str
+    torchvision_version: str | None = None
+    # The package the named model comes from (ultralytics, timm, transformers): "timm 1.0.31".
+    source_version: str | None = None
 
 
 class BaselineDocument(_Frozen):
@@ -75,6 +85,9 @@ class BaselineDocument(_Frozen):
     # Calibration-normalised timing rounds (runtime.noise.NormalisedTiming as JSON), only for
     # tests with a latency limit. Kept as plain JSON so reading a baseline never needs torch.
     timing: dict[str, Any] | None = None
+    # Ops without a cost formula (op -> calls): a new one hides cost, so it fails the gate.
+    # ``None`` in documents migrated from v1, which did not record them.
+    uncounted_ops: dict[str, int] | None = None
 
     @classmethod
     def from_profile(
@@ -115,8 +128,11 @@ class BaselineDocument(_Frozen):
                 device=profile.environment.device,
                 dtype=profile.environment.dtype,
                 capture_mode=profile.capture.mode,
+                torchvision_version=_version("torchvision"),
+                source_version=_source_version(profile.model),
             ),
             timing=dict(timing) if timing is not None else None,
+            uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
         )
 
     def to_json(self) -> str:
@@ -145,6 +161,34 @@ class BaselineDocument(_Frozen):
                 f"{source}: corrupt baseline ({problems}). Delete it and run "
                 f"`pytest --modelprof-update-baselines` to write it again."
             ) from None
+
+
+def _op(op: Any) -> str:
+    return str(op.op)
+
+
+def _version(package: str) -> str | None:
+    """An installed distribution's version, without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
+def _source_version(model: str) -> str | None:
+    """``"ultralytics 8.3.1"`` for a model that comes from that package, else ``None``."""
+    if model.endswith((".yaml", ".yml", ".pt")):
+        package = "ultralytics"
+    elif model.startswith("timm:"):
+        package = "timm"
+    elif model.startswith("hf:"):
+        package = "transformers"
+    else:
+        return None
+    found = _version(package)
+    return f"{package} {found}" if found else None
 
 
 def migrate(

@@ -1,19 +1,20 @@
 """The metric table: every gated number, its getter, its direction, its limits and its unit.
 
-Adding a metric (subgraphs and latency arrive with later issues) means adding one row here;
+Adding a metric means adding one row here (and, for a new kind of measurement, its collector);
 settings, the CLI, the ini file, the marker, :func:`~pytest_modelprof.baseline.compare.compare`
-and the terminal summary all read the table. A getter returns ``None`` when the profile does
-not measure the metric; a limit on such a metric fails the test with "not measured" (see
-:mod:`pytest_modelprof.gate`), it is never silently ignored.
+and every renderer read the table or the check rows built from it. A getter returns ``None``
+when the profile does not measure the metric; a limit on such a metric fails the test with
+"not measured" (see :mod:`pytest_modelprof.gate.evaluate`), it is never silently ignored.
 
 Standard library only: the plugin builds its options from this table at start-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, overload
 
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Tolerance
 from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_quantity
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Direction",
+    "Collector",
     "Metric",
+    "MetricTable",
     "METRICS",
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
@@ -32,6 +35,10 @@ __all__ = [
 ]
 
 Direction = Literal["lower", "higher"]  # which way is *better*
+#: How a metric is measured: ``capture`` (the one ATen capture), ``partition`` (the fused-graph
+#: analysis over it), ``timing`` (only when a latency limit asks), ``compile`` (Dynamo, only when
+#: a compile limit asks). A limit on a metric switches its collector on for that test.
+Collector = Literal["capture", "partition", "timing", "compile", "inductor"]
 Number = int | float
 
 
@@ -90,6 +97,13 @@ class Metric:
     budget_parser: Callable[[str | float | int], float] = parse_quantity
     layer_field: str | None = None  # LayerStats field for the "layers that grew most" diff
     summary: bool = True  # a column of the terminal summary
+    collector: Collector = "capture"
+    # Derived metrics move whenever their inputs move: a drop whose inputs all held or improved
+    # is no regression (arithmetic intensity falls when FLOPs fall faster than bytes).
+    derived_from: tuple[str, ...] = ()
+    # Counts that depend on kernels (sizes of secondary outputs, decompositions, fusion rules):
+    # when the baseline comes from another environment, a change warns instead of failing.
+    kernel_dependent: bool = False
 
     def format(self, value: float | None) -> str:
         """The value in human units, ``"n/a"`` when not measured."""
@@ -108,9 +122,12 @@ class Metric:
         return worse / abs(baseline)
 
 
-# Counted metrics are deterministic, so the built-in tolerance is exact: any growth fails until
-# the user sets a tolerance. Latency is noisy, so it is ignored unless a limit is set.
-METRICS: tuple[Metric, ...] = (
+# Counted metrics are deterministic, so the built-in tolerance is exact in the worse direction:
+# any growth fails until the user sets a tolerance, and a change that makes no cost worse never
+# fails (improvements fail only under --modelprof-strict). Arithmetic intensity is derived from
+# FLOPs and bytes, so it is judged only when ``max_ai_drop`` is set. Latency is noisy, so it is
+# measured and judged only when a latency limit is set.
+_BUILTIN: tuple[Metric, ...] = (
     Metric(
         name="flops",
         label="FLOPs",
@@ -155,6 +172,7 @@ METRICS: tuple[Metric, ...] = (
         budget_key="max_memory",
         budget_parser=parse_bytes,
         layer_field="memory",
+        kernel_dependent=True,
     ),
     Metric(
         name="peak_memory",
@@ -164,6 +182,7 @@ METRICS: tuple[Metric, ...] = (
         delta_key="max_peak_memory_delta",
         default_delta=Exact(),
         formatter=format_bytes,
+        kernel_dependent=True,
     ),
     Metric(
         name="arithmetic_intensity",
@@ -171,8 +190,9 @@ METRICS: tuple[Metric, ...] = (
         getter=_field("arithmetic_intensity"),
         direction="higher",
         delta_key="max_ai_drop",
-        default_delta=Exact(),
+        default_delta=Ignore(),
         formatter=_ratio,
+        derived_from=("flops", "memory"),
     ),
     # Fused kernels (analysis.partition): a broken fusion adds subgraphs at equal FLOPs.
     Metric(
@@ -183,6 +203,8 @@ METRICS: tuple[Metric, ...] = (
         delta_key="max_subgraphs_delta",
         default_delta=Exact(),
         formatter=_plain,
+        kernel_dependent=True,
+        collector="partition",
     ),
     # Topological levels of the subgraph DAG: the model's sequential depth.
     Metric(
@@ -194,6 +216,8 @@ METRICS: tuple[Metric, ...] = (
         default_delta=Exact(),
         formatter=_plain,
         summary=False,
+        kernel_dependent=True,
+        collector="partition",
     ),
     # Not measured yet: the runtime timing issue provides ``latency_ms``.
     Metric(
@@ -207,10 +231,99 @@ METRICS: tuple[Metric, ...] = (
         budget_key="max_latency_ms",
         budget_parser=_parse_ms,
         summary=False,
+        collector="timing",
     ),
 )
 
-METRICS_BY_NAME: Mapping[str, Metric] = {m.name: m for m in METRICS}
+
+
+class MetricTable(Sequence[Metric]):
+    """The registered metrics, in table order. Iterating gives the metrics.
+
+    :meth:`extended` adds metrics for the duration of a ``with`` block (how a test, or a
+    collector under development, adds a metric without touching anything else).
+    """
+
+    def __init__(self, metrics: Sequence[Metric]) -> None:
+        self._metrics: list[Metric] = []
+        for metric in metrics:
+            self._add(metric)
+
+    def _add(self, metric: Metric) -> None:
+        taken = {m.name for m in self._metrics}
+        keys = {k for m in self._metrics for k in (m.delta_key, m.budget_key) if k}
+        if metric.name in taken:
+            raise ValueError(f"metric {metric.name!r} is already registered")
+        clash = {metric.delta_key, metric.budget_key} & keys
+        if clash:
+            raise ValueError(f"limit name {sorted(k for k in clash if k)} is already taken")
+        self._metrics.append(metric)
+
+    @overload
+    def __getitem__(self, index: int) -> Metric: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Metric]: ...
+    def __getitem__(self, index: int | slice) -> Metric | Sequence[Metric]:
+        return self._metrics[index]
+
+    def __len__(self) -> int:
+        return len(self._metrics)
+
+    def by_name(self, name: str) -> Metric | None:
+        """The metric called ``name``, if registered."""
+        return next((m for m in self._metrics if m.name == name), None)
+
+    def limit_keys(self) -> dict[str, Metric]:
+        """Every delta and budget limit name, mapped to its metric."""
+        out = {m.delta_key: m for m in self._metrics}
+        out.update({m.budget_key: m for m in self._metrics if m.budget_key})
+        return out
+
+    @contextmanager
+    def extended(self, *metrics: Metric) -> Iterator[MetricTable]:
+        """Register ``metrics`` inside the block; they are removed again on exit."""
+        before = list(self._metrics)
+        try:
+            for metric in metrics:
+                self._add(metric)
+            yield self
+        finally:
+            self._metrics[:] = before
+
+
+METRICS = MetricTable(_BUILTIN)
+
+
+class _ByName(Mapping[str, Metric]):
+    """A live name -> metric view of :data:`METRICS`."""
+
+    def __getitem__(self, key: str) -> Metric:
+        metric = METRICS.by_name(key)
+        if metric is None:
+            raise KeyError(key)
+        return metric
+
+    def __iter__(self) -> Iterator[str]:
+        return (m.name for m in METRICS)
+
+    def __len__(self) -> int:
+        return len(METRICS)
+
+
+class _LimitKeys(Mapping[str, Metric]):
+    """A live limit name -> metric view of :data:`METRICS`."""
+
+    def __getitem__(self, key: str) -> Metric:
+        return METRICS.limit_keys()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(METRICS.limit_keys())
+
+    def __len__(self) -> int:
+        return len(METRICS.limit_keys())
+
+
+METRICS_BY_NAME: Mapping[str, Metric] = _ByName()
 
 #: Scaling-sweep limits (marker ``sweep=``): limit name -> the swept metric whose fitted growth
 #: exponent it bounds. Here, not in ``sweep.py``, so the plugin can read it without torch.
@@ -221,11 +334,8 @@ GROWTH_LIMITS: Mapping[str, str] = {
     "max_latency_growth_exponent": "latency_ms",
 }
 
-#: Every limit name a user may type, mapped to its metric.
-LIMIT_KEYS: Mapping[str, Metric] = {
-    **{m.delta_key: m for m in METRICS},
-    **{m.budget_key: m for m in METRICS if m.budget_key},
-}
+#: Every limit name a user may type, mapped to its metric (follows :meth:`MetricTable.extended`).
+LIMIT_KEYS: Mapping[str, Metric] = _LimitKeys()
 
 
 def metric_values(profile: ModelProfile) -> dict[str, Number]:

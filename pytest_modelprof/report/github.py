@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.view import headline
-from pytest_modelprof.results import RunResults
 
 __all__ = [
     "ANNOTATION_TITLE",
@@ -71,7 +71,10 @@ def annotation_lines(
             props += [f"file={escape_property(file)}", f"line={test.location.line}"]
         title = _TITLES.get(test.status, ANNOTATION_TITLE)
         props.append(f"title={escape_property(title)}")
-        message = f"{test.label}: {headline(test)}"
+        problems = [c.describe() for c in test.checks if c.failed] or list(test.failures)
+        message = f"{test.label}: " + ("\n".join(problems) if problems else headline(test))
+        if test.environment:
+            message += "\nbaseline from another environment: " + "; ".join(test.environment)
         lines.append(f"::error {','.join(props)}::{escape_data(message)}")
     return lines
 

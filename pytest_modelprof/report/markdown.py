@@ -55,7 +55,15 @@ def _detail(section: Section) -> list[str]:
     lines = [f"### {m.glyph} {code(m.label)}", ""]
     if section.location:
         lines += [f"Defined at {code(section.location)}.", ""]
-    lines += [_row(["metric", "baseline", "current", "delta", "limit", "verdict"]),
+    if section.problems:
+        lines += ["Why it failed:", ""]
+        lines += [f"- {_cell(p)}" for p in section.problems]
+        lines.append("")
+    if section.warnings:
+        lines += ["Warnings:", ""]
+        lines += [f"- {_cell(w)}" for w in section.warnings]
+        lines.append("")
+    lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
               _row(["---", "---:", "---:", "---:", "---:", "---"])]
     for r in section.metrics:
         verdict = f"**{r.verdict}**" if r.verdict == "regressed" else r.verdict
@@ -92,14 +100,17 @@ def render_step_summary(view: ReportView) -> str:
         return "\n".join([*lines, view.empty, ""])
     lines += [*_overview(view), ""]
     for section in view.sections:
-        if section.summary.status != "regressed":
+        if not section.problems and not section.warnings:
             continue
-        shown = section.problems[:SUMMARY_PROBLEMS]
-        more = len(section.problems) - len(shown)
+        if section.summary.status not in ("regressed", "missing", "error") and not section.warnings:
+            continue
+        shown = (section.problems or tuple("warning: " + w for w in section.warnings))
+        shown = shown[:SUMMARY_PROBLEMS]
+        more = len(section.problems or section.warnings) - len(shown)
         text = "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
         where = f" ({code(section.location)})" if section.location else ""
         lines.append(f"- {code(section.summary.label)}{where}: {_cell(text)}")
-    if any(s.summary.status == "regressed" for s in view.sections):
+    if any(s.problems or s.warnings for s in view.sections):
         lines.append("")
     if view.artifact_url:
         lines += [f"\U0001f4ca [Full HTML report]({view.artifact_url})", ""]

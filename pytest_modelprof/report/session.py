@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate import GateRecord
-    from pytest_modelprof.results import RunResults, SourceLocation
-    from pytest_modelprof.settings import ReportSettings
+    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.gate.report_settings import ReportSettings
+    from pytest_modelprof.gate.results import RunResults, SourceLocation
 
 __all__ = ["SessionReports", "write_outputs"]
 
@@ -76,7 +76,7 @@ class SessionReports:
 
     def add_location(self, nodeid: str, path: str, line0: int | None) -> None:
         """A test's ``report.location``: a rootdir-relative path and a 0-based line."""
-        from pytest_modelprof.results import SourceLocation
+        from pytest_modelprof.gate.results import SourceLocation
 
         if nodeid not in self.locations and line0 is not None:
             self.locations[nodeid] = SourceLocation(
@@ -85,7 +85,7 @@ class SessionReports:
 
     def results(self, exit_status: int | None = None) -> RunResults:
         """The results document of the run so far."""
-        from pytest_modelprof.results import (
+        from pytest_modelprof.gate.results import (
             collect_run_info,
             results_from_records,
         )
@@ -101,6 +101,9 @@ class SessionReports:
             artifact_url=self.options.artifact_url,
             exit_status=exit_status,
         )
+        if self.options.html is None and self.options.artifact_url is None:
+            # Nothing to link to: the job summary must not point at a report never written.
+            run = run.model_copy(update={"artifact_url": None})
         return results_from_records(self.records, self.locations, run)
 
     def finish(self, exit_status: int | None) -> tuple[list[str], list[str]]:

@@ -9,7 +9,7 @@ their unit, and nothing depends on time or on the machine running the report.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -19,7 +19,6 @@ from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from pytest_modelprof.capture.record import Capture
-    from pytest_modelprof.fvcore_compare import FvcoreComparison
 
 __all__ = [
     "DEFAULT_WIDTH",
@@ -29,8 +28,6 @@ __all__ = [
     "format_shape",
     "render_table",
     "render_profile",
-    "render_model_list",
-    "render_fvcore",
 ]
 
 DEFAULT_WIDTH = 100
@@ -75,7 +72,7 @@ def format_shape(shape: Sequence[int] | None) -> str:
     return "x".join(str(s) for s in shape) if shape else "scalar"
 
 
-def _percent(share: float) -> str:
+def percent(share: float) -> str:
     return f"{100 * share:.1f} %"
 
 
@@ -83,7 +80,7 @@ def _bound(bottleneck: str) -> str:
     return {"compute-bound": "compute", "memory-bound": "memory"}.get(bottleneck, "-")
 
 
-def _wrap(text: str, width: int, indent: str) -> list[str]:
+def wrap(text: str, width: int, indent: str) -> list[str]:
     return textwrap.wrap(
         text, width=width, initial_indent=indent, subsequent_indent=indent + INDENT,
         break_on_hyphens=False,
@@ -142,7 +139,7 @@ def _abbreviate_indented(cell: str, width: int) -> str:
     return cell[:lead] + abbreviate(name, width - lead)
 
 
-def _wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> list[str]:
+def wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> list[str]:
     """``label: a, b, c`` wrapped at the commas only, so ``op x3`` never splits."""
     lines: list[str] = []
     current = f"{indent}{label}: "
@@ -156,7 +153,7 @@ def _wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> li
     return [line if len(line) <= width else line[: width - 1] + ELLIPSIS for line in lines]
 
 
-def _section(title: str, width: int) -> list[str]:
+def section_title(title: str, width: int) -> list[str]:
     return ["", title, "-" * min(width, max(len(title), 40))]
 
 
@@ -274,13 +271,13 @@ def _op_breakdown(profile: ModelProfile, width: int) -> list[str]:
             format_count(f.flops, "FLOPs"),
             format_count(f.macs, "MACs"),
             format_bytes(f.memory),
-            _percent(f.share),
+            percent(f.share),
             "#" * round(bar_width * f.share),
         ]
         for f in profile.op_breakdown
     ]
     return [
-        *_section("Operation breakdown (by op family; share of FLOPs)", width),
+        *section_title("Operation breakdown (by op family; share of FLOPs)", width),
         *render_table(
             ["Family", "Ops", "FLOPs", "MACs", "Memory", "Share", ""],
             rows, align=["<", ">", ">", ">", ">", ">", "<"], width=width,
@@ -304,12 +301,12 @@ def _bottlenecks(profile: ModelProfile, width: int) -> list[str]:
         flops = sum(layer.flops for layer in layers)
         memory = sum(layer.memory for layer in layers)
         rows.append([
-            label, str(len(layers)), format_count(flops, "FLOPs"), _percent(flops / total_flops),
-            format_bytes(memory), _percent(memory / total_memory),
+            label, str(len(layers)), format_count(flops, "FLOPs"), percent(flops / total_flops),
+            format_bytes(memory), percent(memory / total_memory),
         ])
     balance = format_ai(profile.machine.balance)
     return [
-        *_section(
+        *section_title(
             f"Bottleneck analysis (per layer, against {profile.machine.name}: "
             f"compute-bound when AI >= {balance})",
             width,
@@ -353,9 +350,9 @@ def _top_layers(profile: ModelProfile, top: int, show_shape: bool, width: int) -
             enumerate(ranked, start=1)]
     share = sum(layer.flops for _, layer in ranked) / (profile.total_flops or 1)
     return [
-        *_section(
+        *section_title(
             f"Top {len(rows)} of {len(profile.layers)} layers by FLOPs "
-            f"({_percent(share)} of all FLOPs)",
+            f"({percent(share)} of all FLOPs)",
             width,
         ),
         *render_table(
@@ -369,7 +366,7 @@ def _top_layers(profile: ModelProfile, top: int, show_shape: bool, width: int) -
 def _all_layers_flat(profile: ModelProfile, show_shape: bool, width: int) -> list[str]:
     rows = [_layer_row(layer, show_shape) for layer in profile.layers]
     return [
-        *_section(f"All {len(rows)} layers (ops run directly in each module)", width),
+        *section_title(f"All {len(rows)} layers (ops run directly in each module)", width),
         *render_table(
             _layer_headers(show_shape), rows, align=_layer_aligns(show_shape), flex=LAYER_FLEX,
             width=width,
@@ -413,7 +410,7 @@ def _module_tree(profile: ModelProfile, capture: Capture, show_shape: bool,
         if all(line[len(INDENT):].startswith(row[0]) for line, row in body):
             break
     return [
-        *_section("Module tree (every module with the totals of its subtree)", width),
+        *section_title("Module tree (every module with the totals of its subtree)", width),
         *table,
     ]
 
@@ -426,7 +423,7 @@ def _not_counted(profile: ModelProfile, width: int) -> list[str]:
             where = ", ".join(u.modules[:3]) + (f" (+{len(u.modules) - 3})"
                                                 if len(u.modules) > 3 else "")
             rows.append([u.op, f"{u.count}x", where])
-        lines += _section(
+        lines += section_title(
             f"Uncounted ops: {len(rows)} ATen ops ran without a cost formula (counted as 0)",
             width,
         )
@@ -434,10 +431,10 @@ def _not_counted(profile: ModelProfile, width: int) -> list[str]:
                               flex=((2, 24), (0, 24), (2, 8)), width=width)
     if profile.uncalled_modules:
         names = ", ".join(profile.uncalled_modules)
-        lines += _section(
+        lines += section_title(
             f"Uncalled modules: {len(profile.uncalled_modules)} defined but never run", width
         )
-        lines += _wrap(names, width, INDENT)
+        lines += wrap(names, width, INDENT)
     return lines
 
 
@@ -467,107 +464,3 @@ def render_profile(
 
 
 # -- the model list -----------------------------------------------------------------------------
-
-def _columns(names: Sequence[str], width: int, indent: str) -> list[str]:
-    """Names in column-major order (like ``ls``), as many columns as fit in ``width``."""
-    if not names:
-        return []
-    col = min(max(len(n) for n in names), width - len(indent)) + 2
-    ncols = max(1, (width - len(indent) + 2) // col)
-    nrows = -(-len(names) // ncols)
-    lines = []
-    for r in range(nrows):
-        cells = [abbreviate(names[c * nrows + r], col - 2).ljust(col)
-                 for c in range(ncols) if c * nrows + r < len(names)]
-        lines.append((indent + "".join(cells)).rstrip())
-    return lines
-
-
-def render_model_list(
-    groups: Mapping[str, Sequence[str]], *, width: int = DEFAULT_WIDTH, filter: str | None = None
-) -> str:
-    """Model names grouped by source, each group in compact columns, with counts."""
-    lines: list[str] = []
-    total = 0
-    for source in sorted(groups):
-        names = sorted(groups[source])
-        if not names:
-            continue
-        total += len(names)
-        lines += ["", f"{source} ({len(names)})"]
-        lines += _columns(names, width, INDENT)
-    sources = sum(1 for names in groups.values() if names)
-    matching = f" matching {filter!r}" if filter else ""
-    if total == 0:
-        return f"no models{matching}; run 'modelprof list' without --filter to see them all\n"
-    head = f"{total} models{matching} from {sources} sources"
-    tail = _wrap("Profile one with: modelprof profile NAME [--input-shape 1,3,224,224]", width, "")
-    return "\n".join([head, *lines, "", *tail]) + "\n"
-
-
-# -- the fvcore comparison ----------------------------------------------------------------------
-
-def _giga(value: float) -> str:
-    return f"{value / 1e9:.3f}"
-
-
-def render_fvcore(
-    comparisons: Iterable[FvcoreComparison],
-    *,
-    tolerance: float,
-    failures: Mapping[str, str] | None = None,
-    verbose: bool = False,
-    width: int = DEFAULT_WIDTH,
-) -> str:
-    """The ours-vs-fvcore table (both in multiply-adds), what fvcore skipped, and any failures."""
-    results = list(comparisons)
-    failed = dict(failures or {})
-    rows = []
-    for c in results:
-        rows.append([
-            c.model,
-            format_shape(c.input_shape) if c.input_shape else "-",
-            _giga(c.ours_macs),
-            _giga(c.fvcore_macs),
-            ("+" if c.difference > 0 else "") + format_count(c.difference, "MACs"),
-            f"{100 * c.agreement:.2f} %",
-            "ok" if c.within(tolerance) else "OVER",
-        ])
-    for model, _ in failed.items():
-        rows.append([model, "-", "-", "-", "-", "-", "ERROR"])
-    lines = [
-        "modelprof fvcore: our MACs beside fvcore's (fvcore counts one per multiply-add)",
-        "=" * width,
-        *render_table(
-            ["Model", "Input", "Ours (GMACs)", "fvcore (GMACs)", "Difference", "Agreement",
-             "Verdict"],
-            rows, align=["<", "<", ">", ">", ">", ">", "<"], width=width,
-        ),
-        "",
-        f"{INDENT}Agreement = 1 - |ours - fvcore| / fvcore; OVER when the difference exceeds "
-        f"{_percent(tolerance)}.",
-    ]
-    if any(c.unsupported_ops for c in results):
-        lines += _section("Ops fvcore skipped (its unsupported_ops(); counted as 0 by fvcore)",
-                          width)
-        for c in results:
-            if c.unsupported_ops:
-                items = [f"{op} x{n}" for op, n in sorted(c.unsupported_ops.items())]
-                lines += _wrap_items(c.model, items, width, INDENT)
-    if any(c.ours_uncounted for c in results):
-        lines += _section("Ops we did not count (no cost formula)", width)
-        for c in results:
-            if c.ours_uncounted:
-                items = [f"{op} x{n}" for op, n in sorted(c.ours_uncounted.items())]
-                lines += _wrap_items(c.model, items, width, INDENT)
-    if verbose:
-        for c in results:
-            lines += _section(f"fvcore by operator: {c.model}", width)
-            rows = [[op, format_count(n, "MACs")] for op, n in
-                    sorted(c.fvcore_by_operator.items(), key=lambda kv: (-kv[1], kv[0]))]
-            lines += render_table(["Operator", "MACs"], rows, width=width)
-    if failed:
-        lines += _section("Failures", width)
-        for model, message in failed.items():
-            lines += _wrap(f"{model}: {message}", width, INDENT)
-    return "\n".join(lines) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from modelprof_testing import Project
 
-from pytest_modelprof.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
 
 PLAIN = """
 import pytest

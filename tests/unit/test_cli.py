@@ -15,7 +15,8 @@ import torch
 from torch import nn
 
 from pytest_modelprof import __version__
-from pytest_modelprof.cli import COMMANDS, main, parse_arch, parse_shape, parse_tolerance
+from pytest_modelprof.cli import COMMANDS, main
+from pytest_modelprof.cli._common import parse_arch, parse_shape, parse_tolerance
 from pytest_modelprof.models import default_registry
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.schema import ModelProfile

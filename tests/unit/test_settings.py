@@ -8,7 +8,7 @@ import pytest
 
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.settings import (
+from pytest_modelprof.gate.settings import (
     LIMIT_NAMES,
     MARKER_SIGNATURE,
     Limits,
@@ -86,6 +86,7 @@ def test_unknown_marker_argument_is_named() -> None:
     message = str(info.value)
     assert message.startswith("marker on t.py::test_x: unknown arguments bogus, max_flop_delta")
     assert MARKER_SIGNATURE in message
+    assert "did you mean max_flops_delta" in message  # a near miss gets a suggestion
 
 
 def test_marker_model_positional_or_keyword() -> None:
@@ -133,7 +134,7 @@ def test_describe_lists_every_effective_limit() -> None:
     described = limits.describe()
     assert described["max_flops_delta"] == "+10.0 %"
     assert described["max_flops"] == "9e+09"
-    assert described["max_ai_drop"] == "exact"
+    assert described["max_ai_drop"] == "ignored"  # derived: judged only when set
     assert described["max_latency_delta"] == "ignored"
     assert "fvcore" not in described
 
@@ -158,7 +159,7 @@ def test_flag_and_ini_names() -> None:
 
 
 def test_sweep_marker_values_are_validated() -> None:
-    from pytest_modelprof.settings import parse_sweep
+    from pytest_modelprof.gate.settings import parse_sweep
 
     assert parse_sweep({"batch": [1, 8, 32]}, "marker on t") == {"batch": [1, 8, 32]}
     for bad in ({}, {"batch": [8]}, {"batch": [8, 1]}, {"depth": [1, 2]}, {"batch": "1,2"}):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pytest_modelprof.analysis.partition import PartitionReport, is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture
-from pytest_modelprof.graph_export import GraphExport
+from pytest_modelprof.exports.graph import GraphExport
 from pytest_modelprof.schema import ModelProfile
 
 

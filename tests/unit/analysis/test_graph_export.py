@@ -12,7 +12,7 @@ from partition_checks import check_graph
 from torch import nn
 
 from pytest_modelprof.capture.record import Capture
-from pytest_modelprof.graph_export import (
+from pytest_modelprof.exports.graph import (
     GraphExport,
     build_graph,
     export_graph,

@@ -18,7 +18,7 @@ def test_broken_fusion_regresses_subgraphs_only() -> None:
     fused = profile_model(ConvBnRelu(), input_shape=(1, 8, 16, 16))
     broken = profile_model(Tapped(), input_shape=(1, 8, 16, 16))
     result = compare(document(broken), document(fused), Policy())
-    verdicts = {c.metric.name: c.verdict for c in result.checks}
+    verdicts = {c.metric: c.verdict for c in result.checks}
     assert verdicts["subgraphs"] == "regressed"  # 1 -> 2
     assert verdicts["flops"] == verdicts["memory"] == verdicts["params"] == "ok"
     assert compare(document(fused), document(fused), Policy()).regressions == ()

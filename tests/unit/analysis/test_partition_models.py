@@ -8,7 +8,7 @@ import pytest
 from partition_checks import check_graph, check_partition
 
 from pytest_modelprof.analysis.partition import PartitionReport, partition
-from pytest_modelprof.graph_export import build_graph
+from pytest_modelprof.exports.graph import build_graph
 from pytest_modelprof.schema import ModelProfile
 
 Zoo = Callable[[str], ModelProfile]

@@ -41,7 +41,10 @@ def test_round_trip_and_determinism(make_profile: MakeProfile) -> None:
         "device": "cpu",
         "dtype": "float32",
         "torch_version": "2.15.0",
+        "source_version": None,  # a torchvision name: no extra package
+        "torchvision_version": data["environment"]["torchvision_version"],
     }
+    assert data["uncounted_ops"] == {}
     assert '  "environment": {' in text  # indent 2
 
 

@@ -8,20 +8,13 @@ from pathlib import Path
 import pytest
 
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate import (
-    GateRecord,
-    ModelprofFixture,
-    Outcome,
-    ProfileCache,
-    TestProfiles,
-    evaluate,
-    records_from_json,
-    records_to_json,
-    summary_lines,
-    update_command,
-)
+from pytest_modelprof.gate.cache import ProfileCache
+from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
+from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
+from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
+from pytest_modelprof.gate.summary import summary_lines
 from pytest_modelprof.schema import LayerStats, ModelProfile
-from pytest_modelprof.settings import Limits, ProfileRequest, SessionSettings
+from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 
 MakeProfile = Callable[..., ModelProfile]
 MakeLayer = Callable[..., LayerStats]
@@ -137,7 +130,7 @@ def test_corrupt_and_newer_baselines(tmp_path: Path, make_profile: MakeProfile) 
     assert "corrupt baseline" in (out.failure or "") and path.name in (out.failure or "")
     fixed = run(make_profile(), tmp_path, update=True)
     assert fixed.record.status == "updated" and not fixed.record.failed
-    path.write_text(path.read_text().replace('"schema_version": 1', '"schema_version": 99'))
+    path.write_text(path.read_text().replace('"schema_version": 2', '"schema_version": 99'))
     newer = run(make_profile(), tmp_path)
     assert newer.record.status == "error" and "newer" in (newer.failure or "")
 
@@ -155,11 +148,18 @@ def test_records_round_trip() -> None:
     assert record.label == "t::x@n"
 
 
+def _flops_row(current: str, delta: str = "\u2013") -> list[dict[str, object]]:
+    return [{"metric": "flops", "label": "FLOPs", "summary": True, "current_text": current,
+             "delta_text": delta}]
+
+
 def test_summary_puts_regressions_first() -> None:
     rows = [
-        GateRecord("t::a", None, "m", "ok", "a", {"flops": 1e9}),
-        GateRecord("t::b", None, "m", "regressed", "b", {"flops": 2e9}, {"flops": 1e9}, True),
-        GateRecord("t::c", None, "m", "missing", "c", {"flops": 1e6}, {}, True),
+        GateRecord("t::a", None, "m", "ok", "a", {"flops": 1e9}, checks=_flops_row("1 GFLOPs")),
+        GateRecord("t::b", None, "m", "regressed", "b", {"flops": 2e9}, {"flops": 1e9}, True,
+                   checks=_flops_row("2 GFLOPs", "+1 GFLOPs (+100.0 %)")),
+        GateRecord("t::c", None, "m", "missing", "c", {"flops": 1e6}, {}, True,
+                   checks=_flops_row("1 MFLOPs")),
     ]
     lines = summary_lines(rows)
     assert lines[0].split()[:3] == ["status", "test", "FLOPs"]
@@ -216,7 +216,7 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
         seen.append(req)
         return make_profile()
 
-    fixture = ModelprofFixture(profiles, profile, lambda: ((1, 3, 8, 8), "cpu"))
+    fixture = ModelprofFixture(profiles, profile, lambda: ((1, 3, 8, 8), "cpu", {}))
     result = fixture("resnet18")
     assert isinstance(result, ModelProfile)
     assert seen[0].input_shape == (1, 3, 8, 8) and seen[0].device == "cpu"  # marker defaults

@@ -6,8 +6,10 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.gate.documents import compare_profiles
+from pytest_modelprof.gate.results import RunInfo, RunResults, SourceLocation
+from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.machines import MACHINES
-from pytest_modelprof.results import RunInfo, RunResults, SourceLocation, compare_profiles
 from pytest_modelprof.schema import (
     CaptureInfo,
     Environment,
@@ -16,7 +18,6 @@ from pytest_modelprof.schema import (
     OpFamilyStats,
     TensorSpec,
 )
-from pytest_modelprof.settings import Limits
 
 EVIL = "<script>alert(1)</script>"
 NASTY_MODULE = "blocks.0.&\"'<>"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from report_samples import EVIL
 
+from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.github import (
     annotation_lines,
     append_step_summary,
@@ -14,7 +15,6 @@ from pytest_modelprof.report.github import (
 )
 from pytest_modelprof.report.markdown import code, render_markdown, render_step_summary
 from pytest_modelprof.report.view import build_view
-from pytest_modelprof.results import RunResults
 
 
 def test_code_spans_survive_any_text() -> None:
@@ -34,8 +34,11 @@ def test_step_summary_is_compact_and_ordered(results: RunResults) -> None:
     assert f"`tests/test_x.py::test_x[{EVIL}]`" in rows[0]  # in a code span: never HTML
     assert "1.4 MFLOPs (+40.0 %)" in rows[0]
     bullet = next(line for line in lines if line.startswith("- "))
-    assert bullet.endswith("FLOPs +40.0 % (limit +10.0 %); MACs +40.0 % (limit exact); "
-                           "params +40.0 % (limit exact); and 1 more")
+    assert bullet.endswith(
+        "FLOPs: 1 MFLOPs \u2192 1.4 MFLOPs (+40.0 %, limit +10.0 %); "
+        "MACs: 500 KMACs \u2192 700 KMACs (+40.0 %, limit exact); "
+        "params: 10 K \u2192 14 K (+40.0 %, limit exact); and 1 more"
+    )
     assert "(https://github.com/o/r/actions/runs/7#artifacts)" in text
 
 
@@ -65,9 +68,11 @@ def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> N
                              workspace=str(tmp_path / "repo"))
     assert lines == [
         "::error file=sub/tests/test_x.py,line=12,title=modelprof regression::"
-        f"tests/test_x.py::test_x[{EVIL}]: FLOPs +40.0 %25 (limit +10.0 %25); "
-        "MACs +40.0 %25 (limit exact); params +40.0 %25 (limit exact); "
-        "memory +27.8 %25 (limit exact)"
+        f"tests/test_x.py::test_x[{EVIL}]: "
+        "FLOPs: 1 MFLOPs \u2192 1.4 MFLOPs (+40.0 %25, limit +10.0 %25)%0A"
+        "MACs: 500 KMACs \u2192 700 KMACs (+40.0 %25, limit exact)%0A"
+        "params: 10 K \u2192 14 K (+40.0 %25, limit exact)%0A"
+        "memory: 180 KB \u2192 230 KB (+27.8 %25, limit exact)"
     ]
     # Without a workspace the path stays relative to the rootdir.
     assert annotation_lines(results, rootdir=tmp_path)[0].startswith(

@@ -9,16 +9,15 @@ import pytest
 from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.results import (
+from pytest_modelprof.gate.documents import compare_documents, merge_results
+from pytest_modelprof.gate.results import (
     SCHEMA_PATH,
     RunInfo,
     RunResults,
-    compare_documents,
     load_document,
-    merge_results,
     results_json_schema,
 )
-from pytest_modelprof.settings import Limits
+from pytest_modelprof.gate.settings import Limits
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -33,7 +32,7 @@ def test_round_trip_is_deterministic(results: RunResults) -> None:
 def test_committed_schema_is_current() -> None:
     committed = (REPO / SCHEMA_PATH).read_text()
     assert committed == results_json_schema(), (
-        f"{SCHEMA_PATH} is stale; regenerate it: python -m pytest_modelprof.results {SCHEMA_PATH}"
+        f"{SCHEMA_PATH} is stale; regenerate it: python -m pytest_modelprof.gate.results {SCHEMA_PATH}"
     )
 
 

@@ -7,11 +7,11 @@ from typing import Any
 from report_samples import layer, profile
 from torch import nn
 
+from pytest_modelprof.gate.results import ProfileResult, RunResults
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.view import build_view
-from pytest_modelprof.results import ProfileResult, RunResults
 from pytest_modelprof.runtime import NormalisedTiming
-from pytest_modelprof.sweep import sweep
+from pytest_modelprof.runtime.sweep import sweep
 
 
 def timing(model_ms: list[float], calibration_ms: list[float]) -> dict[str, Any]:

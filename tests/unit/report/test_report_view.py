@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from report_samples import EVIL, NASTY_MODULE
 
+from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.view import build_view, headline
-from pytest_modelprof.results import RunResults
 
 
 def test_sections_put_regressions_first(results: RunResults) -> None:
@@ -26,8 +26,10 @@ def test_metric_rows_and_headline(results: RunResults) -> None:
                                "+10.0 %", "regressed")
     assert flops.css == "v-regressed"
     # memory 180 KB -> 230 KB is +27.8 % (50 / 180) under the built-in exact limit.
-    assert section.problems[3] == "memory +27.8 % (limit exact)"
-    assert section.summary.headline.startswith("FLOPs +40.0 % (limit +10.0 %); MACs")
+    assert section.problems[3] == "memory: 180 KB \u2192 230 KB (+27.8 %, limit exact)"
+    assert section.summary.headline.startswith(
+        "FLOPs: 1 MFLOPs \u2192 1.4 MFLOPs (+40.0 %, limit +10.0 %); MACs"
+    )
     assert section.location == "tests/test_x.py:12"
     assert headline(results.tests[0]) == "within limits"
 

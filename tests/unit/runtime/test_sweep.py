@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.sweep import (
+from pytest_modelprof.runtime.sweep import (
     check_growth,
     fit_growth,
     format_sweep,

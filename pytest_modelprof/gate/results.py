@@ -2,7 +2,7 @@
 
 :class:`RunResults` is what ``--modelprof-json`` writes, what ``modelprof merge`` joins across
 CI shards and what ``modelprof report`` re-renders. Its JSON Schema is committed at
-``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.results``.
+``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.gate.results``.
 
 Like every persisted document it is a frozen pydantic model with ``schema_version``, written
 deterministically (sorted keys, rounded floats, indent 2, trailing newline).
@@ -23,34 +23,30 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof import __version__
-from pytest_modelprof.baseline.compare import MetricCheck, Verdict, compare
+from pytest_modelprof.baseline.compare import FAILING, CheckKind, Verdict
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate import STATUS_ORDER, GateRecord, Status
+from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord, Status
 from pytest_modelprof.schema import ModelProfile, dumps_deterministic
-from pytest_modelprof.settings import Limits
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
     "SCHEMA_PATH",
+    "CheckResult",
     "MetricResult",
     "SourceLocation",
     "ProfileResult",
     "RunInfo",
     "RunResults",
     "Document",
-    "check_to_json",
     "collect_run_info",
     "results_from_records",
     "load_document",
-    "compare_profiles",
-    "compare_documents",
-    "merge_results",
     "results_json_schema",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 1
+RESULTS_SCHEMA_VERSION: Final = 2
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -60,16 +56,40 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class MetricResult(_Frozen):
-    """One metric's verdict against the baseline (see :class:`~.baseline.compare.MetricCheck`)."""
+class CheckResult(_Frozen):
+    """One limit's verdict: the row every renderer shows (see :class:`~.baseline.compare.Check`).
 
-    metric: str  # a name from the metric table: flops, params, memory, ...
+    The texts are formatted when the row is made, so a results file renders without the metric
+    table that produced it (a metric registered by a plugin, say).
+    """
+
+    metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
+    label: str
+    kind: CheckKind
     verdict: Verdict
+    reason: str  # one line with the figures: baseline -> current, delta, limit, confidence
     current: float | None = None
     baseline: float | None = None
-    limit: str  # the delta tolerance as text: "+10.0 %", "exact" or "ignored"
-    budget: float | None = None  # the absolute budget, when one is set
-    over_budget: bool = False
+    limit: str = ""
+    current_text: str = "\u2013"
+    baseline_text: str = "\u2013"
+    delta_text: str = "\u2013"
+    hard: bool = False
+    summary: bool = False
+    detail: dict[str, Any] = {}
+
+    @property
+    def failed(self) -> bool:
+        """Whether this row fails its test."""
+        return self.verdict in FAILING
+
+    def describe(self) -> str:
+        """``label: reason``: the line a failure message lists."""
+        return f"{self.label}: {self.reason}"
+
+
+#: Kept for code written against the first results schema.
+MetricResult = CheckResult
 
 
 class SourceLocation(_Frozen):
@@ -89,7 +109,12 @@ class ProfileResult(_Frozen):
     failed: bool = False
     baseline_path: str = ""
     location: SourceLocation | None = None
-    checks: list[MetricResult] = []
+    checks: list[CheckResult] = []
+    # One line per failed limit and per warning, as the terminal printed them.
+    failures: list[str] = []
+    warnings: list[str] = []
+    # How the run's environment differs from the baseline's ("torch 2.15.0 -> 2.14.1").
+    environment: list[str] = []
     profile: ModelProfile | None = None
     baseline: BaselineDocument | None = None
     # Plain JSON so that reading results never needs torch: runtime.NormalisedTiming (the
@@ -175,6 +200,8 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
                 f"{source}: results schema_version {version} is newer than this "
                 f"pytest-modelprof understands (up to {RESULTS_SCHEMA_VERSION}); upgrade it"
             )
+    if isinstance(data, dict) and cls is RunResults and data.get("schema_version") == 1:
+        data = _results_v1_to_v2(data)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -185,6 +212,40 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
         more = len(exc.errors()) - 5
         suffix = f" (and {more} more)" if more > 0 else ""
         raise ReportError(f"{source}: not a valid {cls.__name__} ({problems}{suffix})") from None
+
+
+def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
+
+    tests = []
+    for test in data.get("tests", []):
+        rows = []
+        for old in test.get("checks", []):
+            metric = METRICS_BY_NAME.get(old.get("metric", ""))
+            label = metric.label if metric is not None else old.get("metric", "")
+
+            def fmt(value: float | None, metric: Metric | None = metric) -> str:
+                if value is None:
+                    return "\u2013"
+                return metric.format(value) if metric is not None else f"{value:g}"
+
+            rows.append({
+                "metric": old.get("metric", ""),
+                "label": label,
+                "kind": "budget" if old.get("over_budget") else "delta",
+                "verdict": old.get("verdict", "ok"),
+                "reason": f"{fmt(old.get('baseline'))} \u2192 {fmt(old.get('current'))}, "
+                          f"limit {old.get('limit', '')}",
+                "current": old.get("current"),
+                "baseline": old.get("baseline"),
+                "limit": old.get("limit", ""),
+                "current_text": fmt(old.get("current")),
+                "baseline_text": fmt(old.get("baseline")),
+                "summary": bool(metric.summary) if metric is not None else False,
+            })
+        tests.append({**test, "checks": rows})
+    return {**data, "schema_version": 2, "tests": tests}
 
 
 def load_document(path: str | os.PathLike[str]) -> Document:
@@ -207,26 +268,6 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         f"{source}: not a modelprof document; expected a results file (--modelprof-json), "
         f"a profile (modelprof profile -o x.json) or a baseline file"
     )
-
-
-def check_to_json(check: MetricCheck) -> dict[str, Any]:
-    """One :class:`MetricCheck` as a :class:`MetricResult` JSON object (the record transport)."""
-    m = check.metric
-    return MetricResult(
-        metric=m.name,
-        verdict=check.verdict,
-        current=check.current,
-        baseline=check.baseline,
-        limit=str(check.tolerance) if m.direction == "lower" else _drop_text(check),
-        budget=check.budget.limit if check.budget is not None else None,
-        over_budget=check.over_budget,
-    ).model_dump(mode="json")
-
-
-def _drop_text(check: MetricCheck) -> str:
-    from pytest_modelprof.baseline.tolerance import format_tolerance
-
-    return format_tolerance(check.tolerance, drop=True)
 
 
 def _git(rootdir: Path, *args: str) -> str | None:
@@ -303,180 +344,16 @@ def results_from_records(
                 failed=r.failed,
                 baseline_path=r.baseline_path,
                 location=locations.get(r.nodeid),
-                checks=[MetricResult.model_validate(c) for c in r.checks],
+                checks=[CheckResult.model_validate(c) for c in r.checks],
+                failures=list(r.failures),
+                warnings=list(r.warnings),
+                environment=list(r.environment),
                 profile=ModelProfile.model_validate(r.profile) if r.profile else None,
                 baseline=BaselineDocument.model_validate(r.baseline) if r.baseline else None,
                 timing=r.timing,
                 sweep=r.sweep,
             )
         )
-    return RunResults(run=run, tests=tests)
-
-
-def _status(verdict: Verdict) -> Status:
-    if verdict in ("regressed", "unmeasured"):
-        return "regressed"
-    if verdict == "improved":
-        return "improved"
-    return "new" if verdict == "new" else "ok"
-
-
-def compare_profiles(
-    old: ModelProfile | None,
-    new: ModelProfile,
-    limits: Limits,
-    *,
-    nodeid: str,
-    name: str | None = None,
-    location: SourceLocation | None = None,
-) -> ProfileResult:
-    """Judge ``new`` against ``old`` as the gate would, with ``old`` as the baseline."""
-    settings = limits.describe()
-    before = (
-        BaselineDocument.from_profile(old, test=nodeid, name=name, settings=settings)
-        if old is not None
-        else None
-    )
-    after = BaselineDocument.from_profile(new, test=nodeid, name=name, settings=settings)
-    comparison = compare(after, before, limits.policy())
-    status = _status(comparison.verdict)
-    return ProfileResult(
-        nodeid=nodeid,
-        name=name,
-        model=new.model,
-        status=status,
-        failed=status == "regressed",
-        location=location,
-        checks=[MetricResult.model_validate(check_to_json(c)) for c in comparison.checks],
-        profile=new,
-        baseline=before,
-    )
-
-
-def _baseline_only(old: ProfileResult) -> ProfileResult:
-    """A test the old run had and the new one lacks: shown as missing, nothing to compare."""
-    return ProfileResult(
-        nodeid=old.nodeid,
-        name=old.name,
-        model=old.model,
-        status="missing",
-        failed=False,
-        baseline_path=old.baseline_path,
-        location=old.location,
-        baseline=(
-            BaselineDocument.from_profile(
-                old.profile, test=old.nodeid, name=old.name, settings={}
-            )
-            if old.profile is not None
-            else old.baseline
-        ),
-    )
-
-
-def compare_documents(old: Document, new: Document, limits: Limits) -> RunResults:
-    """Two profiles, two baselines or two results files, judged pairwise (matched by label)."""
-    if isinstance(old, RunResults) and isinstance(new, RunResults):
-        before = {t.label: t for t in old.tests}
-        tests: list[ProfileResult] = []
-        for t in new.tests:
-            prev = before.pop(t.label, None)
-            if t.profile is None:
-                continue
-            tests.append(
-                compare_profiles(
-                    prev.profile if prev is not None else None,
-                    t.profile,
-                    limits,
-                    nodeid=t.nodeid,
-                    name=t.name,
-                    location=t.location,
-                )
-            )
-        tests.extend(_baseline_only(t) for t in before.values())
-        return RunResults(run=new.run, tests=tests)
-    if isinstance(old, ModelProfile) and isinstance(new, ModelProfile):
-        label = new.model if new.model == old.model else f"{old.model} -> {new.model}"
-        return RunResults(
-            run=RunInfo(
-                torch_version=new.environment.torch_version, device=new.environment.device
-            ),
-            tests=[compare_profiles(old, new, limits, nodeid=label)],
-        )
-    if isinstance(old, BaselineDocument) and isinstance(new, BaselineDocument):
-        comparison = compare(new, old, limits.policy())
-        status = _status(comparison.verdict)
-        return RunResults(
-            run=RunInfo(torch_version=new.environment.torch_version,
-                        device=new.environment.device),
-            tests=[
-                ProfileResult(
-                    nodeid=new.test,
-                    name=new.name,
-                    model=new.model,
-                    status=status,
-                    failed=status == "regressed",
-                    checks=[
-                        MetricResult.model_validate(check_to_json(c)) for c in comparison.checks
-                    ],
-                    baseline=old,
-                )
-            ],
-        )
-    raise ReportError(
-        f"cannot compare a {type(old).__name__} with a {type(new).__name__}; give two profiles, "
-        f"two baseline files or two results files"
-    )
-
-
-def merge_results(parts: Sequence[tuple[str, RunResults]]) -> RunResults:
-    """Join the results of CI shards; a profile in two shards, or two commits, is an error."""
-    if not parts:
-        raise ReportError("nothing to merge: give at least one results file")
-    seen: dict[str, str] = {}
-    tests: list[ProfileResult] = []
-    for source, part in parts:
-        for t in part.tests:
-            if t.label in seen:
-                raise ReportError(
-                    f"{t.label} is in both {seen[t.label]} and {source}; each test should run "
-                    f"in one shard only"
-                )
-            seen[t.label] = source
-            tests.append(t)
-    commits = {p.run.commit for _, p in parts if p.run.commit}
-    if len(commits) > 1:
-        listing = ", ".join(f"{s}: {p.run.commit}" for s, p in parts)
-        raise ReportError(f"the shards come from different commits ({listing})")
-
-    def first(field: str) -> Any:
-        return next((getattr(p.run, field) for _, p in parts if getattr(p.run, field)), None)
-
-    def joined(field: str) -> str | None:
-        values: set[str] = set()
-        for _, p in parts:
-            value = getattr(p.run, field)
-            if value:
-                values.update(v.strip() for v in str(value).split(","))
-        return ", ".join(sorted(values)) or None
-
-    starts = [p.run.started for _, p in parts if p.run.started is not None]
-    ends = [p.run.finished for _, p in parts if p.run.finished is not None]
-    statuses = [p.run.exit_status for _, p in parts if p.run.exit_status is not None]
-    run = parts[0][1].run.model_copy(
-        update={
-            "started": min(starts) if starts else None,
-            "finished": max(ends) if ends else None,
-            "commit": first("commit"),
-            "ref": first("ref"),
-            "repository_url": first("repository_url"),
-            "run_url": first("run_url"),
-            "artifact_url": first("artifact_url"),
-            "torch_version": joined("torch_version"),
-            "device": joined("device"),
-            "exit_status": max(statuses) if statuses else None,
-            "shards": sum(p.run.shards for _, p in parts),
-        }
-    )
     return RunResults(run=run, tests=tests)
 
 
@@ -489,7 +366,7 @@ def results_json_schema() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_modelprof.results [PATH]``: write the JSON Schema (default: stdout)."""
+    """``python -m pytest_modelprof.gate.results [PATH]``: write the JSON Schema (or print it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = results_json_schema()
     if args:

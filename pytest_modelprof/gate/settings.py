@@ -11,6 +11,7 @@ start-up in every run, so it must not import pydantic or torch.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,38 +41,54 @@ __all__ = [
     "SessionSettings",
     "ProfileRequest",
     "MarkerSpec",
-    "ReportSettings",
-    "REPORT_KEYS",
     "cli_flag",
     "ini_key",
     "resolve_session",
     "resolve_marker",
-    "resolve_reports",
     "parse_input_shape",
+    "parse_capture_options",
+    "did_you_mean",
+    "limit_names",
+    "MODES",
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
 #: Timing limits warn unless ``timing_strict``; ``timing_rounds`` rounds per measurement.
 TIMING_KEYS: Final = ("timing_strict", "timing_rounds")
 #: Settings that are switches (a flag on the command line, a bool in the ini file).
-BOOL_KEYS: Final = ("fvcore", "timing_strict")
+#: ``strict_ops``: any op without a cost formula fails (a *new* one always does).
+BOOL_KEYS: Final = ("fvcore", "timing_strict", "strict_ops")
 #: Every limit-like setting, in the order the help text lists them.
 LIMIT_NAMES: Final[tuple[str, ...]] = (
     *(m.delta_key for m in METRICS),
     *(m.budget_key for m in METRICS if m.budget_key),
     *FVCORE_KEYS,
     *TIMING_KEYS,
+    "strict_ops",
     *GROWTH_LIMITS,
 )
-#: Marker-only arguments (what to profile; ``sweep`` names the axes of a scaling sweep).
-MARKER_ARGS: Final = ("model", "input_shape", "inputs", "device", "name", "sweep")
+#: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
+#: ``dtype``, ``mode``, ``include_backward`` and ``strict`` go to ``profile_model``).
+MARKER_ARGS: Final = (
+    "model", "input_shape", "inputs", "device", "name", "sweep",
+    "dtype", "mode", "include_backward", "strict",
+)
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
+    "dtype=None, mode='auto', include_backward=False, strict=False, "
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
+#: The capture modes ``mode=`` accepts (see ``profile_model``).
+MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
 DEFAULT_TIMING_ROUNDS: Final = 100
+
+
+def limit_names() -> tuple[str, ...]:
+    """:data:`LIMIT_NAMES` plus the limits of metrics registered since start-up."""
+    extra = tuple(k for k in LIMIT_KEYS if k not in LIMIT_NAMES)
+    return (*LIMIT_NAMES, *extra)
 
 
 def cli_flag(key: str) -> str:
@@ -96,15 +113,21 @@ class Limits:
     timing_strict: bool = False
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
     growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
+    strict_ops: bool = False  # any uncounted op fails, not only a new one
 
     @property
     def wants_latency(self) -> bool:
         """A latency limit was set explicitly (latency is measured only then: it costs time)."""
         return "latency_ms" in self.explicit
 
-    def policy(self) -> Policy:
+    @property
+    def strict(self) -> bool:
+        """Whether every uncounted op fails (``strict_ops``)."""
+        return self.strict_ops
+
+    def policy(self, *, env_strict: bool = False) -> Policy:
         """The pure comparison policy these limits describe."""
-        return Policy(dict(self.tolerances), dict(self.budgets), self.explicit)
+        return Policy(dict(self.tolerances), dict(self.budgets), self.explicit, env_strict)
 
     def describe(self) -> dict[str, str]:
         """Every effective limit as text, for the ``settings`` of a baseline file."""
@@ -125,6 +148,8 @@ class Limits:
             out["timing_rounds"] = str(self.timing_rounds)
         for key, exponent in sorted(self.growth.items()):
             out[key] = f"{exponent:g}"
+        if self.strict_ops:
+            out["strict_ops"] = "true"
         return out
 
     def with_values(self, values: Mapping[str, object], source: str) -> Limits:
@@ -135,9 +160,12 @@ class Limits:
         fvcore, fvcore_delta = self.fvcore, self.max_fvcore_delta
         timing_strict, timing_rounds = self.timing_strict, self.timing_rounds
         growth = dict(self.growth)
+        strict_ops = self.strict_ops
         for key, raw in values.items():
             try:
-                if key == "fvcore":
+                if key == "strict_ops":
+                    strict_ops = _parse_bool(raw)
+                elif key == "fvcore":
                     fvcore = _parse_bool(raw)
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
@@ -165,7 +193,7 @@ class Limits:
                 raise SettingsError(f"{source}: bad value for {key}={raw!r}: {_why(exc)}") from None
         return Limits(
             tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta,
-            timing_strict, timing_rounds, growth,
+            timing_strict, timing_rounds, growth, strict_ops,
         )
 
 
@@ -178,22 +206,79 @@ class SessionSettings:
     strict: bool = False
     prune: bool = False
     limits: Limits = Limits()
+    # Kernel-dependent counts fail even when the baseline comes from another environment.
+    env_strict: bool = False
+    # Run the test bodies without profiling, gating or touching baselines.
+    disable: bool = False
 
     def header(self) -> str:
         """The line the plugin prints in the session header."""
+        if self.disable:
+            return "modelprof: disabled (--modelprof-disable): tests run without profiling"
         mode = "update" if self.update else ("strict" if self.strict else "check")
         return f"modelprof: baselines in {self.baseline_dir} ({mode})"
 
 
 @dataclass(frozen=True)
 class ProfileRequest:
-    """What to profile: a model name or module plus its inputs (hashable where possible)."""
+    """What to profile: a model name or module plus its inputs, and how to capture it."""
 
     model: Any
     input_shape: Any = None
     inputs: Any = None
     device: str | None = None
     name: str | None = None
+    dtype: str | None = None
+    mode: str = "auto"
+    include_backward: bool = False
+    strict: bool = False
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``profile_model`` this request sets."""
+        out: dict[str, Any] = {}
+        for key in ("input_shape", "inputs", "device", "dtype"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.mode != "auto":
+            out["mode"] = self.mode
+        if self.include_backward:
+            out["include_backward"] = True
+        if self.strict:
+            out["strict"] = True
+        return out
+
+
+def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str, Any]:
+    """``dtype``, ``mode``, ``include_backward`` and ``strict`` of a marker or fixture call."""
+    out: dict[str, Any] = {}
+    dtype = values.get("dtype")
+    if dtype is not None:
+        text = str(dtype).removeprefix("torch.")
+        if not text.isidentifier():
+            raise SettingsError(f"{source}: dtype={dtype!r} is not a dtype; write e.g. 'bfloat16'")
+        out["dtype"] = text
+    mode = values.get("mode")
+    if mode is not None:
+        if mode not in MODES:
+            raise SettingsError(
+                f"{source}: mode={mode!r} is not a capture mode; expected one of "
+                f"{', '.join(MODES)}{did_you_mean(str(mode), MODES)}"
+            )
+        out["mode"] = mode
+    for key in ("include_backward", "strict"):
+        raw = values.get(key)
+        if raw is not None:
+            if not isinstance(raw, bool):
+                raise SettingsError(f"{source}: {key}={raw!r} must be True or False")
+            out[key] = raw
+    return out
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """``"; did you mean max_flops_delta?"`` for a near miss, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 @dataclass(frozen=True)
@@ -206,6 +291,7 @@ class MarkerSpec:
     device: str | None
     limits: Limits
     sweep: Mapping[str, list[int]] | None = None
+    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, backward, strict
 
 
 def _why(exc: BaseException) -> str:
@@ -312,6 +398,8 @@ def resolve_session(
         strict=flag("strict"),
         prune=flag("prune"),
         limits=limits,
+        env_strict=flag("env_strict"),
+        disable=flag("disable"),
     )
 
 
@@ -358,11 +446,14 @@ def resolve_marker(
         if "model" in values:
             raise SettingsError(f"{source}: model given both positionally and as model=")
         values["model"] = args[0]
-    unknown = sorted(k for k in values if k not in MARKER_ARGS and k not in LIMIT_NAMES)
+    known = (*MARKER_ARGS, *limit_names())
+    unknown = sorted(k for k in values if k not in known)
     if unknown:
+        hints = "".join(did_you_mean(k, known) for k in unknown)
         raise SettingsError(
             f"{source}: unknown argument{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(unknown)} for @pytest.mark.profile; expected {MARKER_SIGNATURE}"
+            f"{', '.join(unknown)} for @pytest.mark.profile"
+            f"{hints}; expected {MARKER_SIGNATURE}"
         )
     name = values.get("name")
     if name is not None and (not isinstance(name, str) or not name):
@@ -371,7 +462,8 @@ def resolve_marker(
     if device is not None and not isinstance(device, str):
         device = str(device)  # torch.device("cpu") -> "cpu"
     input_shape = parse_input_shape(values.get("input_shape"), source)
-    limits = base.with_values({k: v for k, v in values.items() if k in LIMIT_NAMES}, source)
+    capture = parse_capture_options(values, source)
+    limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
     marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and values[k] is not None)
@@ -383,95 +475,5 @@ def resolve_marker(
     model = values.get("model")
     request = None
     if model is not None:
-        request = ProfileRequest(model, input_shape, values.get("inputs"), device, name)
-    return MarkerSpec(request, name, input_shape, device, limits, sweep)
-
-
-
-# -- reports -------------------------------------------------------------------------------------
-
-#: The report settings: each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin.
-REPORT_KEYS: Final = ("report", "json", "markdown", "github", "artifact_url")
-GITHUB_MODES: Final = ("auto", "off")
-_REPORT_SUFFIXES: Final = {
-    "report": (".html", ".htm"),
-    "json": (".json",),
-    "markdown": (".md", ".markdown"),
-}
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """Which reports a run writes; paths are absolute."""
-
-    html: Path | None = None
-    json: Path | None = None
-    markdown: Path | None = None
-    github: bool = True  # job summary and annotations when GitHub's variables are set
-    artifact_url: str | None = None
-
-    @property
-    def any_file(self) -> bool:
-        """Whether any report file was asked for."""
-        return any(p is not None for p in (self.html, self.json, self.markdown))
-
-    def active(self, env: Mapping[str, str]) -> bool:
-        """Whether the run has anything to collect for the reports."""
-        on_github = self.github and (
-            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
-        )
-        return self.any_file or on_github
-
-
-def check_report_path(key: str, value: str) -> str:
-    """``type=`` of the path options: the suffix says the format (``ValueError`` otherwise)."""
-    suffixes = _REPORT_SUFFIXES[key]
-    if not value.strip():
-        raise ValueError(f"expected a file path ending in {' or '.join(suffixes)}")
-    if not value.lower().endswith(suffixes):
-        raise ValueError(f"{value!r} should end in {' or '.join(suffixes)}")
-    return value
-
-
-def resolve_reports(
-    cli: Mapping[str, object],
-    ini: Mapping[str, object],
-    *,
-    invocation_dir: Path,
-    ini_dir: Path,
-) -> ReportSettings:
-    """CLI over ini for the report options; CLI paths are relative to the invocation directory,
-    ini paths to the ini file."""
-    paths: dict[str, Path | None] = {}
-    for key in ("report", "json", "markdown"):
-        if _given(cli.get(key)):
-            raw, base, source = str(cli[key]), invocation_dir, cli_flag(key)
-        elif _given(ini.get(key)):
-            raw, base, source = str(ini[key]), ini_dir, f"ini {ini_key(key)}"
-        else:
-            paths[key] = None
-            continue
-        try:
-            check_report_path(key, raw)
-        except ValueError as exc:
-            raise SettingsError(f"{source}: {_why(exc)}") from None
-        paths[key] = (base / raw).resolve()
-    github = "auto"
-    for source, values in ((cli_flag("github"), cli), (f"ini {ini_key('github')}", ini)):
-        if _given(values.get("github")):
-            github = str(values["github"]).strip().lower()
-            if github not in GITHUB_MODES:
-                raise SettingsError(
-                    f"{source}: expected one of {', '.join(GITHUB_MODES)}, got {github!r}"
-                )
-            break
-    artifact = cli.get("artifact_url") if _given(cli.get("artifact_url")) else ini.get(
-        "artifact_url"
-    )
-    return ReportSettings(
-        html=paths["report"],
-        json=paths["json"],
-        markdown=paths["markdown"],
-        github=github != "off",
-        artifact_url=str(artifact) if _given(artifact) else None,
-    )
+        request = ProfileRequest(model, input_shape, values.get("inputs"), device, name, **capture)
+    return MarkerSpec(request, name, input_shape, device, limits, sweep, capture)

@@ -1,0 +1,99 @@
+"""The ``modelprof`` command line: a thin entry over one module per subcommand.
+
+Each subcommand module holds a :class:`~pytest_modelprof.cli._common.Command` named
+``COMMAND``: its name, a one-line summary, its examples, a function that adds its options and
+one that runs it. Adding a subcommand means writing that module and adding it to
+:data:`COMMANDS`. Errors this package raises on purpose (:class:`ModelprofError`) end as one
+``modelprof: error: ...`` line on stderr with exit code 2; argparse reports bad option values
+the same way. Heavy imports (torch) happen inside the commands, so ``--help`` and
+``--version`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pytest_modelprof import __version__
+from pytest_modelprof.cli import compare, fvcore, graph, listing, merge, partition, profile, report
+from pytest_modelprof.cli import sweep as sweep_command
+from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
+from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
+
+__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+
+#: Every subcommand, in the order ``--help`` lists them.
+COMMANDS: tuple[Command, ...] = (
+    profile.COMMAND,
+    listing.COMMAND,
+    fvcore.COMMAND,
+    sweep_command.COMMAND,
+    partition.COMMAND,
+    graph.COMMAND,
+    compare.COMMAND,
+    merge.COMMAND,
+    report.COMMAND,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with one subparser per entry of :data:`COMMANDS`."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Exact FLOPs/MACs, memory traffic and bottlenecks of PyTorch models.",
+        epilog="Examples:\n" + "\n".join(
+            c.examples.splitlines()[0] for c in COMMANDS
+        ) + f"\n\nRun '{PROG} COMMAND --help' for a command's options and examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND", dest="command")
+    for command in COMMANDS:
+        p = sub.add_parser(
+            command.name,
+            help=command.summary,
+            description=command.description,
+            epilog="Examples:\n" + command.examples,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        command.add_arguments(p)
+        p.set_defaults(run=command.run)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``modelprof`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    if getattr(args, "run", None) is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        code: int = args.run(args)
+        return code
+    except ModelNotFoundError as exc:
+        message = _one_line(exc)
+        if "did you mean" not in message.lower():
+            message += suggest(getattr(args, "model", "") or "")
+        print(f"{PROG}: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except ModelprofError as exc:
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `modelprof list | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

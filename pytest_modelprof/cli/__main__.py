@@ -1,0 +1,5 @@
+"""``python -m pytest_modelprof.cli``."""
+
+from pytest_modelprof.cli import main
+
+raise SystemExit(main())

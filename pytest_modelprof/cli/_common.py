@@ -1,0 +1,220 @@
+"""What every ``modelprof`` command shares: the command record, option types and output."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import difflib
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.errors import ModelprofError
+
+if TYPE_CHECKING:
+    from pytest_modelprof.machines import Machine
+
+PROG = "modelprof"
+
+
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its help texts, its options and what it does (returns the exit code)."""
+
+    name: str
+    summary: str
+    description: str
+    examples: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1,3,224,224"`` (or ``1x3x224x224``, ``"1 3 224 224"``) -> ``(1, 3, 224, 224)``."""
+    parts = [p for p in re.split(r"[,x\s]+", text.strip().strip("()[]").strip()) if p]
+    try:
+        shape = tuple(int(p) for p in parts)
+    except ValueError:
+        shape = ()
+    if not shape or any(s <= 0 for s in shape):
+        raise argparse.ArgumentTypeError(
+            f"expected positive integers separated by commas, such as 1,3,224,224; got {text!r}"
+        )
+    return shape
+
+
+
+def parse_machine(text: str) -> Machine:
+    """A preset name (``a100-bf16``) or a balance in FLOPs per byte (``10``)."""
+    from pytest_modelprof.machines import resolve_machine
+
+    try:
+        return resolve_machine(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+
+def parse_device(text: str) -> str:
+    """A torch device string: ``cpu``, ``cuda``, ``cuda:1``, ``meta``."""
+    import torch
+
+    try:
+        torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(
+            f"unknown device {text!r}; use e.g. cpu, cuda, cuda:1 or meta"
+        ) from None
+    return text
+
+
+
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+
+def parse_dtype(text: str) -> str:
+    name = text.strip().removeprefix("torch.")
+    aliases = {"fp32": "float32", "fp16": "float16", "half": "float16", "bf16": "bfloat16",
+               "fp64": "float64", "double": "float64", "float": "float32"}
+    name = aliases.get(name, name)
+    if name not in DTYPES:
+        raise argparse.ArgumentTypeError(f"unknown dtype {text!r}; use one of {', '.join(DTYPES)}")
+    return name
+
+
+
+def parse_arch(text: str) -> tuple[str, Any]:
+    """``image_size=518`` -> ``("image_size", 518)``; values are Python literals, else strings."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE such as image_size=518; got {text!r}")
+    try:
+        value: Any = ast.literal_eval(raw.strip())
+    except (ValueError, SyntaxError):
+        value = raw.strip()
+    return key, value
+
+
+
+def parse_top(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number of layers >= 0; got {text!r}")
+    return value
+
+
+
+def parse_tolerance(text: str) -> float:
+    """``0.05`` or ``5%`` -> ``0.05``."""
+    raw = text.strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a relative tolerance >= 0 such as 0.05 or 5%; got {text!r}"
+        )
+    return value
+
+
+
+def parse_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected comma-separated model names; got {text!r}")
+    return names
+
+
+
+def out(text: str) -> None:
+    sys.stdout.write(text)
+
+
+
+def note(text: str) -> None:
+    """Progress and side notes go to stderr, so stdout stays a clean report (or JSON)."""
+    print(text, file=sys.stderr, flush=True)
+
+
+
+def suggest(name: str) -> str:
+    """Close model names for an error message (empty when the registry has none)."""
+    try:
+        from pytest_modelprof.models import list_models
+
+        known = [n for names in list_models().values() for n in names]
+    except Exception:  # the suggestion is a courtesy; never hide the real error behind it
+        return ""
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
+    close += [n for n in known if name.lower() in n.lower() and n not in close][: 5 - len(close)]
+    return f"; did you mean: {', '.join(close)}?" if close else ""
+
+
+
+def resolve_names(names: Sequence[str]) -> None:
+    """Resolve every name before any slow work, so a typo fails at once."""
+    from pytest_modelprof.models import resolve
+
+    for name in names:
+        resolve(name)
+
+
+
+def add_report_outputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--html", metavar="FILE.html", help="write the HTML diff report")
+    p.add_argument("--markdown", metavar="FILE.md", help="write the diff report as Markdown")
+    p.add_argument("--json", metavar="FILE.json", dest="json_out",
+                   help="write the comparison as a results file (re-render it with 'report')")
+
+
+
+def write_reports(results: Any, args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    from pytest_modelprof.report.session import write_outputs
+
+    def path(value: str | None) -> Path | None:
+        return Path(value) if value else None
+
+    for written in write_outputs(results, html=path(args.html), json=path(args.json_out),
+                                 markdown=path(args.markdown)):
+        note(f"wrote {written}")
+
+
+
+def add_capture_arguments(p: argparse.ArgumentParser) -> None:
+    """The options that say what to capture: shared by ``partition`` and ``graph``."""
+    p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
+    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
+                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
+                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
+                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+
+
+
+def capture_of(args: argparse.Namespace, machine: Machine | None = None) -> tuple[str, Any]:
+    from pytest_modelprof.profile import profile_model
+
+    profile = profile_model(args.model, input_shape=args.input_shape, dtype=args.dtype,
+                            mode=args.mode, machine=machine, **dict(args.arch))
+    if profile.capture_record is None:  # pragma: no cover - profile_model always keeps it
+        raise ModelprofError(f"{args.model}: the profile kept no op capture")
+    return profile.model, profile.capture_record

@@ -1,0 +1,67 @@
+"""``modelprof partition``: the fused-kernel partition of the op graph."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+from pytest_modelprof.cli._common import (
+    EXIT_OK,
+    Command,
+    add_capture_arguments,
+    capture_of,
+    out,
+    parse_machine,
+    parse_top,
+)
+
+__all__ = ["COMMAND"]
+
+
+def _add_partition_arguments(p: argparse.ArgumentParser) -> None:
+    add_capture_arguments(p)
+    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
+                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
+                        "subgraphs (a preset such as a100-bf16, or a number; default: generic)")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="show the N subgraphs with the most FLOPs (default: 10)")
+    p.add_argument("--json", action="store_true",
+                   help="print the full partition (every subgraph) as JSON instead")
+
+
+
+def _run_partition(args: argparse.Namespace) -> int:
+    from pytest_modelprof.analysis.partition import partition, render_partition_report
+    from pytest_modelprof.schema import dumps_deterministic
+
+    name, capture = capture_of(args, args.machine)
+    report = partition(capture, args.machine)
+    if args.json:
+        out(dumps_deterministic(report.model_dump(mode="json")))
+    else:
+        out(render_partition_report(report, top=args.top, title=name))
+    return EXIT_OK
+
+
+
+COMMAND = Command(
+    name="partition",
+    summary="fuse the op graph into kernels: subgraphs, traffic, stages, critical path",
+    description=(
+        "Partition the captured op graph the way a compiler fuses it (conv/linear + norm +\n"
+        "activation, elementwise chains, attention blocks) and report the subgraphs: their\n"
+        "kinds and fusion patterns, memory traffic and arithmetic intensity fused vs\n"
+        "unfused, the stages that could run concurrently, the FLOP-weighted critical\n"
+        "path, and the subgraphs with the most FLOPs."
+    ),
+    examples="""\
+  modelprof partition resnet18
+  modelprof partition yolov8n.yaml --input-shape 1,3,320,320 --top 5
+  modelprof partition vit_b_16 --machine a100-bf16
+  modelprof partition mobilenet_v2 --json > mnv2-partition.json""",
+    add_arguments=_add_partition_arguments,
+    run=_run_partition,
+)

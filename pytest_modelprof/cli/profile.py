@@ -1,0 +1,112 @@
+"""``modelprof profile``: one model's summary, op families, bottlenecks and top layers."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+from pytest_modelprof.cli._common import (
+    DTYPES,
+    EXIT_OK,
+    Command,
+    note,
+    out,
+    parse_arch,
+    parse_device,
+    parse_dtype,
+    parse_machine,
+    parse_shape,
+    parse_top,
+)
+
+__all__ = ["COMMAND"]
+
+
+def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
+    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
+                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    p.add_argument("--device", type=parse_device, metavar="DEVICE",
+                   help="device for real-tensor captures (cpu, cuda; with --mode real or when "
+                        "auto falls back); meta forces meta tensors")
+    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
+                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    p.add_argument("--backward", action="store_true",
+                   help="include the backward pass of a sum-of-outputs loss")
+    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
+                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
+                        "(a preset such as a100-bf16, or a number; default: generic, 10)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 2) when an op without a cost formula ran")
+    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
+                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+    p.add_argument("--no-warmup", action="store_true",
+                   help="keep the first capture even if that forward initialised lazy state "
+                        "(by default such a model, like YOLO, is captured a second time)")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="show every module as a tree with the totals of its subtree")
+    p.add_argument("--showshape", action="store_true", help="add each layer's output shape")
+    p.add_argument("--output", "-o", metavar="FILE",
+                   help="also write the profile to FILE.json (full document) or FILE.csv "
+                        "(one row per layer)")
+    p.add_argument("--json", action="store_true",
+                   help="print the JSON document to stdout instead of the report")
+
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from pytest_modelprof.exports.tabular import write_profile
+    from pytest_modelprof.profile import profile_model
+    from pytest_modelprof.report.terminal import render_profile
+
+    arch = dict(args.arch)
+    profile = profile_model(
+        args.model,
+        input_shape=args.input_shape,
+        device=args.device,
+        dtype=args.dtype,
+        mode=args.mode,
+        include_backward=args.backward,
+        strict=args.strict,
+        machine=args.machine,
+        # None: capture again only if the first forward initialised lazy state (YOLO).
+        warmup=False if args.no_warmup else None,
+        **arch,
+    )
+    if args.json:
+        out(profile.to_json())
+    else:
+        out(render_profile(profile, top=args.top, verbose=args.verbose,
+                            show_shape=args.showshape))
+    if args.output:
+        kind = write_profile(profile, args.output)
+        note(f"wrote {args.output} ({kind})")
+    return EXIT_OK
+
+
+
+COMMAND = Command(
+    name="profile",
+    summary="profile one model: FLOPs/MACs, memory, intensity, bottlenecks, top layers",
+    description=(
+        "Profile a model from one ATen-level capture (meta tensors when possible) and print\n"
+        "a summary, the op-family breakdown, the bottleneck analysis against a machine\n"
+        "balance, the costliest layers, and every op that could not be counted."
+    ),
+    examples="""\
+  modelprof profile resnet50
+  modelprof profile resnet18 --input-shape 1,3,64,64 --top 5 --showshape
+  modelprof profile vit_b_16 --verbose                 # every module, as a tree
+  modelprof profile mobilenet_v2 --output mnv2.json    # or .csv: one row per layer
+  modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
+  modelprof profile dinov2_vits14 --arch image_size=518 --json > dino.json""",
+    add_arguments=_add_profile_arguments,
+    run=_run_profile,
+)

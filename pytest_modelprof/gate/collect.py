@@ -1,0 +1,76 @@
+"""The collectors that measure more than the capture: timing rounds, sweeps, fvcore's count.
+
+Each runs only when a limit asks for it (they cost time) and returns plain JSON-able evidence
+for :func:`pytest_modelprof.gate.judge.judge`. They import torch on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_modelprof.baseline.tolerance import Ignore
+from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.gate.judge import FvcoreEvidence
+from pytest_modelprof.gate.settings import Limits, ProfileRequest
+
+__all__ = ["measure_latency", "run_sweep", "run_fvcore"]
+
+
+def measure_latency(request: ProfileRequest, limits: Limits) -> dict[str, Any] | None:
+    """Calibration-normalised timing rounds, only when a latency limit asks for them."""
+    if not limits.wants_latency:
+        return None
+    from pytest_modelprof.profile import real_model_and_inputs
+    from pytest_modelprof.runtime import measure_forward_normalised
+
+    module, inputs = real_model_and_inputs(
+        request.model, input_shape=request.input_shape, inputs=request.inputs,
+        device=request.device,
+    )
+    timing = measure_forward_normalised(module, inputs, rounds=limits.timing_rounds)
+    data: dict[str, Any] = timing.model_dump(mode="json")
+    return data
+
+
+def run_sweep(
+    request: ProfileRequest, sweep_axes: Mapping[str, Sequence[int]] | None, limits: Limits
+) -> dict[str, Any] | None:
+    """The scaling sweep over ``sweep=`` axes, only when a growth limit asks for it."""
+    if not sweep_axes or not limits.growth:
+        return None
+    from pytest_modelprof.runtime.sweep import sweep
+
+    result = sweep(
+        request.model,
+        over=sweep_axes,
+        input_shape=request.input_shape,
+        inputs=request.inputs,
+        latency="max_latency_growth_exponent" in limits.growth,
+        device=request.device,
+    )
+    swept: dict[str, Any] = result.model_dump(mode="json")
+    return swept
+
+
+def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None:
+    """With ``fvcore=True``: fvcore's MAC count beside ours, or why it could not be taken."""
+    if not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
+        return None
+    from pytest_modelprof.analysis.fvcore import compare_with_fvcore
+
+    shape = request.input_shape
+    single = shape if shape and all(isinstance(d, int) for d in shape) else None
+    if shape is not None and single is None:
+        return FvcoreEvidence(
+            error="fvcore=True: the fvcore cross-check takes one input shape; pass inputs= instead"
+        )
+    try:
+        result = compare_with_fvcore(request.model, single, inputs=request.inputs)
+    except ModelprofError as exc:
+        return FvcoreEvidence(error=f"fvcore=True: {exc}")
+    return FvcoreEvidence(
+        ours_macs=result.ours_macs,
+        fvcore_macs=result.fvcore_macs,
+        skipped=dict(result.unsupported_ops),
+    )

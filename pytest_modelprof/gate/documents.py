@@ -1,0 +1,194 @@
+"""Documents judged against each other (``modelprof compare``) and CI shards joined (``merge``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_modelprof.baseline.compare import Verdict, compare
+from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.errors import ReportError
+from pytest_modelprof.gate.record import Status
+from pytest_modelprof.gate.results import (
+    CheckResult,
+    Document,
+    ProfileResult,
+    RunInfo,
+    RunResults,
+    SourceLocation,
+)
+from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.schema import ModelProfile
+
+__all__ = ["compare_profiles", "compare_documents", "merge_results"]
+
+
+def _status(verdict: Verdict) -> Status:
+    if verdict in ("regressed", "unmeasured"):
+        return "regressed"
+    if verdict == "improved":
+        return "improved"
+    return "new" if verdict == "new" else "ok"
+
+
+def compare_profiles(
+    old: ModelProfile | None,
+    new: ModelProfile,
+    limits: Limits,
+    *,
+    nodeid: str,
+    name: str | None = None,
+    location: SourceLocation | None = None,
+) -> ProfileResult:
+    """Judge ``new`` against ``old`` as the gate would, with ``old`` as the baseline."""
+    settings = limits.describe()
+    before = (
+        BaselineDocument.from_profile(old, test=nodeid, name=name, settings=settings)
+        if old is not None
+        else None
+    )
+    after = BaselineDocument.from_profile(new, test=nodeid, name=name, settings=settings)
+    comparison = compare(after, before, limits.policy())
+    status = _status(comparison.verdict)
+    return ProfileResult(
+        nodeid=nodeid,
+        name=name,
+        model=new.model,
+        status=status,
+        failed=status == "regressed",
+        location=location,
+        checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+        failures=[c.describe() for c in comparison.failures],
+        warnings=[c.describe() for c in comparison.warnings],
+        environment=list(comparison.environment),
+        profile=new,
+        baseline=before,
+    )
+
+
+def _baseline_only(old: ProfileResult) -> ProfileResult:
+    """A test the old run had and the new one lacks: shown as missing, nothing to compare."""
+    return ProfileResult(
+        nodeid=old.nodeid,
+        name=old.name,
+        model=old.model,
+        status="missing",
+        failed=False,
+        baseline_path=old.baseline_path,
+        location=old.location,
+        baseline=(
+            BaselineDocument.from_profile(
+                old.profile, test=old.nodeid, name=old.name, settings={}
+            )
+            if old.profile is not None
+            else old.baseline
+        ),
+    )
+
+
+def compare_documents(old: Document, new: Document, limits: Limits) -> RunResults:
+    """Two profiles, two baselines or two results files, judged pairwise (matched by label)."""
+    if isinstance(old, RunResults) and isinstance(new, RunResults):
+        before = {t.label: t for t in old.tests}
+        tests: list[ProfileResult] = []
+        for t in new.tests:
+            prev = before.pop(t.label, None)
+            if t.profile is None:
+                continue
+            tests.append(
+                compare_profiles(
+                    prev.profile if prev is not None else None,
+                    t.profile,
+                    limits,
+                    nodeid=t.nodeid,
+                    name=t.name,
+                    location=t.location,
+                )
+            )
+        tests.extend(_baseline_only(t) for t in before.values())
+        return RunResults(run=new.run, tests=tests)
+    if isinstance(old, ModelProfile) and isinstance(new, ModelProfile):
+        label = new.model if new.model == old.model else f"{old.model} -> {new.model}"
+        return RunResults(
+            run=RunInfo(
+                torch_version=new.environment.torch_version, device=new.environment.device
+            ),
+            tests=[compare_profiles(old, new, limits, nodeid=label)],
+        )
+    if isinstance(old, BaselineDocument) and isinstance(new, BaselineDocument):
+        comparison = compare(new, old, limits.policy())
+        status = _status(comparison.verdict)
+        return RunResults(
+            run=RunInfo(torch_version=new.environment.torch_version,
+                        device=new.environment.device),
+            tests=[
+                ProfileResult(
+                    nodeid=new.test,
+                    name=new.name,
+                    model=new.model,
+                    status=status,
+                    failed=status == "regressed",
+                    checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+                    failures=[c.describe() for c in comparison.failures],
+                    warnings=[c.describe() for c in comparison.warnings],
+                    environment=list(comparison.environment),
+                    baseline=old,
+                )
+            ],
+        )
+    raise ReportError(
+        f"cannot compare a {type(old).__name__} with a {type(new).__name__}; give two profiles, "
+        f"two baseline files or two results files"
+    )
+
+
+def merge_results(parts: Sequence[tuple[str, RunResults]]) -> RunResults:
+    """Join the results of CI shards; a profile in two shards, or two commits, is an error."""
+    if not parts:
+        raise ReportError("nothing to merge: give at least one results file")
+    seen: dict[str, str] = {}
+    tests: list[ProfileResult] = []
+    for source, part in parts:
+        for t in part.tests:
+            if t.label in seen:
+                raise ReportError(
+                    f"{t.label} is in both {seen[t.label]} and {source}; each test should run "
+                    f"in one shard only"
+                )
+            seen[t.label] = source
+            tests.append(t)
+    commits = {p.run.commit for _, p in parts if p.run.commit}
+    if len(commits) > 1:
+        listing = ", ".join(f"{s}: {p.run.commit}" for s, p in parts)
+        raise ReportError(f"the shards come from different commits ({listing})")
+
+    def first(field: str) -> Any:
+        return next((getattr(p.run, field) for _, p in parts if getattr(p.run, field)), None)
+
+    def joined(field: str) -> str | None:
+        values: set[str] = set()
+        for _, p in parts:
+            value = getattr(p.run, field)
+            if value:
+                values.update(v.strip() for v in str(value).split(","))
+        return ", ".join(sorted(values)) or None
+
+    starts = [p.run.started for _, p in parts if p.run.started is not None]
+    ends = [p.run.finished for _, p in parts if p.run.finished is not None]
+    statuses = [p.run.exit_status for _, p in parts if p.run.exit_status is not None]
+    run = parts[0][1].run.model_copy(
+        update={
+            "started": min(starts) if starts else None,
+            "finished": max(ends) if ends else None,
+            "commit": first("commit"),
+            "ref": first("ref"),
+            "repository_url": first("repository_url"),
+            "run_url": first("run_url"),
+            "artifact_url": first("artifact_url"),
+            "torch_version": joined("torch_version"),
+            "device": joined("device"),
+            "exit_status": max(statuses) if statuses else None,
+            "shards": sum(p.run.shards for _, p in parts),
+        }
+    )
+    return RunResults(run=run, tests=tests)

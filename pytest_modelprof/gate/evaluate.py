@@ -1,0 +1,239 @@
+"""The regression gate without pytest: judge one profile's evidence, decide, write the baseline.
+
+The plugin calls :func:`evaluate` once per profile registered in a test and turns the
+:class:`Outcome` into one ``pytest.fail``. Every reason for a verdict is a check row
+(:mod:`pytest_modelprof.baseline.compare`); the failure text lists the failed rows, and the
+record carries all rows to every report.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.baseline.compare import Check, Comparison
+from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
+from pytest_modelprof.errors import BaselineError
+from pytest_modelprof.gate.judge import Evidence, judge
+from pytest_modelprof.gate.record import GateRecord, Status
+from pytest_modelprof.gate.settings import Limits, SessionSettings
+
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.schema import ModelProfile
+
+__all__ = ["Outcome", "evaluate", "update_command", "failure_text"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the plugin does with one profile: the record, and a failure or a hint to print."""
+
+    record: GateRecord
+    failure: str | None = None
+    hint: str | None = None
+    comparison: Comparison | None = None
+
+
+def update_command(nodeids: Sequence[str]) -> str:
+    """The shell command that rewrites these tests' baselines."""
+    return "pytest --modelprof-update-baselines " + " ".join(shlex.quote(n) for n in nodeids)
+
+
+def _display(path: Path, rootdir: Path) -> str:
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _row_lines(check: Check) -> list[str]:
+    """A failed row and, for the kinds that have one, its detail (layers that grew)."""
+    lines = ["  " + check.describe()]
+    layers = check.detail.get("layers") if check.detail else None
+    if layers:
+        lines.append(f"  layers that grew most ({check.label}):")
+        lines += [
+            f"    {d['name']} ({d['type']}): {d['baseline']} \u2192 {d['current']} ({d['growth']})"
+            for d in layers
+        ]
+    return lines
+
+
+def failure_text(head: str, rows: Sequence[Check], footer: str | None = None) -> str:
+    """The one message of a failed gate: a head line, one line per failed row, a footer."""
+    lines = [head]
+    for row in rows:
+        lines += _row_lines(row)
+    if footer:
+        lines.append(footer)
+    return "\n".join(lines)
+
+
+def _input_change(current: BaselineDocument, baseline: BaselineDocument | None) -> str | None:
+    """``"inputs changed: 1x3x224x224 -> 1x3x256x256"``: a count delta that is no model change."""
+    if baseline is None:
+        return None
+
+    def text(doc: BaselineDocument) -> str:
+        return ", ".join(
+            (f"{t.name}=" if t.name else "") + "\u00d7".join(str(d) for d in t.shape)
+            + f" {t.dtype}"
+            for t in doc.inputs
+        )
+
+    before, after = text(baseline), text(current)
+    return f"inputs changed: {before} \u2192 {after}" if before != after else None
+
+
+def _keep_timing(
+    current: BaselineDocument, baseline: BaselineDocument | None, limits: Limits
+) -> BaselineDocument:
+    """In update mode: keep the stored timing rounds while the new ones are not significantly
+    different, so a rewrite of an unchanged model leaves the file byte-identical."""
+    if baseline is None or baseline.timing is None or current.timing is None:
+        return current
+    from pytest_modelprof.runtime import DEFAULT_TOLERANCE, NormalisedTiming, compare_timings
+
+    tolerance = limits.tolerances.get("latency_ms")
+    fraction = getattr(tolerance, "fraction", DEFAULT_TOLERANCE)
+    try:
+        verdict = compare_timings(
+            NormalisedTiming.model_validate(current.timing),
+            NormalisedTiming.model_validate(baseline.timing),
+            tolerance=fraction,
+        ).verdict
+    except ValueError:
+        return current
+    if verdict in ("unchanged", "inconclusive"):
+        return current.model_copy(update={"timing": baseline.timing})
+    return current
+
+
+def evaluate(
+    profile: ModelProfile,
+    *,
+    nodeid: str,
+    name: str | None,
+    limits: Limits,
+    session: SessionSettings,
+    rootdir: Path,
+    timing: dict[str, Any] | None = None,
+    sweep: dict[str, Any] | None = None,
+    fvcore: Any = None,
+) -> Outcome:
+    """Judge one profile against its baseline; in update mode, write the baseline first.
+
+    ``timing``, ``sweep`` and ``fvcore`` are the collectors' evidence (see
+    :mod:`pytest_modelprof.gate.collect`); each adds its own rows.
+    """
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    rel = baseline_relpath(nodeid, name)
+    path = session.baseline_dir / rel
+    shown = _display(path, rootdir)
+    current = BaselineDocument.from_profile(
+        profile, test=nodeid, name=name, settings=limits.describe(), timing=timing
+    )
+    label = nodeid if name is None else f"{nodeid} (name={name!r})"
+    who = f"modelprof: {profile.model} in {label}"
+
+    baseline: BaselineDocument | None = None
+    load_error: str | None = None
+    try:
+        text = read_text(path)
+        if text is not None:
+            baseline = BaselineDocument.from_json(text, source=shown)
+    except BaselineError as exc:
+        load_error = str(exc)
+
+    evidence = Evidence(current, timing=timing, sweep=sweep, fvcore=fvcore)
+    comparison = judge(evidence, baseline, limits, env_strict=session.env_strict)
+    env = list(comparison.environment)
+    env_line = (
+        f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
+    )
+    inputs_line = _input_change(current, baseline)
+    notes = [n for n in (env_line, inputs_line and f"  {inputs_line}") if n]
+
+    def record(status: Status, failed: bool, failures: Sequence[Check]) -> GateRecord:
+        measured = {k: float(v) for k, v in current.metrics.items()}
+        latency = next((c for c in comparison.checks if c.kind == "latency"), None)
+        if latency is not None and latency.current is not None:
+            measured["latency_ms"] = round(latency.current, 6)
+        return GateRecord(
+            nodeid=nodeid,
+            name=name,
+            model=profile.model,
+            status=status,
+            baseline_path=rel.as_posix(),
+            metrics=measured,
+            baseline_metrics=(
+                {k: float(v) for k, v in baseline.metrics.items()} if baseline else {}
+            ),
+            failed=failed,
+            checks=[c.to_json() for c in comparison.checks],
+            profile=profile.model_dump(mode="json"),
+            baseline=baseline.model_dump(mode="json") if baseline else None,
+            warnings=[c.describe() for c in comparison.warnings],
+            failures=[c.describe() for c in failures],
+            environment=env,
+            timing=dict(timing) if timing is not None else None,
+            sweep=dict(sweep) if sweep is not None else None,
+        )
+
+    # Limits that rewriting the baseline cannot fix hold in every mode.
+    hard = [c for c in comparison.failures if c.hard]
+
+    if session.update:
+        written = write_atomic(path, _keep_timing(current, baseline, limits).to_json())
+        status: Status = "ok"
+        if written:
+            status = "new" if baseline is None and load_error is None else "updated"
+        if hard:
+            message = failure_text(
+                f"{who} breaks limits that updating the baseline cannot fix "
+                f"(baseline {shown} was written anyway):",
+                hard,
+            )
+            return Outcome(record(status, True, hard), message, None, comparison)
+        return Outcome(record(status, False, ()), None, None, comparison)
+
+    if load_error is not None:
+        return Outcome(record("error", True, ()), f"{who}: {load_error}", None, comparison)
+
+    if baseline is None:
+        message = failure_text(
+            f"{who}: no baseline at {shown}.", hard, f"Write it with: {update_command([nodeid])}"
+        )
+        return Outcome(record("missing", True, hard), message, None, comparison)
+
+    fix = f"If the change is intended, run: {update_command([nodeid])}"
+    failures = comparison.failures
+    if failures:
+        n = len(failures)
+        message = failure_text(
+            f"{who} regressed against {shown} ({n} problem{'s' if n > 1 else ''}):",
+            failures,
+            "\n".join([*notes, fix]),
+        )
+        return Outcome(record("regressed", True, failures), message, None, comparison)
+
+    if comparison.improvements:
+        rows = comparison.improvements
+        tighten = f"Lock it in with: {update_command([nodeid])}"
+        if session.strict:
+            message = failure_text(
+                f"{who} improved beyond tolerance against {shown} "
+                f"(--modelprof-strict keeps baselines tight):",
+                rows,
+                "\n".join([*notes, tighten]),
+            )
+            return Outcome(record("improved", True, rows), message, None, comparison)
+        hint = failure_text(f"{who} improved against {shown}:", rows, tighten)
+        return Outcome(record("improved", False, ()), None, hint, comparison)
+
+    return Outcome(record("ok", False, ()), None, None, comparison)

@@ -1,0 +1,102 @@
+"""The ``modelprof`` fixture object and the profiles one test registered."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.gate.settings import (
+    ProfileRequest,
+    parse_capture_options,
+    parse_input_shape,
+)
+
+if TYPE_CHECKING:
+    from pytest_modelprof.schema import ModelProfile
+
+__all__ = ["TestProfiles", "ModelprofFixture"]
+
+
+class TestProfiles:
+    """The profiles one test registered, in order, told apart by ``name``."""
+
+    __test__ = False  # not a pytest test class despite the name
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[str | None, ProfileRequest, ModelProfile]] = []
+
+    def check_free(self, name: str | None) -> None:
+        """Raise :class:`SettingsError` if a profile under ``name`` is already registered."""
+        if any(other == name for other, _, _ in self.entries):
+            what = "without name=" if name is None else f"with name={name!r}"
+            raise SettingsError(
+                f"this test already profiled a model {what}; give each profile of a test "
+                f"its own name=, e.g. modelprof(model, name='backbone')"
+            )
+
+    def add(self, name: str | None, request: ProfileRequest, profile: ModelProfile) -> None:
+        """Register one profile; a second one under the same ``name`` is an error."""
+        self.check_free(name)
+        self.entries.append((name, request, profile))
+
+
+class ModelprofFixture:
+    """The ``modelprof`` fixture: ``modelprof(module_or_name, input_shape=..., name=...)``.
+
+    Profiles the model (reusing a profile taken earlier in the session for the same model and
+    inputs), registers it for this test's gate and returns the :class:`ModelProfile`.
+    """
+
+    def __init__(
+        self,
+        profiles: TestProfiles | None,
+        profile: Callable[[ProfileRequest], ModelProfile],
+        defaults: Callable[[], tuple[Any, str | None, dict[str, Any]]],
+    ) -> None:
+        self._profiles = profiles
+        self._profile = profile
+        self._defaults = defaults
+
+    def __call__(
+        self,
+        module_or_name: Any,
+        input_shape: Any = None,
+        inputs: Any = None,
+        name: str | None = None,
+        *,
+        device: str | None = None,
+        dtype: Any = None,
+        mode: str | None = None,
+        include_backward: bool | None = None,
+        strict: bool | None = None,
+    ) -> ModelProfile:
+        """Profile ``module_or_name``, register it for the gate and return the profile.
+
+        ``dtype``, ``mode``, ``include_backward`` and ``strict`` default to the marker's and go
+        to ``profile_model``.
+        """
+        __tracebackhide__ = True
+        if name is not None and (not isinstance(name, str) or not name):
+            raise SettingsError(f"modelprof(): name={name!r} must be a non-empty string")
+        default_shape, default_device, capture = self._defaults()
+        if input_shape is None and inputs is None:
+            input_shape = default_shape
+        shape = parse_input_shape(input_shape, "modelprof()")
+        given = {"dtype": dtype, "mode": mode, "include_backward": include_backward,
+                 "strict": strict}
+        options = {**capture, **parse_capture_options(
+            {k: v for k, v in given.items() if v is not None}, "modelprof()"
+        )}
+        request = ProfileRequest(
+            module_or_name, shape, inputs, device if device is not None else default_device,
+            name, **options,
+        )
+        if self._profiles is not None:
+            self._profiles.check_free(name)
+        result = self._profile(request)
+        if self._profiles is not None:
+            self._profiles.add(name, request, result)
+        return result
+
+

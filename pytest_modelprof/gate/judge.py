@@ -1,0 +1,355 @@
+"""``judge(evidence, baseline, limits)``: every limit of one profile as :class:`Check` rows.
+
+One pure comparison: the table metrics go through :func:`~pytest_modelprof.baseline.compare.
+compare`; the limits with a rule of their own (latency from timing rounds, growth exponents from
+a sweep, the fvcore cross-check, uncounted ops, the capture mode) add rows of the same type
+here. Nothing is measured in this module: the collectors in :mod:`pytest_modelprof.gate.collect`
+gather the evidence first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
+from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
+from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.gate.settings import Limits
+
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+__all__ = [
+    "FvcoreEvidence",
+    "Evidence",
+    "judge",
+    "latency_checks",
+    "growth_checks",
+    "fvcore_check",
+    "uncounted_check",
+    "capture_check",
+]
+
+#: Capture modes from fastest to slowest; falling back to a later one is a change worth a row.
+_MODE_ORDER = ("meta", "fake", "real")
+
+
+@dataclass(frozen=True)
+class FvcoreEvidence:
+    """fvcore's count beside ours on the same model and inputs, or why it could not run."""
+
+    ours_macs: int = 0
+    fvcore_macs: int = 0
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the collectors measured for one profile (plain JSON where it can be)."""
+
+    document: BaselineDocument  # the current profile as a baseline would store it
+    timing: Mapping[str, Any] | None = None  # runtime.NormalisedTiming as JSON
+    sweep: Mapping[str, Any] | None = None  # runtime.sweep.SweepResult as JSON
+    fvcore: FvcoreEvidence | None = None
+
+
+def _format_count(value: float, unit: str) -> str:
+    from pytest_modelprof.units import format_count
+
+    return format_count(value, unit)
+
+
+def latency_checks(
+    timing: Mapping[str, Any] | None,
+    baseline_timing: Mapping[str, Any] | None,
+    limits: Limits,
+) -> list[Check]:
+    """The latency limits, judged from calibration-normalised timing rounds.
+
+    A slowdown the bootstrap is sure of fails only with ``timing_strict``; otherwise it is a
+    ``warning`` row. The row's detail carries both sessions for the timing chart.
+    """
+    if timing is None:
+        return []
+    from pytest_modelprof.runtime import (
+        DEFAULT_TOLERANCE,
+        NormalisedTiming,
+        compare_timings,
+        latency_gate,
+    )
+
+    metric = METRICS.by_name("latency_ms")
+    assert metric is not None
+    current = NormalisedTiming.model_validate(timing)
+    tolerance = limits.tolerances.get("latency_ms")
+    budget = limits.budgets.get("latency_ms")
+    comparison = None
+    detail: dict[str, Any] = {"timing": dict(timing)}
+    if baseline_timing is not None:
+        detail["baseline_timing"] = dict(baseline_timing)
+    limit_parts = []
+    fraction = DEFAULT_TOLERANCE
+    if tolerance is not None and not isinstance(tolerance, Ignore):
+        fraction = tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
+        limit_parts.append(f"{metric.delta_key}=+{fraction * 100:.1f} %")
+    if budget is not None:
+        limit_parts.append(f"{metric.budget_key}={budget.limit:g} ms")
+    limit = ", ".join(limit_parts)
+    baseline_ms: float | None = None
+    if baseline_timing is not None and tolerance is not None and not isinstance(tolerance, Ignore):
+        base = NormalisedTiming.model_validate(baseline_timing)
+        baseline_ms = base.latency_ms
+        try:
+            comparison = compare_timings(current, base, tolerance=fraction)
+        except ValueError as exc:
+            return [
+                Check(
+                    metric=metric.name, label=metric.label, kind="latency", verdict="warning",
+                    reason=f"not compared: {exc}", current=current.latency_ms,
+                    baseline=baseline_ms, limit=limit,
+                    current_text=metric.format(current.latency_ms),
+                    baseline_text=metric.format(baseline_ms), detail=detail,
+                )
+            ]
+        detail["confidence"] = comparison.confidence
+        detail["slowdown"] = comparison.slowdown
+    decision = latency_gate(
+        comparison,
+        latency_ms=current.latency_ms,
+        max_latency_ms=budget.limit if budget is not None else None,
+        strict=limits.timing_strict,
+    )
+    figures = (
+        f"{metric.format(baseline_ms)} \u2192 {metric.format(current.latency_ms)}"
+        if baseline_ms is not None
+        else metric.format(current.latency_ms)
+    )
+    if decision.action in ("fail", "warn"):
+        reason = f"{figures}; " + "; ".join(decision.reasons)
+        if decision.action == "warn":
+            reason += "; timing_strict=True (or --modelprof-timing-strict) makes this fail"
+        verdict = "regressed" if decision.action == "fail" else "warning"
+    elif comparison is not None and comparison.verdict == "improved":
+        verdict, reason = "improved", f"{figures}; {comparison.describe()}"
+    elif comparison is not None:
+        verdict, reason = "ok", f"{figures}; {comparison.describe()}"
+    else:
+        verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
+    delta = DASH
+    if comparison is not None:
+        delta = f"{comparison.slowdown * 100:+.1f} % (normalised)"
+    return [
+        Check(
+            metric=metric.name,
+            label=metric.label,
+            kind="latency",
+            verdict=verdict,  # type: ignore[arg-type]
+            reason=reason,
+            current=current.latency_ms,
+            baseline=baseline_ms,
+            limit=limit,
+            current_text=metric.format(current.latency_ms),
+            baseline_text=metric.format(baseline_ms) if baseline_ms is not None else DASH,
+            delta_text=delta,
+            hard=budget is not None and verdict == "regressed",
+            detail=detail,
+        )
+    ]
+
+
+def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
+    """One row per growth limit and swept axis: the fitted exponent against its limit.
+
+    Latency exponents are as noisy as latency and warn unless ``timing_strict``.
+    """
+    if sweep is None or not limits.growth:
+        return []
+    rows = []
+    for key, limit in sorted(limits.growth.items()):
+        metric_name = GROWTH_LIMITS[key]
+        table = METRICS.by_name({"peak_activation_bytes": "peak_memory"}.get(metric_name,
+                                                                               metric_name))
+        label = table.label if table is not None else metric_name
+        for series in sweep.get("series", []):
+            fit = series.get("fits", {}).get(metric_name)
+            if fit is None:
+                continue
+            exponent = float(fit["exponent"])
+            axis = series["axis"]
+            values = series.get("values", [])
+            module_fits = series.get("module_fits", {})
+            worst = max(module_fits.items(), key=lambda kv: kv[1]["exponent"], default=None)
+            scope = (
+                f"; fastest-growing scope {worst[0]!r} (exponent {worst[1]['exponent']:.2f})"
+                if worst is not None else ""
+            )
+            span = f"{values[0]}..{values[-1]}" if values else ""
+            over = exponent > limit
+            verdict = "ok"
+            if over:
+                noisy = metric_name == "latency_ms" and not limits.timing_strict
+                verdict = "warning" if noisy else "regressed"
+            reason = (
+                f"grows as {axis}^{exponent:.2f} over {span}, "
+                f"{'above' if over else 'within'} {key}={limit:g}{scope}"
+            )
+            rows.append(
+                Check(
+                    metric=f"{metric_name}_growth[{axis}]",
+                    label=f"{label} growth ({axis})",
+                    kind="growth",
+                    verdict=verdict,  # type: ignore[arg-type]
+                    reason=reason,
+                    current=exponent,
+                    limit=f"{key}={limit:g}",
+                    current_text=f"{axis}^{exponent:.2f}",
+                    hard=True,
+                    detail={
+                        "axis": axis,
+                        "values": list(values),
+                        "exponent": exponent,
+                        "scope": worst[0] if worst is not None else None,
+                    },
+                )
+            )
+    return rows
+
+
+def fvcore_check(evidence: FvcoreEvidence | None, limits: Limits) -> list[Check]:
+    """With ``fvcore=True``: our MACs against fvcore's count on the same model and inputs."""
+    if evidence is None or not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
+        return []
+    tolerance = limits.max_fvcore_delta
+    allowed = tolerance.fraction if isinstance(tolerance, Relative) else 0.0
+    limit = f"max_fvcore_delta={allowed * 100:.1f} %"
+    if evidence.error is not None:
+        return [
+            Check(metric="fvcore_macs", label="fvcore cross-check", kind="fvcore",
+                  verdict="regressed", reason=evidence.error, limit=limit, hard=True)
+        ]
+    ours, theirs = evidence.ours_macs, evidence.fvcore_macs
+    # Relative to fvcore's count, as `modelprof fvcore` reports it.
+    apart = abs(ours - theirs) / theirs if theirs else (0.0 if ours == 0 else float("inf"))
+    skipped = ", ".join(f"{op} x{n}" for op, n in sorted(evidence.skipped.items()))
+    reason = (
+        f"ours {_format_count(ours, 'MACs')} vs fvcore {_format_count(theirs, 'MACs')} "
+        f"({apart * 100:.1f} % apart, {limit})" + (f"; fvcore skipped {skipped}" if skipped else "")
+    )
+    return [
+        Check(
+            metric="fvcore_macs",
+            label="fvcore cross-check",
+            kind="fvcore",
+            verdict="ok" if apart <= allowed else "regressed",
+            reason=reason,
+            current=float(ours),
+            baseline=float(theirs),
+            limit=limit,
+            current_text=_format_count(ours, "MACs"),
+            baseline_text=f"fvcore {_format_count(theirs, 'MACs')}",
+            delta_text=f"{apart * 100:.1f} % apart",
+            hard=True,
+            detail={"skipped": dict(evidence.skipped)},
+        )
+    ]
+
+
+def uncounted_check(
+    current: BaselineDocument, baseline: BaselineDocument | None, limits: Limits
+) -> list[Check]:
+    """Ops without a cost formula. A new one hides cost (FLOPs would simply drop), so it fails;
+    with ``strict`` any uncounted op fails."""
+    now = dict(current.uncounted_ops or {})
+    before = baseline.uncounted_ops if baseline is not None else None
+    if not now and not before:
+        return []
+    listing = ", ".join(f"{op} \u00d7{n}" for op, n in sorted(now.items())) or "none"
+    detail: dict[str, Any] = {"ops": now}
+    if limits.strict and now:
+        verdict, reason = "regressed", (
+            f"{listing} have no cost formula (strict=True); register a formula "
+            f"(pytest_modelprof_register_formulas) or drop strict"
+        )
+    elif before is not None and (new := sorted(set(now) - set(before))):
+        verdict = "regressed"
+        reason = (
+            f"newly uncounted: {', '.join(new)} (no cost formula, so its cost is missing from "
+            f"every total); all uncounted: {listing}"
+        )
+        detail = {"ops": now, "new": new}
+    elif before is not None and set(before) - set(now):
+        verdict, reason = "improved", (
+            f"now counted: {', '.join(sorted(set(before) - set(now)))}; still uncounted: {listing}"
+        )
+    else:
+        verdict, reason = "ok", f"unchanged: {listing}"
+    return [
+        Check(
+            metric="uncounted_ops",
+            label="uncounted ops",
+            kind="uncounted",
+            verdict=verdict,  # type: ignore[arg-type]
+            reason=reason,
+            current=float(len(now)),
+            baseline=float(len(before)) if before is not None else None,
+            limit="strict" if limits.strict else "no new op",
+            current_text=str(len(now)),
+            baseline_text=str(len(before)) if before is not None else DASH,
+            hard=limits.strict and bool(now),
+            detail=detail,
+        )
+    ]
+
+
+def capture_check(current: BaselineDocument, baseline: BaselineDocument | None) -> list[Check]:
+    """A model that newly falls back to a slower capture mode (meta -> fake -> real)."""
+    if baseline is None:
+        return []
+    old, new = baseline.environment.capture_mode, current.environment.capture_mode
+    if old == new or old not in _MODE_ORDER or new not in _MODE_ORDER:
+        return []
+    slower = _MODE_ORDER.index(new) > _MODE_ORDER.index(old)
+    return [
+        Check(
+            metric="capture_mode",
+            label="capture mode",
+            kind="capture",
+            verdict="regressed" if slower else "improved",
+            reason=(
+                f"{old} \u2192 {new}: the model "
+                + ("newly needs real data (a data-dependent op or .item() in forward)"
+                   if new == "real" else "no longer runs on meta tensors")
+                if slower else f"{old} \u2192 {new}: the capture got faster"
+            ),
+            limit="no fallback",
+            current_text=new,
+            baseline_text=old,
+        )
+    ]
+
+
+def judge(
+    evidence: Evidence,
+    baseline: BaselineDocument | None,
+    limits: Limits,
+    *,
+    env_strict: bool = False,
+) -> Comparison:
+    """Every limit of one profile as rows: the table metrics, then the rules of their own."""
+    timed = evidence.timing is not None
+    policy: Policy = limits.policy(env_strict=env_strict)
+    comparison = compare(
+        evidence.document, baseline, policy,
+        skip=frozenset({"latency_ms"}) if timed else frozenset(),
+    )
+    extra: Sequence[Check] = [
+        *latency_checks(evidence.timing, baseline.timing if baseline else None, limits),
+        *growth_checks(evidence.sweep, limits),
+        *fvcore_check(evidence.fvcore, limits),
+        *uncounted_check(evidence.document, baseline, limits),
+        *capture_check(evidence.document, baseline),
+    ]
+    return comparison.plus(extra)

@@ -1,0 +1,110 @@
+"""Report settings: which files a run writes, and the GitHub job summary switch.
+
+Each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin; CLI over ini. Standard
+library only: the plugin resolves these at start-up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.gate.settings import _given, _why, cli_flag, ini_key
+
+__all__ = [
+    "REPORT_KEYS",
+    "GITHUB_MODES",
+    "ReportSettings",
+    "check_report_path",
+    "resolve_reports",
+]
+
+
+#: The report settings: each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin.
+REPORT_KEYS: Final = ("report", "json", "markdown", "github", "artifact_url")
+GITHUB_MODES: Final = ("auto", "off")
+_REPORT_SUFFIXES: Final = {
+    "report": (".html", ".htm"),
+    "json": (".json",),
+    "markdown": (".md", ".markdown"),
+}
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """Which reports a run writes; paths are absolute."""
+
+    html: Path | None = None
+    json: Path | None = None
+    markdown: Path | None = None
+    github: bool = True  # job summary and annotations when GitHub's variables are set
+    artifact_url: str | None = None
+
+    @property
+    def any_file(self) -> bool:
+        """Whether any report file was asked for."""
+        return any(p is not None for p in (self.html, self.json, self.markdown))
+
+    def active(self, env: Mapping[str, str]) -> bool:
+        """Whether the run has anything to collect for the reports."""
+        on_github = self.github and (
+            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
+        )
+        return self.any_file or on_github
+
+
+def check_report_path(key: str, value: str) -> str:
+    """``type=`` of the path options: the suffix says the format (``ValueError`` otherwise)."""
+    suffixes = _REPORT_SUFFIXES[key]
+    if not value.strip():
+        raise ValueError(f"expected a file path ending in {' or '.join(suffixes)}")
+    if not value.lower().endswith(suffixes):
+        raise ValueError(f"{value!r} should end in {' or '.join(suffixes)}")
+    return value
+
+
+def resolve_reports(
+    cli: Mapping[str, object],
+    ini: Mapping[str, object],
+    *,
+    invocation_dir: Path,
+    ini_dir: Path,
+) -> ReportSettings:
+    """CLI over ini for the report options; CLI paths are relative to the invocation directory,
+    ini paths to the ini file."""
+    paths: dict[str, Path | None] = {}
+    for key in ("report", "json", "markdown"):
+        if _given(cli.get(key)):
+            raw, base, source = str(cli[key]), invocation_dir, cli_flag(key)
+        elif _given(ini.get(key)):
+            raw, base, source = str(ini[key]), ini_dir, f"ini {ini_key(key)}"
+        else:
+            paths[key] = None
+            continue
+        try:
+            check_report_path(key, raw)
+        except ValueError as exc:
+            raise SettingsError(f"{source}: {_why(exc)}") from None
+        paths[key] = (base / raw).resolve()
+    github = "auto"
+    for source, values in ((cli_flag("github"), cli), (f"ini {ini_key('github')}", ini)):
+        if _given(values.get("github")):
+            github = str(values["github"]).strip().lower()
+            if github not in GITHUB_MODES:
+                raise SettingsError(
+                    f"{source}: expected one of {', '.join(GITHUB_MODES)}, got {github!r}"
+                )
+            break
+    artifact = cli.get("artifact_url") if _given(cli.get("artifact_url")) else ini.get(
+        "artifact_url"
+    )
+    return ReportSettings(
+        html=paths["report"],
+        json=paths["json"],
+        markdown=paths["markdown"],
+        github=github != "off",
+        artifact_url=str(artifact) if _given(artifact) else None,
+    )

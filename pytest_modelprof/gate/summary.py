@@ -1,0 +1,59 @@
+"""The terminal summary of a run: one row per gated profile, then every failed or warning row."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
+
+__all__ = ["summary_lines", "problem_lines"]
+
+
+def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
+    """(metric, label) of every summary row the records carry, in first-seen order."""
+    seen: dict[str, str] = {}
+    for r in records:
+        for row in r.checks:
+            if row.get("summary") and row["metric"] not in seen:
+                seen[row["metric"]] = row["label"]
+    return list(seen.items())
+
+
+def _cell(record: GateRecord, metric: str) -> str:
+    row = next((c for c in record.checks if c["metric"] == metric), None)
+    if row is None:
+        return "n/a"
+    text = str(row.get("current_text") or "n/a")
+    delta = str(row.get("delta_text") or "")
+    if "(" in delta and delta not in ("0", "\u2013"):
+        text += " " + delta[delta.index("("):]  # the relative change: "(+15.4 %)"
+    return text
+
+
+def summary_lines(records: Sequence[GateRecord]) -> list[str]:
+    """The rows of the terminal summary table, regressions first."""
+    columns = _columns(records)
+    ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
+    header = ["status", "test"] + [label for _, label in columns]
+    rows = [header]
+    for r in ordered:
+        rows.append([r.status, r.label] + [_cell(r, metric) for metric, _ in columns])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
+
+
+def problem_lines(records: Sequence[GateRecord]) -> list[str]:
+    """Every failed limit and warning of the run, one line each, under its test."""
+    lines = []
+    ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
+    for r in ordered:
+        if not (r.failures or r.warnings):
+            continue
+        lines.append(f"{r.label}:")
+        lines += [f"  FAIL {f}" for f in r.failures]
+        lines += [f"  warn {w}" for w in r.warnings]
+        if r.environment:
+            lines.append(f"  note baseline from another environment: {'; '.join(r.environment)}")
+    return lines

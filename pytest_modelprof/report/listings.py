@@ -1,0 +1,130 @@
+"""Terminal renderers of the model list (``modelprof list``) and the fvcore table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pytest_modelprof.report.terminal import (
+    DEFAULT_WIDTH,
+    INDENT,
+    abbreviate,
+    format_shape,
+    percent,
+    render_table,
+    section_title,
+    wrap,
+    wrap_items,
+)
+from pytest_modelprof.units import format_count
+
+if TYPE_CHECKING:
+    from pytest_modelprof.analysis.fvcore import FvcoreComparison
+
+__all__ = ["render_model_list", "render_fvcore"]
+
+
+def _columns(names: Sequence[str], width: int, indent: str) -> list[str]:
+    """Names in column-major order (like ``ls``), as many columns as fit in ``width``."""
+    if not names:
+        return []
+    col = min(max(len(n) for n in names), width - len(indent)) + 2
+    ncols = max(1, (width - len(indent) + 2) // col)
+    nrows = -(-len(names) // ncols)
+    lines = []
+    for r in range(nrows):
+        cells = [abbreviate(names[c * nrows + r], col - 2).ljust(col)
+                 for c in range(ncols) if c * nrows + r < len(names)]
+        lines.append((indent + "".join(cells)).rstrip())
+    return lines
+
+
+def render_model_list(
+    groups: Mapping[str, Sequence[str]], *, width: int = DEFAULT_WIDTH, filter: str | None = None
+) -> str:
+    """Model names grouped by source, each group in compact columns, with counts."""
+    lines: list[str] = []
+    total = 0
+    for source in sorted(groups):
+        names = sorted(groups[source])
+        if not names:
+            continue
+        total += len(names)
+        lines += ["", f"{source} ({len(names)})"]
+        lines += _columns(names, width, INDENT)
+    sources = sum(1 for names in groups.values() if names)
+    matching = f" matching {filter!r}" if filter else ""
+    if total == 0:
+        return f"no models{matching}; run 'modelprof list' without --filter to see them all\n"
+    head = f"{total} models{matching} from {sources} sources"
+    tail = wrap("Profile one with: modelprof profile NAME [--input-shape 1,3,224,224]", width, "")
+    return "\n".join([head, *lines, "", *tail]) + "\n"
+
+
+# -- the fvcore comparison ----------------------------------------------------------------------
+
+def _giga(value: float) -> str:
+    return f"{value / 1e9:.3f}"
+
+
+def render_fvcore(
+    comparisons: Iterable[FvcoreComparison],
+    *,
+    tolerance: float,
+    failures: Mapping[str, str] | None = None,
+    verbose: bool = False,
+    width: int = DEFAULT_WIDTH,
+) -> str:
+    """The ours-vs-fvcore table (both in multiply-adds), what fvcore skipped, and any failures."""
+    results = list(comparisons)
+    failed = dict(failures or {})
+    rows = []
+    for c in results:
+        rows.append([
+            c.model,
+            format_shape(c.input_shape) if c.input_shape else "-",
+            _giga(c.ours_macs),
+            _giga(c.fvcore_macs),
+            ("+" if c.difference > 0 else "") + format_count(c.difference, "MACs"),
+            f"{100 * c.agreement:.2f} %",
+            "ok" if c.within(tolerance) else "OVER",
+        ])
+    for model, _ in failed.items():
+        rows.append([model, "-", "-", "-", "-", "-", "ERROR"])
+    lines = [
+        "modelprof fvcore: our MACs beside fvcore's (fvcore counts one per multiply-add)",
+        "=" * width,
+        *render_table(
+            ["Model", "Input", "Ours (GMACs)", "fvcore (GMACs)", "Difference", "Agreement",
+             "Verdict"],
+            rows, align=["<", "<", ">", ">", ">", ">", "<"], width=width,
+        ),
+        "",
+        f"{INDENT}Agreement = 1 - |ours - fvcore| / fvcore; OVER when the difference exceeds "
+        f"{percent(tolerance)}.",
+    ]
+    if any(c.unsupported_ops for c in results):
+        lines += section_title(
+            "Ops fvcore skipped (its unsupported_ops(); counted as 0 by fvcore)", width
+        )
+        for c in results:
+            if c.unsupported_ops:
+                items = [f"{op} x{n}" for op, n in sorted(c.unsupported_ops.items())]
+                lines += wrap_items(c.model, items, width, INDENT)
+    if any(c.ours_uncounted for c in results):
+        lines += section_title("Ops we did not count (no cost formula)", width)
+        for c in results:
+            if c.ours_uncounted:
+                items = [f"{op} x{n}" for op, n in sorted(c.ours_uncounted.items())]
+                lines += wrap_items(c.model, items, width, INDENT)
+    if verbose:
+        for c in results:
+            lines += section_title(f"fvcore by operator: {c.model}", width)
+            rows = [[op, format_count(n, "MACs")] for op, n in
+                    sorted(c.fvcore_by_operator.items(), key=lambda kv: (-kv[1], kv[0]))]
+            lines += render_table(["Operator", "MACs"], rows, width=width)
+    if failed:
+        lines += section_title("Failures", width)
+        for model, message in failed.items():
+            lines += wrap(f"{model}: {message}", width, INDENT)
+    return "\n".join(lines) + "\n"
