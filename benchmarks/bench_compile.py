@@ -26,8 +26,8 @@ from typing import Any
 import torch
 
 from pytest_modelprof import _compat
+from pytest_modelprof.compile import CompileHealth, analyze_compile
 from pytest_modelprof.profile import real_model_and_inputs
-from pytest_modelprof.runtime.compile import CompileHealth, analyze_compile
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, Any]:

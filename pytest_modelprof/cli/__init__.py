@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pytest_modelprof import __version__
 from pytest_modelprof.cli import compare, fvcore, graph, listing, merge, partition, profile, report
+from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
 from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
@@ -31,6 +32,7 @@ COMMANDS: tuple[Command, ...] = (
     sweep_command.COMMAND,
     partition.COMMAND,
     graph.COMMAND,
+    compile_command.COMMAND,
     compare.COMMAND,
     merge.COMMAND,
     report.COMMAND,

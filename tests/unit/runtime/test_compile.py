@@ -17,15 +17,14 @@ import torch
 from torch import nn
 
 from pytest_modelprof import _compat
-from pytest_modelprof.runtime.compile import (
+from pytest_modelprof.cli import main
+from pytest_modelprof.cli.compile import parse_batch_sizes
+from pytest_modelprof.compile import (
     BreakReason,
     CompileHealth,
     analyze_compile,
-    build_compile_parser,
     format_compile_health,
     new_breaks,
-    parse_batch_sizes,
-    run_compile,
     user_location,
 )
 
@@ -288,17 +287,17 @@ def test_parse_batch_sizes() -> None:
             parse_batch_sizes(bad)
 
 
-def test_help_ends_with_examples() -> None:
-    text = build_compile_parser().format_help()
+def test_help_ends_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "Examples:" in text
     assert text.rstrip().splitlines()[-1].strip().startswith("modelprof compile")
-    assert "examples:" in text
 
 
 def test_compile_resnet18_json_reports_one_graph_no_breaks(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = build_compile_parser().parse_args(["resnet18", "--json", "--input-shape", "1,3,32,32"])
-    assert run_compile(args) == 0
+    assert main(["compile", "resnet18", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["graphs"] == 1 and data["graph_breaks"] == 0 and data["break_reasons"] == []
     assert data["recompiles"] == 0
@@ -306,13 +305,29 @@ def test_compile_resnet18_json_reports_one_graph_no_breaks(
 
 
 def test_compile_batches_count_recompiles(capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_compile_parser().parse_args(
-        ["resnet18", "--json", "--input-shape", "1,3,32,32", "--batch", "2,3"]
-    )
-    assert run_compile(args) == 0
+    argv = ["compile", "resnet18", "--json", "--input-shape", "1,3,32,32", "--batch", "2,3"]
+    assert main(argv) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["input_shapes"] == [[[2, 3, 32, 32]], [[3, 3, 32, 32]]]
-    assert data["recompiles"] == 1
+    assert data["recompiles"] == 1  # dynamic=False: batch 3 is a new specialisation
+    assert main([*argv, "--dynamic"]) == 0
+    assert json.loads(capsys.readouterr().out)["recompiles"] == 0
+
+
+@pytest.mark.slow
+def test_compile_text_names_the_breaks_of_a_yolo_yaml(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("ultralytics")
+    assert main(["compile", "yolov8n.yaml", "--input-shape", "1,3,64,64"]) == 0
+    text = capsys.readouterr().out
+    assert "graphs" in text and "recompiles" in text
+    # Every break is reported at a file:line inside ultralytics, the model's own code.
+    breaks = [line for line in text.splitlines() if line.startswith("    ")]
+    assert breaks and all(line.split()[0].startswith("ultralytics/") for line in breaks)
+
+
+def test_compile_unknown_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compile", "resnet_18"]) == 2
+    assert "resnet18" in capsys.readouterr().err  # the suggestion
 
 
 # -- smoke tests of the private torch APIs behind _compat ----------------------------------------

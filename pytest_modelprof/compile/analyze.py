@@ -1,4 +1,4 @@
-"""Compile health: how cleanly ``torch.compile`` captures a model, as deterministic numbers.
+"""Measure compile health: how cleanly ``torch.compile`` captures a model.
 
 :func:`analyze_compile` runs the model once under ``torch.compile`` with a recording backend
 (the same work ``torch._dynamo.explain`` does) and reads Dynamo's own records:
@@ -19,85 +19,31 @@ and logger level changed here are put back. Private torch APIs go through
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
 import sys
 import time
 import warnings
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof import _compat
 from pytest_modelprof._tensors import Inputs, as_inputs, call_model, flat_tensors, map_tensors
+from pytest_modelprof.compile.health import BreakReason, CompileHealth
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.runtime.context import ProfilingContext
 
-__all__ = [
-    "BreakReason",
-    "CompileHealth",
-    "analyze_compile",
-    "user_location",
-    "new_breaks",
-    "format_compile_health",
-    "parse_batch_sizes",
-    "add_compile_arguments",
-    "build_compile_parser",
-    "run_compile",
-]
+__all__ = ["analyze_compile", "user_location"]
 
 #: Loggers whose warnings repeat what :class:`CompileHealth` reports (one line per break).
 _QUIET_LOGGERS: Final = ("torch._dynamo", "torch._inductor", "torch.utils.cpp_extension")
 #: Graph node kinds that are operations (placeholders, outputs and attribute reads are not).
 _OP_NODES: Final = frozenset({"call_function", "call_method", "call_module"})
-
-
-class BreakReason(BaseModel):
-    """One graph break: Dynamo's reason (its first line) and the user's ``file:line``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    reason: str
-    location: str
-
-    def __str__(self) -> str:
-        return f"{self.location}: {self.reason}"
-
-
-class CompileHealth(BaseModel):
-    """How ``torch.compile`` captured a model; ``kernels``/``compile_s`` only when asked for."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    graphs: int
-    graph_breaks: int
-    break_reasons: list[BreakReason]
-    ops_per_graph: list[int]
-    recompiles: int
-    #: Shapes of the tensor inputs of each call, the first inputs first.
-    input_shapes: list[list[list[int]]]
-    #: What was passed to ``torch.compile(dynamic=...)``.
-    dynamic: bool | None
-    kernels: int | None = None
-    compile_s: float | None = None
-
-    def to_json(self) -> str:
-        """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
-        from pytest_modelprof.schema import dumps_deterministic
-
-        return dumps_deterministic(self.model_dump(mode="json"))
-
-    @classmethod
-    def from_json(cls, text: str) -> CompileHealth:
-        """Parse :meth:`to_json` output (raises ``pydantic.ValidationError`` on bad fields)."""
-        return cls.model_validate_json(text)
 
 
 # -- locations ---------------------------------------------------------------------------------
@@ -153,20 +99,6 @@ def _headline(reason: str) -> str:
         if line.strip():
             return line.strip()
     return "graph break"
-
-
-def new_breaks(
-    current: Sequence[BreakReason], baseline: Sequence[BreakReason]
-) -> list[BreakReason]:
-    """Breaks in ``current`` beyond those in ``baseline`` (a multiset difference, in order)."""
-    left = Counter(baseline)
-    out: list[BreakReason] = []
-    for br in current:
-        if left[br] > 0:
-            left[br] -= 1
-        else:
-            out.append(br)
-    return out
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -289,13 +221,14 @@ def analyze_compile(
     dynamic: bool | None = False,
     inductor: bool = False,
     input_shape: Sequence[int] | None = None,
+    device: str | None = None,
 ) -> CompileHealth:
     """Graphs, graph breaks (with reasons and user locations) and recompiles of ``model``.
 
-    ``model`` is a module or a registry name (built on the CPU with random weights); ``inputs``
-    a tensor, a tuple, a dict or ``(args, kwargs)``, by default the registry's (or
-    ``input_shape``'s) example inputs. ``shapes`` are further calls counted for recompiles:
-    each a batch size (dimension 0 of every input tensor) or a full set of inputs.
+    ``model`` is a module or a registry name (built with random weights on ``device``, default
+    the CPU); ``inputs`` a tensor, a tuple, a dict or ``(args, kwargs)``, by default the
+    registry's (or ``input_shape``'s) example inputs. ``shapes`` are further calls counted for
+    recompiles: each a batch size (dimension 0 of every input tensor) or a full set of inputs.
     ``dynamic`` goes to ``torch.compile`` (``None``: its automatic default). Breaks are those of
     the first inputs. ``inductor=True`` also compiles with Inductor, caches off, for ``kernels``
     and ``compile_s``.
@@ -304,7 +237,9 @@ def analyze_compile(
 
     if not isinstance(model, (nn.Module, str)):
         raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
-    module, first = real_model_and_inputs(model, input_shape=input_shape, inputs=inputs)
+    module, first = real_model_and_inputs(
+        model, input_shape=input_shape, inputs=inputs, device=device
+    )
     calls = _calls(first, shapes)
     label = model if isinstance(model, str) else type(model).__name__
     with _quiet(), ProfilingContext(module, seed=0, threads=None, eval_mode=True, grad=False):
@@ -333,123 +268,3 @@ def analyze_compile(
         kernels=kernels,
         compile_s=compile_s,
     )
-
-
-# -- presentation and the CLI command ----------------------------------------------------------
-
-
-def format_compile_health(health: CompileHealth, name: str = "model") -> str:
-    """Plain text: graphs, every break with its location and reason, ops per graph, recompiles."""
-    shapes = ", ".join("x".join(map(str, c[0])) if c else "()" for c in health.input_shapes)
-    lines = [
-        f"compile health of {name} (dynamic={health.dynamic}; inputs {shapes})",
-        f"  graphs        {health.graphs}",
-        f"  graph breaks  {health.graph_breaks}",
-    ]
-    for br in health.break_reasons:
-        lines.append(f"    {br.location}  {br.reason}")
-    lines.append(f"  ops per graph {', '.join(map(str, health.ops_per_graph)) or '-'}")
-    lines.append(
-        f"  recompiles    {health.recompiles} over {len(health.input_shapes)} input shapes"
-    )
-    if health.kernels is not None:
-        lines.append(f"  kernels       {health.kernels} (Inductor)")
-    if health.compile_s is not None:
-        lines.append(f"  compile time  {health.compile_s:.2f} s (Inductor, caches off)")
-    return "\n".join(lines) + "\n"
-
-
-def parse_batch_sizes(text: str) -> list[int]:
-    """``"1,2,4"`` -> ``[1, 2, 4]``; positive integers (``argparse`` ``type=``)."""
-    try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated batch sizes like '1,2,4', got {text!r}"
-        ) from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"batch sizes must be positive integers, got {text!r}")
-    return values
-
-
-_EXAMPLES: Final = """\
-examples:
-  modelprof compile resnet18
-  modelprof compile resnet18 --json
-  modelprof compile yolov8n.yaml --batch 1,2,4 --dynamic
-  modelprof compile my_pkg.nets:make_net --input-shape 1,3,64,64 --inductor
-"""
-
-
-def add_compile_arguments(parser: argparse.ArgumentParser) -> None:
-    """The arguments of ``modelprof compile`` on ``parser``."""
-    parser.add_argument("model", help="registry name, YOLO YAML or import path (pkg.mod:factory)")
-    parser.add_argument(
-        "--batch",
-        type=parse_batch_sizes,
-        default=None,
-        metavar="N,N,...",
-        help="batch sizes to run, in order, counting recompiles (the first sets the inputs)",
-    )
-    parser.add_argument(
-        "--dynamic", action="store_true", help="compile with dynamic=True (default: False)"
-    )
-    parser.add_argument(
-        "--inductor",
-        action="store_true",
-        help="also compile with Inductor (caches off) for kernels and compile_s; needs a C++ "
-        "compiler and takes seconds to minutes",
-    )
-    parser.add_argument(
-        "--input-shape",
-        type=lambda s: tuple(int(v) for v in s.split(",")),
-        default=None,
-        metavar="D,D,...",
-        help="input shape (default: the registry's)",
-    )
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-
-
-def build_compile_parser(prog: str = "modelprof compile") -> argparse.ArgumentParser:
-    """A stand-alone parser for ``modelprof compile`` (the CLI package adds it as a subcommand)."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="How cleanly torch.compile captures a model: graphs, graph breaks with their "
-        "reasons and locations, ops per graph, recompiles over batch sizes.",
-        epilog=_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_compile_arguments(parser)
-    return parser
-
-
-def run_compile(args: argparse.Namespace) -> int:
-    """Run ``modelprof compile`` for parsed ``args``; print text or JSON; return the exit code."""
-    from pytest_modelprof.models import resolve
-
-    input_shape: tuple[int, ...] | None = args.input_shape
-    batches: list[int] = list(args.batch or [])
-    if batches:
-        if input_shape is None:
-            default = resolve(args.model).default_input_shape
-            input_shape = tuple(default) if default is not None else None
-        if input_shape is not None:
-            input_shape = (batches[0], *input_shape[1:])
-    health = analyze_compile(
-        args.model,
-        input_shape=input_shape,
-        shapes=batches[1:],
-        dynamic=True if args.dynamic else False,
-        inductor=args.inductor,
-    )
-    if args.json:
-        data = health.model_dump(mode="json")
-        if not args.inductor:
-            data.pop("kernels")
-            data.pop("compile_s")
-        from pytest_modelprof.schema import dumps_deterministic
-
-        sys.stdout.write(dumps_deterministic(data))
-    else:
-        sys.stdout.write(format_compile_health(health, args.model))
-    return 0
