@@ -42,6 +42,8 @@ __all__ = ["analyze_compile", "user_location"]
 
 #: Loggers whose warnings repeat what :class:`CompileHealth` reports (one line per break).
 _QUIET_LOGGERS: Final = ("torch._dynamo", "torch._inductor", "torch.utils.cpp_extension")
+#: Dynamo's structured-trace logger (``TORCH_TRACE`` / tlparse).
+_TRACE_LOGGER: Final = "torch.__trace"
 #: Graph node kinds that are operations (placeholders, outputs and attribute reads are not).
 _OP_NODES: Final = frozenset({"call_function", "call_method", "call_module"})
 
@@ -106,13 +108,16 @@ def _headline(reason: str) -> str:
 
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:
-    """Silence Dynamo's per-break log warnings and cache notices, unless ``TORCH_LOGS`` asks."""
-    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in _QUIET_LOGGERS]
-    quiet = not os.environ.get("TORCH_LOGS")
+    """Silence Dynamo's per-break log warnings and cache notices, unless ``TORCH_LOGS`` asks;
+    and its structured trace (one empty DEBUG record per event, which pytest shows under
+    "Captured log" of a failed test), unless ``TORCH_TRACE`` asks for it."""
+    names = [n for n in _QUIET_LOGGERS if not os.environ.get("TORCH_LOGS")]
+    if not os.environ.get("TORCH_TRACE"):
+        names.append(_TRACE_LOGGER)
+    saved = [(logging.getLogger(n), logging.getLogger(n).level) for n in names]
     try:
-        if quiet:
-            for logger, _ in saved:
-                logger.setLevel(logging.ERROR)
+        for logger, _ in saved:
+            logger.setLevel(logging.ERROR)
         with warnings.catch_warnings():
             # force_disable_caches makes Dynamo warn once that profile-guided caching is off.
             warnings.filterwarnings("ignore", message=".*force disabled by.*force_disable_caches")

@@ -182,12 +182,14 @@ def test_no_compiled_state_is_left_behind_and_the_model_is_unchanged() -> None:
     model = WithBatchNorm().train()
     before = {k: v.clone() for k, v in model.state_dict().items()}
     level = logging.getLogger("torch._dynamo").level
+    trace = logging.getLogger("torch.__trace").level
     analyze_compile(model, torch.randn(4, 8), shapes=[6])
     assert _compat.dynamo_cache_entries(WithBatchNorm.forward.__code__) == 0
     assert model.training  # put back after running in eval mode
     after = model.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before)  # running stats untouched
     assert logging.getLogger("torch._dynamo").level == level
+    assert logging.getLogger("torch.__trace").level == trace
     assert torch.is_grad_enabled()
 
 
