@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-__all__ = ["TorchDispatchMode", "FakeTensorMode", "WeakTensorKeyDictionary", "fake_fallback_errors"]
+__all__ = [
+    "TorchDispatchMode",
+    "FakeTensorMode",
+    "WeakTensorKeyDictionary",
+    "fake_fallback_errors",
+    "op_schema",
+    "op_overloads",
+    "qualified_op_name",
+]
 
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -29,6 +37,27 @@ def fake_fallback_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - older torch
         pass
     return tuple(found)
+
+
+# -- ATen op introspection (OpOverload._schema, OpOverloadPacket._qualified_op_name) -----------
+
+
+def op_schema(op: Any) -> Any:
+    """The ``torch._C.FunctionSchema`` of an ``OpOverload`` (argument names, alias info)."""
+    return op._schema
+
+
+def op_overloads(packet: Any) -> list[Any]:
+    """Every ``OpOverload`` of an ``OpOverloadPacket`` (``aten.max`` -> default, dim, ...)."""
+    return [getattr(packet, name) for name in packet.overloads()]
+
+
+def qualified_op_name(op: Any) -> str:
+    """``"aten::mm"`` for the packet ``aten.mm`` and for any of its overloads."""
+    qualified = getattr(op, "_qualified_op_name", None)  # OpOverloadPacket
+    if qualified is None:
+        qualified = op._schema.name  # OpOverload
+    return str(qualified)
 
 
 # -- torch.compile health (issue 13): Dynamo and Inductor internals -------------------------------

@@ -9,11 +9,27 @@ from pathlib import Path
 __all__ = ["write_text_atomic"]
 
 
+def _umask() -> int:
+    # The only portable way to read the umask is to set it; put it straight back.
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it into place."""
+    """Write ``text`` to a temporary file beside ``path``, then rename it into place.
+
+    The file gets the permissions a plain ``open()`` would give it (0666 less the umask, or the
+    existing file's mode), not ``mkstemp``'s private 0600: baselines and reports are shared.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, mode)
         # newline="": write "\n" as "\n" on every OS, so files are byte-identical everywhere.
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

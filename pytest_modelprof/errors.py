@@ -12,6 +12,7 @@ __all__ = [
     "BaselineError",
     "SettingsError",
     "ReportError",
+    "FormulaError",
 ]
 
 
@@ -49,3 +50,7 @@ class SettingsError(ModelprofError, ValueError):
 
 class ReportError(ModelprofError):
     """A results file that cannot be read, merged or rendered; names the file and the field."""
+
+
+class FormulaError(ModelprofError):
+    """A cost formula that failed on an op: a bug in pytest-modelprof, never the user's input."""

@@ -220,7 +220,6 @@ def _uses_gate(item: pytest.Item) -> bool:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    __tracebackhide__ = True
     if not _uses_gate(item):
         return (yield)
     problem: str | None = None

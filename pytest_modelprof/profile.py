@@ -468,8 +468,7 @@ def _capture(
                     tracer.mark_outputs(out)
                     if include_backward:
                         tracer.phase = "backward"
-                        tracer._stack.append(BACKWARD_SCOPE)
-                        tracer.capture.module_types[BACKWARD_SCOPE] = "autograd"
+                        tracer.push_scope(BACKWARD_SCOPE, "autograd")
                         try:
                             loss = default_loss(out)
                         except ValueError:

@@ -174,15 +174,6 @@ class ModelProfile(_Frozen):
     def forward_macs(self) -> int:
         return self.total_macs - self.backward_macs
 
-    def bottleneck_shares(self) -> dict[str, float]:
-        """Share of FLOPs in compute- and memory-bound layers."""
-        total = sum(layer.flops for layer in self.layers) or 1
-        out = {"compute-bound": 0.0, "memory-bound": 0.0}
-        for layer in self.layers:
-            if layer.bottleneck in out:
-                out[layer.bottleneck] += layer.flops / total
-        return out
-
     def to_json(self) -> str:
         """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
         return dumps_deterministic(self.model_dump(mode="json"))

@@ -1,7 +1,9 @@
 """Reference models whose costs have a closed form: a LLaMA-style decoder in plain torch.
 
-Used to check the engine exactly (tests at toy size, the benchmark at 70B on meta tensors).
-Attention is written out (no fused kernel) so every elementwise op is visible in the formula.
+A public, documented module: check the engine yourself against arithmetic nobody here ran
+(``closed_form(config, seq)`` gives parameters, MACs and FLOPs for ``LlamaDecoder(config)``).
+The test suite uses it at toy size and the benchmarks at 70B on meta tensors. Attention is
+written out (no fused kernel) so every elementwise op is visible in the formula.
 """
 
 from __future__ import annotations

@@ -62,26 +62,23 @@ in eval mode).
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from heapq import heappop, heappush
 
-from pydantic import BaseModel, ConfigDict
-
 from pytest_modelprof.analysis.concurrency import (
-    Concurrency,
-    CriticalPath,
     concurrency,
     critical_path,
     stages,
 )
+from pytest_modelprof.analysis.partition_types import Parallelism, PartitionReport, Subgraph
 from pytest_modelprof.analysis.rollup import arithmetic_intensity, classify
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.costs.registry import TensorMeta
 from pytest_modelprof.machines import Machine, resolve_machine
-from pytest_modelprof.schema import Bottleneck, PartitionSummary
-from pytest_modelprof.units import format_bytes, format_count
+from pytest_modelprof.schema import PartitionSummary
 
 __all__ = [
     "Parallelism",
@@ -89,7 +86,6 @@ __all__ = [
     "PartitionSummary",
     "PartitionReport",
     "partition",
-    "render_partition_report",
     "view_roots",
     "is_view_like",
 ]
@@ -98,86 +94,7 @@ _POINTWISE = frozenset({"elementwise", "activation", "dropout"})
 _REDUCTIONS = frozenset({"norm", "softmax", "pool", "reduction", "interpolate"})
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Parallelism(_Frozen):
-    """How much independent work the subgraph's main output offers a parallel machine."""
-
-    output_elements: int  # elements of the largest tensor it writes: one thread each
-    batch: int
-    channels: int
-    spatial: int  # product of the dimensions after the channels
-    groups: int = 1  # convolution groups
-    depthwise: bool = False  # a conv with one input channel per group
-
-
-class Subgraph(_Frozen):
-    """One fused kernel: its ops (capture indices) and its cost after fusion."""
-
-    id: int
-    name: str  # module of the anchor op plus a short pattern
-    module: str
-    kind: str  # conv, matmul, attention, elementwise, norm, pool, ...
-    pattern: str  # families in the order they fused, e.g. "conv+norm+activation"
-    ops: list[int]
-    flops: int
-    macs: int
-    params: int
-    param_names: list[str]
-    bytes_read: int  # after fusion
-    bytes_written: int  # after fusion
-    unfused_bytes: int  # what its ops move when each runs as its own kernel
-    arithmetic_intensity: float
-    bottleneck: Bottleneck
-    parallelism: Parallelism
-    depends_on: list[int]
-    stage: int
-
-    @property
-    def memory(self) -> int:
-        """Bytes moved after fusion."""
-        return self.bytes_read + self.bytes_written
-
-
-class PartitionReport(_Frozen):
-    """Every subgraph, in dependency order, with the concurrency and critical-path analysis."""
-
-    machine: Machine
-    subgraphs: list[Subgraph]
-    total_flops: int
-    total_macs: int
-    total_params: int
-    unread_params: int  # parameters of modules no op read (uncalled modules, eval-only heads)
-    fused_bytes: int
-    unfused_bytes: int
-    fused_arithmetic_intensity: float
-    unfused_arithmetic_intensity: float
-    kind_counts: dict[str, int]
-    pattern_counts: dict[str, int]
-    depthwise_convs: int
-    concurrency: Concurrency
-    critical_path: CriticalPath
-
-    def summary(self) -> PartitionSummary:
-        """The headline numbers only."""
-        return PartitionSummary(
-            num_subgraphs=len(self.subgraphs),
-            num_stages=self.concurrency.num_stages,
-            max_parallel=self.concurrency.max_parallel,
-            critical_path_flops=self.critical_path.flops,
-            critical_path_length=len(self.critical_path.nodes),
-            fused_bytes=self.fused_bytes,
-            unfused_bytes=self.unfused_bytes,
-            fused_arithmetic_intensity=self.fused_arithmetic_intensity,
-            unfused_arithmetic_intensity=self.unfused_arithmetic_intensity,
-            kind_counts=dict(self.kind_counts),
-        )
-
-    def top(self, n: int = 10) -> list[Subgraph]:
-        """The ``n`` subgraphs with the most FLOPs (ties: dependency order)."""
-        return sorted(self.subgraphs, key=lambda s: (-s.flops, s.id))[:n]
+# The documents (Parallelism, Subgraph, PartitionReport) live in partition_types.
 
 
 # -- dataflow through views -----------------------------------------------------------------------
@@ -217,6 +134,7 @@ class _Group:
     ops: list[int]
     families: list[str]
     deps: set[int] = field(default_factory=set)
+    last: int = -1  # the latest op index grouped so far (before free ops are attached)
 
 
 def _is_pointwise(op: OpRecord) -> bool:
@@ -256,7 +174,14 @@ def _accepts(group: _Group, op: OpRecord, weighted: bool) -> str | None:
 
 
 def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
-    """Whether group ``start`` depends, directly or through others, on group ``target``."""
+    """Whether group ``start`` depends, directly or through others, on group ``target``.
+
+    Only groups that ran an op after ``target``'s first op can depend on it (to read what
+    ``target`` wrote they must run later), so the search never leaves the window since then:
+    local in a deep model, which keeps the partition linear in depth instead of re-searching
+    every earlier group for every candidate.
+    """
+    horizon = groups[target].ops[0]
     seen = {start}
     stack = [start]
     while stack:
@@ -264,7 +189,7 @@ def _depends_on(groups: list[_Group], start: int, target: int) -> bool:
         for d in groups[g].deps:
             if d == target:
                 return True
-            if d not in seen:
+            if d not in seen and groups[d].last > horizon:
                 seen.add(d)
                 stack.append(d)
     return False
@@ -346,6 +271,7 @@ def _group_ops(ops: Sequence[OpRecord], root: list[int], free: list[bool],
             else:
                 grp.state = new_state
         group_of[i] = joined
+        groups[joined].last = i
         groups[joined].deps.update(h for h in src_groups if h != joined)
     return groups, group_of
 
@@ -448,6 +374,18 @@ def _short(op: str) -> str:
 
 def partition(capture: Capture, machine: str | float | Machine | None = None) -> PartitionReport:
     """Fuse ``capture``'s ops into subgraphs; analyse their traffic, stages and critical path."""
+    # Many small acyclic objects: the cyclic collector's full passes would only add time that
+    # grows with the heap (superlinear in depth).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _partition(capture, machine)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _partition(capture: Capture, machine: str | float | Machine | None) -> PartitionReport:
     mach = resolve_machine(machine)
     ops = capture.ops
     n = len(ops)
@@ -568,64 +506,3 @@ def partition(capture: Capture, machine: str | float | Machine | None = None) ->
         concurrency=conc,
         critical_path=path,
     )
-
-
-# -- text report ----------------------------------------------------------------------------------
-
-def render_partition_report(report: PartitionReport, *, top: int = 10, title: str = "") -> str:
-    """The partition as plain text: totals, op-type counts, concurrency, critical path, top-N."""
-    s = report
-    lines: list[str] = []
-    head = f"Partition of {title}" if title else "Partition"
-    lines.append(f"{head}: {len(s.subgraphs)} subgraphs (machine {s.machine.name}, "
-                 f"balance {s.machine.balance:.3g} FLOP/B)")
-    lines.append("")
-    lines.append(f"  FLOPs              {format_count(s.total_flops, 'FLOPs')}")
-    unread = f"   (+{format_count(s.unread_params)} never read)" if s.unread_params else ""
-    lines.append(f"  params             {format_count(s.total_params)}{unread}")
-    lines.append(f"  memory, unfused    {format_bytes(s.unfused_bytes)}"
-                 f"   AI {s.unfused_arithmetic_intensity:.3g} FLOP/B")
-    saved = 1 - s.fused_bytes / s.unfused_bytes if s.unfused_bytes else 0.0
-    lines.append(f"  memory, fused      {format_bytes(s.fused_bytes)}"
-                 f"   AI {s.fused_arithmetic_intensity:.3g} FLOP/B  ({saved:.0%} less traffic)")
-    bound = sum(1 for g in s.subgraphs if g.bottleneck == "compute-bound")
-    lines.append(f"  compute-bound      {bound} of {len(s.subgraphs)} subgraphs")
-    lines.append("")
-    lines.append("Subgraph kinds: " + ", ".join(f"{k} {v}" for k, v in s.kind_counts.items()))
-    if s.depthwise_convs:
-        lines.append(f"  depthwise convs: {s.depthwise_convs}")
-    lines.append("Fusion patterns:")
-    for pattern, count in s.pattern_counts.items():
-        lines.append(f"  {count:5d}  {pattern}")
-    c = s.concurrency
-    lines.append("")
-    lines.append(f"Concurrency: {c.num_stages} stages, at most {c.max_parallel} subgraphs in one "
-                 f"stage, {c.mean_parallel:.2f} on average")
-    cp = s.critical_path
-    lines.append(f"Critical path: {len(cp.nodes)} subgraphs, "
-                 f"{format_count(cp.flops, 'FLOPs')} ({cp.share:.1%} of all FLOPs)")
-    by_id = {g.id: g for g in s.subgraphs}
-    shown = cp.nodes if len(cp.nodes) <= 12 else cp.nodes[:6] + [-1] + cp.nodes[-5:]
-    width = min(max((len(by_id[i].name) for i in shown if i >= 0), default=8), 60)
-    for i in shown:
-        if i < 0:
-            lines.append(f"    ... {len(cp.nodes) - 11} more")
-            continue
-        g = by_id[i]
-        lines.append(f"  #{g.id:<5d} {g.name:<{width}s}  {format_count(g.flops, 'FLOPs'):>13s}")
-    lines.append("")
-    ranked = s.top(top)
-    lines.append(f"Top {len(ranked)} subgraphs by FLOPs:")
-    width = min(max((len(g.name) for g in ranked), default=8), 60)
-    pwidth = min(max((len(g.pattern) for g in ranked), default=7), 40)
-    lines.append(f"  {'id':>5s}  {'subgraph':<{width}s}  {'pattern':<{pwidth}s}  {'FLOPs':>12s}  "
-                 f"{'fused mem':>10s}  {'AI':>7s}  {'bound':<7s}  parallelism")
-    for g in ranked:
-        p = g.parallelism
-        par = f"{format_count(p.output_elements)} el" + (" depthwise" if p.depthwise else "")
-        lines.append(
-            f"  {g.id:>5d}  {g.name[:width]:<{width}s}  {g.pattern[:pwidth]:<{pwidth}s}  "
-            f"{format_count(g.flops, 'FLOPs'):>12s}  {format_bytes(g.memory):>10s}  "
-            f"{g.arithmetic_intensity:7.3g}  {g.bottleneck.split('-')[0]:<7s}  {par}"
-        )
-    return "\n".join(lines) + "\n"

@@ -237,7 +237,7 @@ def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> 
         parts.append(format_tolerance(tolerance, drop=metric.direction == "higher"))
     if budget is not None and metric.budget_key:
         parts.append(f"{metric.budget_key}={metric.format(budget.limit)}")
-    return ", ".join(parts) or "not gated"
+    return ", ".join(parts) or "ignored"
 
 
 def environment_changes(
@@ -300,10 +300,16 @@ def _check(
             metric.name in policy.explicit and not isinstance(tolerance, Ignore)
         )
         if judged:
+            keys = []
+            if not isinstance(tolerance, Ignore):
+                drop = metric.direction == "higher"
+                keys.append(f"{metric.delta_key}={format_tolerance(tolerance, drop=drop)}")
+            if budget is not None and metric.budget_key:
+                keys.append(f"{metric.budget_key}={metric.format(budget.limit)}")
             return row(
                 "unmeasured",
-                f"a limit is set ({limit}) but this profile does not measure it; measure it "
-                f"or remove the limit",
+                f"a limit is set ({', '.join(keys)}) but this profile does not measure it; "
+                f"measure it or remove the limit",
                 hard=True,
             )
         return None  # neither measured nor asked for: nothing to say

@@ -85,7 +85,7 @@ def read_text(path: Path) -> str | None:
     """The file's text, ``None`` when it does not exist; other I/O errors name the file."""
     try:
         return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # no such file, or a parent is a file
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot read baseline ({exc})") from None
@@ -95,7 +95,13 @@ def write_atomic(path: Path, text: str) -> bool:
     """Write ``text`` via a temporary file and ``os.replace``; ``False`` if already identical."""
     if read_text(path) == text:
         return False
-    write_text_atomic(path, text)
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot write baseline {path}: {exc.strerror or exc}. Check that "
+            f"{path.parent} is writable, or point --modelprof-baseline-dir somewhere that is."
+        ) from None
     return True
 
 

@@ -9,7 +9,8 @@ buffer) give the peak of live activation memory.
 
 from __future__ import annotations
 
-import sys
+import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,22 +20,71 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary, op_schema
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
-from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, OpCost, TensorMeta
+from pytest_modelprof.costs.registry import (
+    ZERO,
+    CostRegistry,
+    FormulaEntry,
+    OpCost,
+    TensorMeta,
+    zero_cost,
+)
+from pytest_modelprof.errors import FormulaError
 
 __all__ = ["Tracer", "tensor_meta"]
 
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}  # dtype -> (name, itemsize); a cache
+# (shape, dtype) -> its TensorMeta. A deep model repeats a handful of shapes thousands of
+# times; sharing one immutable object each keeps the capture's heap (and the cyclic
+# collector's passes over it) small. Cleared when it grows past _METAS_MAX entries.
+_METAS: dict[tuple[Any, torch.dtype], TensorMeta] = {}
+_METAS_MAX = 65536
 
 
 def tensor_meta(t: torch.Tensor) -> TensorMeta:
+    """Shape, dtype and item size of ``t`` (an interned, immutable record)."""
     dtype = t.dtype
+    shape = tuple(t.shape)
+    key = (shape, dtype)
+    cache = True
+    try:
+        meta = _METAS.get(key)
+    except TypeError:  # a symbolic size is not hashable: no interning
+        cache = False
+        meta = None
+    if meta is not None:
+        return meta
     known = _DTYPES.get(dtype)
     if known is None:
         known = _DTYPES[dtype] = (str(dtype).removeprefix("torch."), t.element_size())
-    return TensorMeta(tuple(t.shape), known[0], known[1])
+    meta = TensorMeta(shape, known[0], known[1])
+    if cache:
+        if len(_METAS) >= _METAS_MAX:
+            _METAS.clear()
+        _METAS[key] = meta
+    return meta
+
+
+# Ops that look only at their tensor argument's shape, dtype and device: they read no data
+# and do not depend on the op that produced it.
+SHAPE_ONLY_OPS = frozenset(
+    {
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "randint_like",
+        "new_empty",
+        "new_empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -46,6 +96,14 @@ class _OpInfo:
     # For each return: the argument it aliases (or None) and whether the op writes to it.
     aliases: tuple[tuple[str | None, bool], ...]
     is_view: bool
+    # Tensor arguments whose data the op does not read: ``out=`` destinations (written, not
+    # read) and the template of a ``*_like``/``new_*`` op.
+    unread: frozenset[str]
+    # Outputs from this index on are kernel-specific save statistics (batch norm), dropped
+    # from traffic when nothing reads them; 0 means none.
+    aux_from: int
+    name: str  # the overload, e.g. "aten.mm.default"
+    zero: bool  # the formula is the constant zero: no need to convert its arguments
 
 
 @dataclass(slots=True)
@@ -57,7 +115,7 @@ class _Buffer:
 
 
 def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
-    schema = func._schema
+    schema = op_schema(func)
     names = tuple(arg.name for arg in schema.arguments)
     sets: dict[str, str] = {}
     for arg in schema.arguments:
@@ -74,7 +132,19 @@ def _schema_info(func: Any, registry: CostRegistry) -> _OpInfo:
             target = next((sets[s] for s in info.before_set if s in sets), None)
             aliases.append((target, bool(info.is_write)))
     is_view = bool(aliases) and all(a is not None and not w for a, w in aliases)
-    return _OpInfo(names, registry.lookup(func), tuple(aliases), is_view)
+    base = str(schema.name).partition("::")[2]
+    unread = {arg.name for arg in schema.arguments if arg.is_out}
+    if base.removesuffix("_") in SHAPE_ONLY_OPS and schema.arguments:
+        unread.add(schema.arguments[0].name)
+    # NB: batch norm's save_mean/save_invstd (and cuDNN's reserve space) have sizes that
+    # differ between CPU, CUDA and meta kernels; only they are dropped when unread. Every other
+    # secondary output (max's indices, max-pool indices) is written, read or not.
+    aux_from = 1 if "batch_norm" in base and "backward" not in base else 0
+    entry = registry.lookup(func)
+    zero = entry is not None and entry.formula is zero_cost
+    return _OpInfo(
+        names, entry, tuple(aliases), is_view, frozenset(unread), aux_from, str(func), zero
+    )
 
 
 def _to_meta(value: Any, known: dict[int, TensorMeta]) -> Any:
@@ -123,7 +193,10 @@ class Tracer:
         self.phase: Phase = "forward"
         self.failed_at: str | None = None
         self._info: dict[Any, _OpInfo] = {}
-        self._stack: list[str] = []
+        self._stack: list[str] = []  # module paths, innermost last
+        self._owners: list[int] = []  # id() of the module of each scope (-1: push_scope)
+        self._returned: int | None = None  # the module whose forward just returned
+        self._thread = threading.get_ident()  # the thread whose module calls are scoped
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -138,12 +211,13 @@ class Tracer:
         }
         # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
         # WeakTensorKeyDictionary is untyped upstream; Any keeps strict mypy quiet about .get.
+        # tensor -> (producing op index or -1, buffer id, parameter/buffer name or None); one
+        # weak lookup per input gives all three.
         self._producer: Any = WeakTensorKeyDictionary()
-        self._param_names: Any = WeakTensorKeyDictionary()
         self._buffers: list[_Buffer] = []
         self._called: set[str] = set()
-        # Secondary outputs (batch-norm statistics, max-pool indices) whose size differs between
-        # kernels; if nothing reads them they are dropped from traffic and lifetimes in finish().
+        # Batch norm's save statistics, whose size differs between kernels; if nothing reads
+        # them they are dropped from traffic and lifetimes in finish().
         self._aux: list[tuple[int, int]] = []
         # The last op that wrote into each buffer in place, possibly through a view
         # (``mask[a:b] = v``): later readers of any alias of that buffer depend on it.
@@ -157,10 +231,17 @@ class Tracer:
     def add_named_tensors(self, tensors: dict[str, torch.Tensor]) -> None:
         """Parameters and buffers (also stand-ins swapped in by functional_call)."""
         for name, t in tensors.items():
-            self._param_names[t] = name
-            self._new_buffer(t, -1, activation=False)
+            self._new_buffer(t, -1, activation=False, name=name)
 
     # -- module scope ---------------------------------------------------------------------
+    # The module hooks are process-global: they fire for every module call in every thread.
+    # Scopes are per capture *and* per thread: only calls made by the thread that runs
+    # ``tracing()`` count, so another thread running the same model (a server, a second
+    # profile) neither pushes scopes here nor adds calls. (The dispatch mode is thread-local
+    # already: ops of other threads never reach ``_record``.)
+    # A failed call is told apart from a finished one without ``sys.exc_info()`` (which also
+    # sees an exception the caller is merely handling): ``_post_hook`` runs only when forward
+    # returned, and the always-called ``_exit_hook`` after it, or alone when forward raised.
     def _path_of(self, module: nn.Module) -> str | None:
         paths = self._paths.get(id(module))
         if paths is None:
@@ -173,23 +254,26 @@ class Tracer:
                     return path
         return paths[0]
 
+    def _ours(self, module: nn.Module) -> bool:
+        return id(module) in self._paths and threading.get_ident() == self._thread
+
     def _pre_hook(self, module: nn.Module, args: Any) -> None:
+        if not self._ours(module):
+            return
         path = self._path_of(module)
         if path is not None:
             self._stack.append(path)
+            self._owners.append(id(module))
             self._called.add(path)
 
     def _post_hook(self, module: nn.Module, args: Any, output: Any) -> None:
-        if id(module) not in self._paths:
+        if not self._ours(module) or not self._owners or self._owners[-1] != id(module):
             return
-        path = self._stack[-1] if self._stack else self._path_of(module)
-        if path is None:
-            return
-        if sys.exc_info()[1] is not None and self.failed_at is None:
-            self.failed_at = path  # the innermost module that was running when it failed
-        if self._stack and self._stack[-1] == path:
-            self._stack.pop()
-        if self._recording and self.phase == "forward" and sys.exc_info()[1] is None:
+        path = self._stack.pop()
+        self._owners.pop()
+        self._returned = id(module)
+        self.failed_at = None  # a failure inside this call was handled by the model itself
+        if self._recording and self.phase == "forward":
             call = self.capture.modules.get(path)
             if call is None:
                 call = self.capture.modules[path] = ModuleCall(path, self._types[path])
@@ -199,19 +283,53 @@ class Tracer:
             if tensors:
                 call.output_shape = tuple(int(s) for s in tensors[0].shape)
 
+    def _exit_hook(self, module: nn.Module, args: Any, output: Any) -> None:
+        if not self._ours(module):
+            return
+        if self._returned == id(module):
+            self._returned = None  # forward returned; _post_hook did the bookkeeping
+            return
+        # forward raised: unwind to this module's scope; the innermost failure is kept.
+        if id(module) in self._owners:
+            while self._owners:
+                owner = self._owners.pop()
+                path = self._stack.pop()
+                if self.failed_at is None:
+                    self.failed_at = path
+                if owner == id(module):
+                    break
+
+    def push_scope(self, path: str, module_type: str) -> None:
+        """Attribute the ops that follow to ``path`` (e.g. backward ops to a pseudo-layer)."""
+        self.capture.module_types.setdefault(path, module_type)
+        self._stack.append(path)
+        self._owners.append(-1)
+
+    def pop_scope(self) -> None:
+        """End the scope of the last :meth:`push_scope`."""
+        if self._owners and self._owners[-1] == -1:
+            self._owners.pop()
+            self._stack.pop()
+
     @property
     def current_module(self) -> str:
         return self._stack[-1] if self._stack else ""
 
     # -- buffers and lifetimes ----------------------------------------------------------------
     def _new_buffer(
-        self, t: torch.Tensor, op_index: int, *, activation: bool, nbytes: int | None = None
+        self,
+        t: torch.Tensor,
+        op_index: int,
+        *,
+        activation: bool,
+        nbytes: int | None = None,
+        name: str | None = None,
     ) -> int:
         if nbytes is None:
             nbytes = tensor_meta(t).nbytes
         self._buffers.append(_Buffer(nbytes, op_index, op_index, activation))
         buf = len(self._buffers) - 1
-        self._producer[t] = (op_index, buf)
+        self._producer[t] = (op_index, buf, name)
         return buf
 
     def mark_inputs(self, values: Any) -> None:
@@ -247,8 +365,13 @@ class Tracer:
         index = len(self.capture.ops)
 
         in_tensors: list[torch.Tensor] = []
-        flat_tensors(args, in_tensors)
-        flat_tensors(list(kwargs.values()), in_tensors)
+        if info.unread:
+            named_args = dict(zip(info.names, args, strict=False))
+            named_args.update(kwargs)
+            flat_tensors([v for k, v in named_args.items() if k not in info.unread], in_tensors)
+        else:
+            flat_tensors(args, in_tensors)
+            flat_tensors(list(kwargs.values()), in_tensors)
         out_tensors: list[torch.Tensor] = []
         flat_tensors(out, out_tensors)
 
@@ -258,14 +381,20 @@ class Tracer:
         # Cost, from arguments by name.
         cost: OpCost
         family: str | None
-        if info.entry is not None:
+        if info.zero:
+            cost = ZERO
+            family = info.entry.family if info.entry is not None else None
+        elif info.entry is not None:
             known = {id(t): m for t, m in zip(in_tensors, in_meta, strict=True)}
             known.update((id(t), m) for t, m in zip(out_tensors, out_meta, strict=True))
             named = dict(zip(info.names, (_to_meta(a, known) for a in args), strict=False))
             for k, v in kwargs.items():
                 named[k] = _to_meta(v, known)
             out_m = _to_meta(out, known)
-            cost = info.entry.formula(named, out_m)
+            try:
+                cost = info.entry.formula(named, out_m)
+            except Exception as exc:  # the formula's bug, not the model's nor its inputs'
+                raise _formula_error(func, info.entry, named, exc) from exc
             family = info.entry.family
         else:
             cost = OpCost(0, 0)
@@ -282,14 +411,13 @@ class Tracer:
             if entry is None:  # a tensor created outside the capture (constant, closure)
                 self._new_buffer(t, -1, activation=False, nbytes=m.nbytes)
                 entry = self._producer[t]
-            src, buf = entry
+            src, buf, name = entry
             src = max(src, self._last_write.get(buf, -1))
             slots.append(src)
             self._buffers[buf].last_use = index
             reads_input = reads_input or buf in self._input_buffers
             if src >= 0 and src not in producers:
                 producers.append(src)
-            name = self._param_names.get(t)
             if name is not None and name not in params:
                 params.append(name)
             if not info.is_view:
@@ -302,7 +430,7 @@ class Tracer:
             alias, writes = info.aliases[i] if i < len(info.aliases) else (None, False)
             if alias is None and len(info.aliases) == 1 and info.aliases[0][0] is not None:
                 alias, writes = info.aliases[0]  # a list return (split) shares one alias set
-            base: tuple[int, int] | None = None
+            base: tuple[int, int, str | None] | None = None
             if alias is not None:
                 if named_inputs is None:
                     named_inputs = dict(zip(info.names, args, strict=False))
@@ -311,7 +439,7 @@ class Tracer:
                 if isinstance(src_t, torch.Tensor):
                     base = self._producer.get(src_t)
             if base is not None:
-                self._producer[t] = (index, base[1])
+                self._producer[t] = (index, base[1], None)
                 self._buffers[base[1]].last_use = index
                 if writes:
                     bytes_written += m.nbytes
@@ -319,13 +447,13 @@ class Tracer:
             else:
                 buf = self._new_buffer(t, index, activation=True, nbytes=m.nbytes)
                 bytes_written += m.nbytes
-                if i > 0:
+                if info.aux_from and i >= info.aux_from:
                     self._aux.append((index, buf))
 
         self.capture.ops.append(
             OpRecord(
                 index=index,
-                op=str(func),
+                op=info.name,
                 family=family,
                 module=self.current_module,
                 phase=self.phase,
@@ -353,9 +481,16 @@ class Tracer:
         layer failed).
         """
         self._recording = record
+        self._thread = threading.get_ident()
+        # The capture allocates many small objects that hold no cycles; the cyclic collector's
+        # full passes over a heap that grows with the model would make it superlinear in depth.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
         pre: RemovableHandle = nn.modules.module.register_module_forward_pre_hook(self._pre_hook)
-        post: RemovableHandle = nn.modules.module.register_module_forward_hook(
-            self._post_hook, always_call=True
+        # Registered in this order, the always-called exit hook runs after the post hook.
+        post: RemovableHandle = nn.modules.module.register_module_forward_hook(self._post_hook)
+        exit_: RemovableHandle = nn.modules.module.register_module_forward_hook(
+            self._exit_hook, always_call=True
         )
         try:
             if record:
@@ -366,7 +501,11 @@ class Tracer:
         finally:
             pre.remove()
             post.remove()
+            exit_.remove()
             self._stack.clear()
+            self._owners.clear()
+            if gc_was_enabled:
+                gc.enable()
 
     def finish(self) -> Capture:
         """Compute lifetimes, peak and uncalled modules; return the capture."""
@@ -392,6 +531,22 @@ class Tracer:
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture
+
+
+def _formula_error(
+    func: Any, entry: FormulaEntry, named: dict[str, Any], exc: Exception
+) -> FormulaError:
+    formula = entry.formula
+    where = f"{getattr(formula, '__module__', '?')}.{getattr(formula, '__qualname__', formula)}"
+    shapes = ", ".join(
+        f"{k}={v.shape}" for k, v in named.items() if isinstance(v, TensorMeta)
+    )
+    return FormulaError(
+        f"the cost formula {where} for {func} failed with {type(exc).__name__}: {exc} "
+        f"(arguments: {shapes or 'no tensors'}). This is a bug in pytest-modelprof, not in "
+        "your model or its inputs; please report it (with this message) at the project's "
+        "issue tracker."
+    )
 
 
 def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:

@@ -34,7 +34,8 @@ def _add_partition_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_partition(args: argparse.Namespace) -> int:
-    from pytest_modelprof.analysis.partition import partition, render_partition_report
+    from pytest_modelprof.analysis.partition import partition
+    from pytest_modelprof.report.partition_text import render_partition_report
     from pytest_modelprof.schema import dumps_deterministic
 
     name, capture = capture_of(args, args.machine)

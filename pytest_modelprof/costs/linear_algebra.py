@@ -80,19 +80,22 @@ def conv_macs(
     return prod(output_shape) * weight_shape[1] * kernel
 
 
-def _conv(a: Args, out: TensorMeta, transposed: bool) -> OpCost:
-    x = a["input"] if "input" in a else a["self"]  # cudnn_convolution names it `self`
-    macs = conv_macs(x.shape, a["weight"].shape, out.shape, transposed)
-    bias = numel(out) if a.get("bias") is not None else 0
-    return _mac_op(macs, bias)
+def _conv(x: TensorMeta, w: TensorMeta, out: TensorMeta, transposed: bool, bias: bool) -> OpCost:
+    macs = conv_macs(x.shape, w.shape, out.shape, transposed)
+    return _mac_op(macs, numel(out) if bias else 0)
 
 
 def convolution(a: Args, out: Any) -> OpCost:
-    return _conv(a, out, bool(a.get("transposed", False)))
+    return _conv(a["input"], a["weight"], out, bool(a["transposed"]), a["bias"] is not None)
 
 
-def convolution_transpose(a: Args, out: Any) -> OpCost:
-    return _conv(a, out, True)
+def cudnn_convolution(a: Args, out: Any) -> OpCost:
+    # cuDNN's kernels name the input `self` and take no bias (it is a separate add).
+    return _conv(a["self"], a["weight"], out, False, False)
+
+
+def cudnn_convolution_transpose(a: Args, out: Any) -> OpCost:
+    return _conv(a["self"], a["weight"], out, True, False)
 
 
 def convolution_backward(a: Args, out: Any) -> OpCost:
@@ -121,11 +124,7 @@ def register(reg: CostRegistry) -> None:
     reg.register(aten.mv, family="matmul")(mv)
     reg.register(aten.addmv, family="matmul")(addmv)
     reg.register(aten.dot, aten.vdot, family="matmul")(dot)
-    reg.register(
-        aten.convolution,
-        aten._convolution,
-        aten.cudnn_convolution,
-        family="conv",
-    )(convolution)
-    reg.register(aten.cudnn_convolution_transpose, family="conv")(convolution_transpose)
+    reg.register(aten.convolution, aten._convolution, family="conv")(convolution)
+    reg.register(aten.cudnn_convolution, family="conv")(cudnn_convolution)
+    reg.register(aten.cudnn_convolution_transpose, family="conv")(cudnn_convolution_transpose)
     reg.register(aten.convolution_backward, family="conv")(convolution_backward)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_modelprof.costs.pointwise import first_tensor
-from pytest_modelprof.costs.registry import ZERO, Args, CostRegistry, OpCost
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, zero_cost
 
 __all__ = ["register", "VIEW_OPS", "COPY_OPS", "CREATION_OPS"]
 
@@ -52,7 +52,6 @@ COPY_OPS = (
     "clone",
     "_to_copy",
     "copy",
-    "copy_",
     "contiguous",
     "cat",
     "stack",
@@ -109,11 +108,8 @@ COPY_OPS = (
     "one_hot",
     "block_diag",
     "_reshape_copy",
-    "masked_fill_",
     "zero_",
     "fill",
-    "fill_",
-    "detach_",
     "type_as",
     "to",
     "_linalg_check_errors",
@@ -152,11 +148,8 @@ CREATION_OPS = (
     "randint_like",
     "randperm",
     "normal",
-    "normal_",
     "uniform",
-    "uniform_",
     "bernoulli",
-    "bernoulli_",
     "exponential_",
     "random_",
     "multinomial",
@@ -190,20 +183,15 @@ def embedding_backward(a: Args, out: Any) -> OpCost:
     return OpCost(a["grad_output"].numel)
 
 
-def _zero(a: Args, out: Any) -> OpCost:
-    return ZERO
-
-
 def register(reg: CostRegistry) -> None:
     import torch
 
     aten = torch.ops.aten
     for family, names in (("view", VIEW_OPS), ("copy", COPY_OPS), ("creation", CREATION_OPS)):
-        # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...).
-        candidates = [v for n in names for v in (n, n + "_") if hasattr(aten, v)]
-        ops = [getattr(aten, n) for n in dict.fromkeys(candidates)]
-        ops = [op for op in ops if op not in reg]
-        reg.register(*ops, family=family)(_zero)
+        # Each op and its in-place twin (as_strided_, index_put_, squeeze_, ...). An op that
+        # another table already prices makes the registry raise: no entry is silently shadowed.
+        ops = [getattr(aten, v) for n in names for v in (n, n + "_") if hasattr(aten, v)]
+        reg.register(*ops, family=family)(zero_cost)
     reg.register(aten.scatter_add, aten.scatter_add_, aten.scatter_reduce, family="copy")(
         scatter_add
     )

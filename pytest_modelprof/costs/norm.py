@@ -31,9 +31,13 @@ def batch_norm_inference(a: Args, out: Any) -> OpCost:
 
 def batch_norm(a: Args, out: Any) -> OpCost:
     # `training` decides whether statistics are computed from the batch.
-    training = a.get("training", True)
-    stats = STATS if training else 0
+    stats = STATS if a["training"] else 0
     return OpCost((stats + NORMALISE + _affine(a)) * a["input"].numel)
+
+
+def batch_norm_training(a: Args, out: Any) -> OpCost:
+    # _batch_norm_with_update always computes batch statistics (it has no `training` flag).
+    return OpCost((STATS + NORMALISE + _affine(a)) * a["input"].numel)
 
 
 def layer_norm(a: Args, out: Any) -> OpCost:
@@ -60,11 +64,11 @@ def register(reg: CostRegistry) -> None:
     reg.register(
         aten._native_batch_norm_legit,
         aten.native_batch_norm,
-        aten._batch_norm_with_update,
         aten.cudnn_batch_norm,
         aten.miopen_batch_norm,
         family="norm",
     )(batch_norm)
+    reg.register(aten._batch_norm_with_update, family="norm")(batch_norm_training)
     reg.register(aten.native_layer_norm, aten.native_group_norm, family="norm")(layer_norm)
     if hasattr(aten, "_fused_rms_norm"):
         reg.register(aten._fused_rms_norm, family="norm")(rms_norm)

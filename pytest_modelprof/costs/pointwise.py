@@ -131,7 +131,6 @@ ARITHMETIC_FLOPS: Mapping[str, int] = {
             "copysign",
             "heaviside",
             "signbit",
-            "sigmoid_",
             "logit",
         )
     },
@@ -219,9 +218,9 @@ def register(reg: CostRegistry) -> None:
     ]
     for family, table in tables:
         for name, flops in table.items():
-            for op in _variants(aten, name):
-                if op not in reg:
-                    reg.register(op, family=family)(per_output_element(flops))
+            ops = _variants(aten, name)
+            if ops:  # an op another table already prices makes the registry raise
+                reg.register(*ops, family=family)(per_output_element(flops))
     reg.register(*_variants(aten, "add"), *_variants(aten, "sub"), family="elementwise")(add_sub)
     reg.register(aten._softmax, aten._log_softmax, aten._safe_softmax, family="softmax")(softmax)
     reg.register(aten.native_dropout, family="dropout")(native_dropout)

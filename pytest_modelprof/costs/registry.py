@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "FormulaEntry",
     "CostRegistry",
     "ZERO",
+    "zero_cost",
     "numel",
     "prod",
 ]
@@ -32,10 +33,11 @@ class TensorMeta:
     shape: tuple[int, ...]
     dtype: str
     itemsize: int
+    # Computed once: the capture and the analysis ask for it many times per tensor.
+    numel: int = field(init=False, repr=False, compare=False)
 
-    @property
-    def numel(self) -> int:
-        return prod(self.shape)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numel", prod(self.shape))
 
     @property
     def nbytes(self) -> int:
@@ -54,6 +56,12 @@ class OpCost(NamedTuple):
 
 
 ZERO = OpCost(0, 0)
+
+
+def zero_cost(a: Mapping[str, Any], out: Any) -> OpCost:
+    """The formula of ops that do no arithmetic (views, copies, creation); the capture skips
+    converting their arguments."""
+    return ZERO
 
 Args = Mapping[str, Any]
 Formula = Callable[[Args, Any], OpCost]
@@ -82,10 +90,9 @@ def _op_name(op: Any) -> str:
         if "::" not in op:
             raise ValueError(f"op names are qualified like 'aten::mm', got {op!r}")
         return op.split(".")[0]
-    qualified = getattr(op, "_qualified_op_name", None)  # OpOverloadPacket
-    if qualified is None:
-        qualified = op._schema.name  # OpOverload
-    return str(qualified)
+    from pytest_modelprof._compat import qualified_op_name
+
+    return qualified_op_name(op)
 
 
 class CostRegistry:

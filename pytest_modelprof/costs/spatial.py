@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_modelprof.costs.pointwise import first_tensor
-from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, prod
+from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, TensorMeta, prod
 
 __all__ = ["register", "adaptive_window_total"]
 
@@ -43,8 +43,7 @@ REDUCTION_FLOPS: dict[str, int] = {
 
 def _reduction(flops: int) -> Any:
     def formula(a: Args, out: Any) -> OpCost:
-        x = a["self"] if "self" in a else a["input"]
-        return OpCost(flops * x.numel)
+        return OpCost(flops * a["self"].numel)
 
     formula.__name__ = f"reduction_{flops}"
     return formula
@@ -75,25 +74,39 @@ def adaptive_window_total(in_size: int, out_size: int) -> int:
     return total
 
 
-def _adaptive(a: Args, out: Any) -> OpCost:
-    x = a["self"]
-    t = first_tensor(out)
-    if t is None:
-        return OpCost(0)
-    spatial = len(t.shape) - 2 if len(t.shape) > 2 else len(t.shape) - 1
-    lead = prod(t.shape[:-spatial])
-    work = lead
-    for i_size, o_size in zip(x.shape[-spatial:], t.shape[-spatial:], strict=True):
+def _adaptive_work(in_shape: tuple[int, ...], out_shape: tuple[int, ...], dims: int) -> int:
+    # The last `dims` dimensions are pooled (the op's name says how many, not the rank: an
+    # unbatched (C, H, W) input to a 2-d pool has no batch dimension).
+    work = prod(out_shape[:-dims])
+    for i_size, o_size in zip(in_shape[-dims:], out_shape[-dims:], strict=True):
         work *= adaptive_window_total(int(i_size), int(o_size))
-    return OpCost(work)
+    return work
+
+
+def _adaptive(dims: int) -> Any:
+    def formula(a: Args, out: Any) -> OpCost:
+        t = first_tensor(out)
+        return OpCost(_adaptive_work(a["self"].shape, t.shape, dims) if t is not None else 0)
+
+    formula.__name__ = f"adaptive_pool{dims}d"
+    return formula
 
 
 def _pool_backward(a: Args, out: Any) -> OpCost:
     # Scatter (max) or spread (avg) each gradient element over its window.
     g = a["grad_output"]
-    k = a.get("kernel_size")
+    k = a["kernel_size"]
     window = prod(k) if isinstance(k, Sequence) and k else 1
     return OpCost(g.numel * window)
+
+
+def _adaptive_backward(dims: int) -> Any:
+    # Spread each gradient element over its window: the forward's window sums, again.
+    def formula(a: Args, out: Any) -> OpCost:
+        return OpCost(_adaptive_work(a["self"].shape, a["grad_output"].shape, dims))
+
+    formula.__name__ = f"adaptive_pool{dims}d_backward"
+    return formula
 
 
 # Output-element cost of interpolation: 2^d multiplies + (2^d - 1) adds for d-linear,
@@ -113,12 +126,24 @@ def grid_sampler(a: Args, out: Any) -> OpCost:
     return OpCost(per * (t.numel if t is not None else 0))
 
 
-def sort(a: Args, out: Any) -> OpCost:
+def cudnn_grid_sampler(a: Args, out: Any) -> OpCost:
+    # cuDNN's sampler has no mode argument: it is always bilinear (7 per output, as above).
+    t = first_tensor(out)
+    return OpCost(7 * (t.numel if t is not None else 0))
+
+
+def _sort_cost(x: TensorMeta, dim: int) -> OpCost:
     # Comparison sort along `dim`: n * ceil(log2 n) comparisons per row.
-    x = a["self"]
-    dim = int(a.get("dim", -1)) % max(x.ndim, 1) if x.ndim else 0
-    n = x.shape[dim] if x.ndim else 1
+    n = x.shape[dim % x.ndim] if x.ndim else 1
     return OpCost(x.numel * max(1, math.ceil(math.log2(max(n, 2)))))
+
+
+def sort(a: Args, out: Any) -> OpCost:
+    return _sort_cost(a["self"], int(a.get("dim", -1)))
+
+
+def msort(a: Args, out: Any) -> OpCost:
+    return _sort_cost(a["self"], 0)  # msort sorts along the first dimension
 
 
 def register(reg: CostRegistry) -> None:
@@ -143,19 +168,21 @@ def register(reg: CostRegistry) -> None:
             if hasattr(aten, n)
         ]
         if adaptive:
-            reg.register(*adaptive, family="pool")(_adaptive)
+            reg.register(*adaptive, family="pool")(_adaptive(dims))
         backward = [
             getattr(aten, n)
-            for n in (
-                f"max_pool{dims}d_with_indices_backward",
-                f"avg_pool{dims}d_backward",
-                f"_adaptive_avg_pool{dims}d_backward",
-                f"adaptive_max_pool{dims}d_backward",
-            )
+            for n in (f"max_pool{dims}d_with_indices_backward", f"avg_pool{dims}d_backward")
             if hasattr(aten, n)
         ]
         if backward:
             reg.register(*backward, family="pool")(_pool_backward)
+        adaptive_backward = [
+            getattr(aten, n)
+            for n in (f"_adaptive_avg_pool{dims}d_backward", f"adaptive_max_pool{dims}d_backward")
+            if hasattr(aten, n)
+        ]
+        if adaptive_backward:
+            reg.register(*adaptive_backward, family="pool")(_adaptive_backward(dims))
     interp = {
         "upsample_nearest1d": 0,
         "upsample_nearest2d": 0,
@@ -176,5 +203,7 @@ def register(reg: CostRegistry) -> None:
         backward_name = name + "_backward"
         if hasattr(aten, backward_name):
             reg.register(getattr(aten, backward_name), family="interpolate")(_interp(flops))
-    reg.register(aten.grid_sampler_2d, aten.cudnn_grid_sampler, family="interpolate")(grid_sampler)
-    reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, aten.msort, family="sort")(sort)
+    reg.register(aten.grid_sampler_2d, family="interpolate")(grid_sampler)
+    reg.register(aten.cudnn_grid_sampler, family="interpolate")(cudnn_grid_sampler)
+    reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, family="sort")(sort)
+    reg.register(aten.msort, family="sort")(msort)

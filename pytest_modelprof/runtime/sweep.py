@@ -158,12 +158,12 @@ def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> GrowthFit:
 
 
 def check_growth(
-    result: SweepResult, limits: Mapping[str, float | None], *, slack: float = 0.05
+    result: SweepResult, limits: Mapping[str, float | None], *, slack: float = 0.0
 ) -> list[GrowthViolation]:
     """Every (axis, metric) whose fitted exponent exceeds its limit by more than ``slack``.
 
     ``limits`` maps names of :data:`GROWTH_LIMITS` to a maximum exponent (``None``: no limit).
-    The slack absorbs the small curvature a constant overhead gives a log-log fit.
+    No hidden slack by default: a limit of 1.1 means 1.1 (pass ``slack`` to allow curvature).
     """
     out: list[GrowthViolation] = []
     for key, limit in limits.items():

@@ -145,7 +145,9 @@ def test_ai_drop_direction(project: Project) -> None:
     project.run("--modelprof-update-baselines")
     project.set_costs(tiny={"flops": 1_000_000, "ai": 12.0})  # higher AI is better
     project.run().assert_outcomes(passed=1)
-    project.set_costs(tiny={"flops": 1_000_000, "ai": 8.0})  # -20 % beyond -10 %
+    # -20 % beyond -10 %: the same FLOPs over more bytes (if FLOPs and bytes both held or
+    # fell, a lower ratio would not fail: see test_trust.py).
+    project.set_costs(tiny={"flops": 1_000_000, "ai": 8.0, "memory": 125_000})
     result = project.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AI: 10 FLOP/B \u2192 8 FLOP/B (-20.0 %, limit -10.0 %)*"])

@@ -41,7 +41,7 @@ def test_strict_cli(project: Project) -> None:
         [
             "*improved beyond tolerance against baselines/test_a/test_x.json "
             "(--modelprof-strict keeps baselines tight):",
-            "*FLOPs: 1 MFLOPs \u2192 800 KFLOPs (-20.0 %, tolerance +10.0 %)",
+            "*FLOPs: 1 MFLOPs \u2192 800 KFLOPs (-20.0 %, tolerance +10.0 %)*",
         ]
     )
 

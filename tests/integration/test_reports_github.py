@@ -20,12 +20,13 @@ def test_summary_and_annotations(project: Project, monkeypatch: pytest.MonkeyPat
     regressing_project(project)
     (project.root / "summary.md").write_text("from an earlier step\n")
     _github(monkeypatch, project)
-    result = project.run()
+    result = project.run("--modelprof-report=report.html")  # a report to link to
     result.assert_outcomes(passed=1, failed=1)
     where = f"{project.root.name}/test_models.py"
     result.stdout.fnmatch_lines([
         f"::error file={where},line=3,title=modelprof regression::test_models.py::test_tiny: "
-        "FLOPs +30.0 %25 (limit +10.0 %25); MACs +30.0 %25 (limit exact)"
+        "FLOPs: 1 MFLOPs \u2192 1.3 MFLOPs (+30.0 %25, limit +10.0 %25)%0A"
+        "MACs: 500 KMACs \u2192 650 KMACs (+30.0 %25, limit exact)"
     ])
     assert sum(line.startswith("::error") for line in result.outlines) == 1
     summary = (project.root / "summary.md").read_text()

@@ -19,7 +19,7 @@ def test_html_report_of_a_regression(project: Project) -> None:
     assert EVIL_ID not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "head&amp;&lt;b&gt;" in text and "head&<b>" not in text
     assert text.index("test_models.py::test_tiny") < text.index("test_models.py::test_other")
-    assert "FLOPs +30.0 % (limit +10.0 %)" in text
+    assert "FLOPs: 1 MFLOPs \u2192 1.3 MFLOPs (+30.0 %, limit +10.0 %)" in text
     assert 'data-status="regressed"' in text and "defined at <code>test_models.py:3</code>" in text
 
 

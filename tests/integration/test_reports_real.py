@@ -44,8 +44,8 @@ def test_real_model_report(pytester: pytest.Pytester, tmp_path: Path,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.baseline.store import baseline_relpath
-    from pytest_modelprof.profile import profile_model
     from pytest_modelprof.gate.settings import Limits
+    from pytest_modelprof.profile import profile_model
 
     pytester.makepyfile(test_models=PROJECT)
     (pytester.path / "width.txt").write_text("8")

@@ -1,10 +1,11 @@
-"""The GitHub workflows: valid against GitHub's schema (offline), least privilege, pinned
-actions, and the shell of their steps run here where it can run locally."""
+"""The GitHub workflows: valid against GitHub's schema (offline), clean under zizmor, least
+privilege, pinned actions and tools, CPU-only torch with a pip cache, and the gate step run here.
+The update, comment and shard workflows have test files of their own (test_workflow_*.py)."""
 
 from __future__ import annotations
 
-import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,34 +13,37 @@ from typing import Any
 
 import pytest
 
-yaml = pytest.importorskip("yaml")
+pytest.importorskip("yaml")
 
-REPO = Path(__file__).resolve().parents[2]
-WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
-PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+from workflow_support import (  # noqa: E402
+    CPU_INDEX,
+    REPO,
+    WORKFLOWS,
+    inputs,
+    load,
+    run_step,
+    step,
+    steps,
+    workflow,
+)
+
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 from modelprof_testing import FAKE_ENGINE  # noqa: E402
 
-
-def load(path: Path) -> dict[str, Any]:
-    data: dict[Any, Any] = yaml.safe_load(path.read_text())
-    if True in data:  # YAML 1.1 reads the key `on` as a boolean
-        data["on"] = data.pop(True)
-    return data
-
-
-def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for job in workflow["jobs"].values() for s in job.get("steps", [])]
-
-
-def step(path: str, step_id: str) -> dict[str, Any]:
-    return next(s for s in steps(load(REPO / path)) if s.get("id") == step_id)
+PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+REUSABLE = ("modelprof-gate.yml", "modelprof-update-baselines.yml", "modelprof-comment.yml")
+#: The release each pinned commit is, from the actions' GitHub release pages (tags -> commits).
+RELEASES = {
+    "actions/checkout": {"11bd71901bbe5b1630ceea73d27597364c9af683": "v4.2.2"},
+    "actions/setup-python": {"0b93645e9fea7318ecaed2b359559ac225c90a2b": "v5.3.0"},
+    "actions/upload-artifact": {"ea165f8d65b6e75b540449e92b4886f43607fa02": "v4.6.2"},
+    "actions/download-artifact": {"d3f86a106a0bac45b974a628896c90dbdf5c8093": "v4.3.0"},
+}
 
 
 def test_the_expected_workflows_exist() -> None:
     names = {p.name for p in WORKFLOWS}
-    assert {"ci.yml", "cost-gate.yml", "modelprof-gate.yml",
-            "modelprof-update-baselines.yml"} <= names
+    assert {"ci.yml", "cost-gate.yml", "cost-comment.yml", *REUSABLE} <= names
 
 
 def test_workflows_match_githubs_schema() -> None:
@@ -52,47 +56,181 @@ def test_workflows_match_githubs_schema() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def _zizmor() -> str:
+    found = shutil.which("zizmor") or shutil.which("zizmor", path=str(Path(sys.executable).parent))
+    if found is None:
+        pytest.skip("zizmor is not installed (it is in the dev extra)")
+    return found
+
+
+def test_zizmor_finds_nothing_medium_or_high() -> None:
+    """`zizmor --offline .github/workflows`: no medium or high finding (ignores carry a why)."""
+    done = subprocess.run(
+        [_zizmor(), "--offline", "--min-severity", "medium", "--format", "plain",
+         str(REPO / ".github" / "workflows")],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No findings to report" in done.stdout, done.stdout
+
+
+def test_every_zizmor_ignore_says_why() -> None:
+    for path in WORKFLOWS:
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            if "zizmor: ignore[" in line:
+                before = "\n".join(lines[max(0, i - 4):i])
+                assert re.search(r"#\s*\w+", before), f"{path.name}:{i + 1}: say why"
+
+
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_least_privilege_pinned_cached(path: Path) -> None:
     workflow = load(path)
-    assert "permissions" in workflow, "set top-level permissions (least privilege)"
     reusable = set(workflow["on"]) == {"workflow_call"}
+    if path.name != "modelprof-update-baselines.yml":  # see test_workflow_update.py
+        assert "permissions" in workflow, "set top-level permissions (least privilege)"
     if not reusable:
         assert "concurrency" in workflow
     for job_name, job in workflow["jobs"].items():
         if "uses" in job:  # a call of a reusable workflow in this repository
-            assert job["uses"].startswith("./.github/workflows/"), job_name
+            assert job["uses"].startswith("$/.github/workflows/"), job_name  # self-repository
+            assert (REPO / job["uses"][2:]).is_file(), job_name
+            assert "permissions" in job, f"{job_name}: grant the called workflow what it needs"
             continue
         for s in job["steps"]:
             if "uses" in s:
                 assert PINNED.match(s["uses"]), f"{s['uses']}: pin actions to a commit SHA"
+            if s.get("uses", "").startswith("actions/checkout@"):
+                assert s["with"]["persist-credentials"] is False, job_name  # artipacked
             if s.get("uses", "").startswith("actions/setup-python@"):
+                # pip's cache, keyed on the files that declare the dependencies.
                 assert s["with"]["cache"] == "pip"
+                assert s["with"]["cache-dependency-path"], job_name
             # Inputs reach the shell through env:, never as ${{ }} inside the script (injection).
             assert "${{" not in s.get("run", ""), f"{job_name}: {s.get('name')}"
 
 
 def test_pins_carry_their_version() -> None:
+    """The comment after each pinned SHA names the release that SHA is."""
     for path in WORKFLOWS:
         for line in path.read_text().splitlines():
-            if re.search(r"uses: [\w-]+/[\w-]+@[0-9a-f]{40}", line):
-                assert re.search(r"# v\d+\.\d+\.\d+$", line), line
+            found = re.search(r"uses: ([\w-]+/[\w-]+)@([0-9a-f]{40}) # (v\d+\.\d+\.\d+)$", line)
+            if re.match(r"\s*(- )?uses: [\w-]+/[\w-]+@", line):
+                assert found, line
+                action, sha, version = found.groups()
+                assert RELEASES[action][sha] == version, line
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
 def test_step_scripts_parse(path: Path) -> None:
     for s in steps(load(path)):
-        if "run" in s:
-            done = subprocess.run(["bash", "-n", "-c", s["run"]], capture_output=True, text=True,
-                                  check=False)
-            assert done.returncode == 0, f"{s.get('name')}: {done.stderr}"
+        if "run" not in s:
+            continue
+        if s.get("shell") == "python3 {0}":
+            compile(s["run"], f"{path.name}: {s.get('name')}", "exec")
+            continue
+        done = subprocess.run(["bash", "-n", "-c", s["run"]], capture_output=True, text=True,
+                              check=False)
+        assert done.returncode == 0, f"{s.get('name')}: {done.stderr}"
 
 
-def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    base["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}"
-    return subprocess.run(["bash", "-e", "-c", script], cwd=cwd, env={**base, **env},
-                          capture_output=True, text=True, timeout=300, check=False)
+def test_linters_are_pinned_in_ci() -> None:
+    ci = workflow("ci.yml")
+    for tool in ("RUFF", "MYPY", "ZIZMOR"):
+        assert re.fullmatch(r"\d+\.\d+\.\d+", ci["env"][f"{tool}_VERSION"]), tool
+    scripts = "\n".join(s.get("run", "") for s in steps(ci))
+    assert '"ruff==$RUFF_VERSION"' in scripts and '"zizmor==$ZIZMOR_VERSION"' in scripts
+    assert '"mypy==$MYPY_VERSION"' in scripts
+    assert "zizmor --offline" in scripts
+    assert not re.search(r"pip install[^\n]*\b(ruff|mypy|zizmor)\b(?!==)", scripts)
+
+
+def test_ci_tests_the_torch_floor_and_the_newest() -> None:
+    """A matrix over torch: the lowest version we support, pinned, and whatever is newest."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    matrix = workflow("ci.yml")["jobs"]["tests"]["strategy"]["matrix"]["include"]
+    by_torch = {entry["torch"]: entry["pins"] for entry in matrix}
+    assert set(by_torch) == {"2.14.1", "newest"}
+    assert "torch==2.14.1" in by_torch["2.14.1"].split() and by_torch["newest"] == ""
+    text = (REPO / "pyproject.toml").read_text()
+    torch_req = next(Requirement(r) for r in re.findall(r'"(torch[<>=!~][^"]*)"', text))
+    assert Version("2.14.1") in torch_req.specifier  # the floor satisfies the requirement
+    assert str(torch_req.specifier) == ">=2.14.1"  # and is the floor pyproject declares
+
+
+def _installs_torch(job: dict[str, Any]) -> bool:
+    return any(re.search(r"pip install -e|eval \"\$INSTALL\"", s.get("run", ""))
+               for s in job.get("steps", []))
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_github_hosted_jobs_install_cpu_only_torch(path: Path) -> None:
+    """No GitHub-hosted runner has a GPU: the CPU-only wheels, by default."""
+    wf = load(path)
+    for name, job in wf["jobs"].items():
+        if not _installs_torch(job):
+            continue
+        assert str(job["runs-on"]).startswith("ubuntu-"), name
+        if wf.get("env", {}).get("PIP_EXTRA_INDEX_URL") == CPU_INDEX:
+            continue
+        install = next(s for s in job["steps"] if s.get("id") == "install")
+        assert install["env"]["TORCH_INDEX_URL"] == "${{ inputs.torch-index-url }}", name
+        assert inputs(path.name)["torch-index-url"]["default"] == CPU_INDEX
+
+
+@pytest.mark.parametrize("name", ["modelprof-gate.yml", "modelprof-update-baselines.yml"])
+def test_the_default_install_is_the_callers_project(name: str) -> None:
+    """Not a bare package name: the index may lack it, and whoever registers it runs code here.
+    The plugin comes from the caller's own test dependencies."""
+    default = inputs(name)["install"]["default"]
+    assert "pytest-modelprof" not in default
+    assert default == 'python -m pip install -e ".[test]"'
+    # Every job installs alike (the gate's merge job too), so they cannot drift apart.
+    scripts = {s["run"] for s in steps(workflow(name)) if s.get("id") == "install"}
+    assert len(scripts) == 1
+
+
+def _fake_python(tmp: Path) -> Path:
+    """A ``python`` whose ``-m pip`` only logs its arguments and the extra index it would use."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = -m ] && [ "$2" = pip ]; then\n'
+        f'  echo "$* | extra index: $PIP_EXTRA_INDEX_URL" >> {tmp / "pip.log"}; exit 0\n'
+        "fi\n"
+        f'exec "$REAL_PYTHON" "$@"\n')
+    (bin_dir / "python").chmod(0o755)
+    return bin_dir
+
+
+def test_the_install_step_uses_the_cpu_index_and_names_a_missing_plugin(tmp_path: Path) -> None:
+    install = step("modelprof-gate.yml", "install", job="gate")
+    env = {"INSTALL": 'python -m pip install -e ".[test]"', "TORCH_INDEX_URL": CPU_INDEX,
+           "REAL_PYTHON": sys.executable}
+    done = run_step(install, tmp_path, env, extra_path=_fake_python(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    log = (tmp_path / "pip.log").read_text().splitlines()
+    assert log[-1] == f"-m pip install -e .[test] | extra index: {CPU_INDEX}"
+    import torch
+
+    if torch.version.cuda:  # this machine's torch is a CUDA build: the step says so
+        assert "::warning title=modelprof::a CUDA build of torch" in done.stdout
+    # A project whose dependencies lack the plugin: a clear error, not pytest's "unrecognized
+    # arguments: --modelprof-report".
+    isolated = {**env, "REAL_PYTHON": sys.executable, "PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    venv = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare / "venv")],
+                          capture_output=True, text=True, check=False)
+    assert venv.returncode == 0, venv.stderr
+    isolated["REAL_PYTHON"] = str(bare / "venv" / "bin" / "python")
+    done = run_step(install, bare, isolated, extra_path=_fake_python(bare))
+    assert done.returncode == 1
+    assert "::error title=modelprof::the install command did not install pytest-modelprof" \
+        in done.stdout
 
 
 def test_gate_step_runs(pytester: pytest.Pytester) -> None:
@@ -107,71 +245,22 @@ def test_gate_step_runs(pytester: pytest.Pytester) -> None:
     """)
     root = Path(pytester.path)
     (root / "costs.json").write_text('{"tiny": {"flops": 1000000}}')
-    gate = step(".github/workflows/modelprof-gate.yml", "gate")
-    env = {"PYTEST_ARGS": "-p no:cacheprovider -q", "REPORT_DIR": "modelprof-report"}
-    update = _bash(gate["run"].replace("python -m pytest", "python -m pytest "
-                                       "--modelprof-update-baselines"), root, env)
+    gate = step("modelprof-gate.yml", "gate")
+    env = {"PYTEST_ARGS": "-p no:cacheprovider -q", "REPORT_DIR": "modelprof-report",
+           "BASELINE_DIR": "", "SHARDS": "1", "SHARD": "1"}
+    update = run_step({"run": gate["run"].replace(
+        "python -m pytest", "python -m pytest --modelprof-update-baselines")}, root, env)
     assert update.returncode == 0, update.stdout + update.stderr
     (root / "costs.json").write_text('{"tiny": {"flops": 1200000}}')
     github = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(root / "summary.md"),
               "GITHUB_WORKSPACE": str(root), "GITHUB_SERVER_URL": "https://github.com",
               "GITHUB_REPOSITORY": "o/r", "GITHUB_RUN_ID": "9"}
-    done = _bash(gate["run"], root, {**env, **github})
+    done = run_step(gate, root, {**env, **github})
     assert done.returncode == 1, done.stdout + done.stderr  # the regression fails the job
-    assert "::error file=test_m.py,line=3,title=modelprof regression::test_m.py::test_tiny: " \
-        "FLOPs +20.0 %25 (limit +10.0 %25)" in done.stdout
+    (annotation,) = [line for line in done.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith(
+        "::error file=test_m.py,line=3,title=modelprof regression::test_m.py::test_tiny: ")
+    assert "+20.0 %25" in annotation and "limit +10.0 %25" in annotation
     assert {p.name for p in (root / "modelprof-report").iterdir()} == {
         "report.html", "results.json", "report.md"}
     assert "| \u274c regressed | `test_m.py::test_tiny` |" in (root / "summary.md").read_text()
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-@pytest.mark.parametrize("mode", ["commit", "pull-request", "nothing-changed"])
-def test_publish_step_runs(tmp_path: Path, mode: str) -> None:
-    """The baseline refresh commits to the branch or pushes one and opens a pull request."""
-    remote, work = tmp_path / "remote.git", tmp_path / "work"
-    _git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
-    _git(tmp_path, "init", "-q", "-b", "main", str(work))
-    for key, value in (("user.name", "t"), ("user.email", "t@example.com")):
-        _git(work, "config", key, value)
-    (work / "baselines").mkdir()
-    (work / "baselines" / "a.json").write_text("{}\n")
-    _git(work, "add", ".")
-    _git(work, "commit", "-q", "-m", "init")
-    _git(work, "remote", "add", "origin", str(remote))
-    _git(work, "push", "-q", "origin", "main")
-    if mode != "nothing-changed":
-        (work / "baselines" / "a.json").write_text('{"flops": 2}\n')
-        (work / "baselines" / "b.json").write_text("{}\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "gh").write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "gh.args"}\n')
-    (bin_dir / "gh").chmod(0o755)
-    publish = step(".github/workflows/modelprof-update-baselines.yml", "publish")
-    env = {
-        "MODE": "commit" if mode == "nothing-changed" else mode, "BASELINE_DIR": "baselines",
-        "BASE_BRANCH": "main", "RUN_ID": "77", "GH_TOKEN": "x",
-        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
-        "GITHUB_OUTPUT": str(tmp_path / "output"),
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-    }
-    done = _bash(publish["run"], work, env)
-    assert done.returncode == 0, done.stdout + done.stderr
-    output = (tmp_path / "output").read_text()
-    if mode == "nothing-changed":
-        assert output == "changed=false\n"
-        assert _git(remote, "rev-list", "--count", "main") == "1"
-        return
-    assert output == "changed=true\n"
-    branch = "main" if mode == "commit" else "modelprof/update-baselines-77"
-    assert _git(remote, "log", "-1", "--format=%s", branch) == \
-        "Update modelprof baselines (run 77)"
-    assert _git(remote, "show", f"{branch}:baselines/b.json") == "{}"
-    if mode == "pull-request":
-        assert _git(remote, "rev-list", "--count", "main") == "1"  # main untouched
-        assert (tmp_path / "gh.args").read_text().startswith(
-            "pr create --base main --head modelprof/update-baselines-77")

@@ -12,9 +12,9 @@ from pytest_modelprof.analysis.partition import (
     PartitionReport,
     PartitionSummary,
     partition,
-    render_partition_report,
 )
 from pytest_modelprof.profile import profile_model
+from pytest_modelprof.report.partition_text import render_partition_report
 from pytest_modelprof.schema import ModelProfile
 
 

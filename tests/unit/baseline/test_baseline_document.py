@@ -101,3 +101,17 @@ def test_migrations_run_step_by_step() -> None:
         {"schema_version": 1, "flops": 5, "net": "r18"}, source="b", migrations=steps, current=3
     )
     assert out == {"schema_version": 3, "metrics": {"flops": 5}, "model": "r18"}
+
+
+def test_a_v1_baseline_migrates(make_profile: MakeProfile) -> None:
+    # A file as the first release wrote it: no uncounted ops, a shorter environment.
+    data = json.loads(doc(make_profile()).to_json())
+    del data["uncounted_ops"]
+    for key in ("torchvision_version", "source_version"):
+        del data["environment"][key]
+    data["schema_version"] = 1
+    upgraded = BaselineDocument.from_json(json.dumps(data), source="old.json")
+    assert upgraded.schema_version == BASELINE_SCHEMA_VERSION == 2
+    # Unknown, not empty: a v1 baseline cannot say which ops are "newly" uncounted.
+    assert upgraded.uncounted_ops is None
+    assert upgraded.metrics == doc(make_profile()).metrics

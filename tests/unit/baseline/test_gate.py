@@ -12,9 +12,9 @@ from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
 from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
+from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 from pytest_modelprof.gate.summary import summary_lines
 from pytest_modelprof.schema import LayerStats, ModelProfile
-from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 
 MakeProfile = Callable[..., ModelProfile]
 MakeLayer = Callable[..., LayerStats]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 from pathlib import Path
 from typing import Any
 
@@ -123,11 +122,10 @@ def _forbid_network(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_missing_pt_fails_at_once_offline_and_suggests_yaml(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # "At once" without a timer: every network call raises, so resolving cannot wait on one.
     _forbid_network(monkeypatch)
-    start = time.perf_counter()
     with pytest.raises(ModelNotFoundError) as info:
         resolve("yolov8n.pt")
-    assert time.perf_counter() - start < 1.0
     message = str(info.value)
     assert "not on disk" in message
     assert "never downloads" in message

@@ -32,7 +32,8 @@ def test_round_trip_is_deterministic(results: RunResults) -> None:
 def test_committed_schema_is_current() -> None:
     committed = (REPO / SCHEMA_PATH).read_text()
     assert committed == results_json_schema(), (
-        f"{SCHEMA_PATH} is stale; regenerate it: python -m pytest_modelprof.gate.results {SCHEMA_PATH}"
+        f"{SCHEMA_PATH} is stale; regenerate it: "
+        f"python -m pytest_modelprof.gate.results {SCHEMA_PATH}"
     )
 
 
