@@ -78,9 +78,7 @@ def test_a_break_fails_the_absolute_budget_without_a_baseline(pytester: pytest.P
 def test_a_new_break_fails_the_delta_against_a_clean_baseline(pytester: pytest.Pytester) -> None:
     _project(pytester, "max_graph_breaks_delta=0", CLEAN)
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
-    baseline = json.loads(
-        (pytester.path / "baselines" / "test_net" / "test_net.json").read_text()
-    )
+    baseline = json.loads((pytester.path / "baselines" / "test_net" / "test_net.json").read_text())
     assert baseline["metrics"]["graph_breaks"] == 0 and baseline["metrics"]["graphs"] == 1
     assert baseline["compile"]["break_reasons"] == []
 
