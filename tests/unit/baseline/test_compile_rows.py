@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_modelprof.compile.gate import compile_wanted
@@ -31,7 +31,7 @@ def health(*breaks: BreakReason, compile_s: float | None = None) -> CompileHealt
 
 
 def run(
-    profile: ModelProfile, tmp_path: Path, limits: dict[str, object], *, update: bool = False
+    profile: ModelProfile, tmp_path: Path, limits: Mapping[str, object], *, update: bool = False
 ) -> Outcome:
     settings = SessionSettings(baseline_dir=tmp_path / "b", update=update)
     return evaluate(
