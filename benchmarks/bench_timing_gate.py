@@ -1,24 +1,31 @@
-"""False-alarm and detection rates of the latency gate, on this machine, with and without load.
+"""False-alarm and detection rates of the latency gate at its defaults, with and without load.
 
 What it does:
 
-1. Builds a small CNN (single-threaded, ~ms per forward) and a copy whose forward is slowed
-   by a calibrated busy-wait: after the real forward it spins for ``--slowdown`` times the
-   duration of *that very call*, so the injected cost stays a fixed fraction of the model's
-   time even when load slows the model down.
-2. Records ``--sessions`` measurement sessions of each variant (``measure_normalised``:
-   alternating model / calibration rounds), first on an idle machine, then with a background
-   process spinning on the other core (bounded in time; it exits on its own).
-3. Simulates many baseline-vs-current comparisons: every unchanged session serves as the
-   stored baseline against every *other* unchanged session (false alarms) and every slowed
-   session (detections). Scenarios: idle vs idle, loaded vs loaded, and idle baseline vs
-   loaded run (a slower runner). Each is judged with calibration-normalised ratios and, for
-   contrast, with raw milliseconds.
+1. Builds a small CNN (single-threaded, ~0.4 ms per forward) and a copy whose forward is
+   slowed by a calibrated busy-wait: after the real forward it spins for ``--slowdown`` times
+   the duration of *that very call*, so the injected cost stays a fixed fraction of the
+   model's time even when load slows the model down.
+2. Records ``--sessions`` measurement sessions of each variant (``measure_normalised``: the
+   model rotated with the calibration workloads, ``--max-rounds`` rounds each), first with
+   the machine as it is ("idle"), then with a background process spinning on a core
+   ("loaded"; bounded in time, it exits on its own).
+3. Replays the gate on every (baseline, current) pair, as ``measure_forward_sequential``
+   runs it: a stored baseline is a whole unchanged session (``--max-rounds`` rounds, as
+   recorded without a baseline), and the current run is ``compare_sequential`` fed from a
+   recorded session (``--rounds`` rounds, more only while undecided, at most
+   ``--max-rounds``; 1000 bootstrap resamples instead of the plugin's 2000, for time).
+   Every unchanged session serves as baseline against every *other* unchanged session
+   (false alarms) and every slowed session (detections). Scenarios: idle/idle,
+   loaded/loaded, idle baseline + loaded run, and loaded baseline + idle run.
 
 Pairs share sessions, so they are not independent; the rates are estimates, not exact
-probabilities. Timings on a shared machine are noisy by nature: rerun it where it matters.
+probabilities. Sessions of one process stand in for runs on different days. Timings on a
+shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py            (about 1-3 minutes)
+Reproduce: python benchmarks/bench_timing_gate.py --quick      (about 2 minutes on 2 cores)
+           python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
+           ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
 
 from __future__ import annotations
@@ -40,12 +47,14 @@ from torch import nn
 
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
+    DEFAULT_MAX_ROUNDS_FACTOR,
     DEFAULT_TOLERANCE,
     NormalisedTiming,
+    compare_sequential,
     compare_timings,
-    decide,
-    measure_normalised,
 )
+
+DEFAULT_ROUNDS = 100  # the plugin's timing_rounds default (settings.DEFAULT_TIMING_ROUNDS)
 
 
 def _bench_model() -> nn.Module:
@@ -78,92 +87,100 @@ class SlowedDown(nn.Module):
 
 def _spin(deadline: float) -> None:
     """Background load: a pure-Python busy loop that stops by itself at ``deadline``."""
-    x = 1.0
     while time.time() < deadline:
-        for _ in range(10_000):
-            x = x * 1.0000001 + 1e-9
+        pass
 
 
 @dataclass
 class Rates:
     scenario: str
-    values: str  # "normalised" or "raw ms"
-    tolerance: float
-    alpha: float
+    values: str  # "normalised, sequential" (the gate) or "raw ms" (contrast)
     false_alarms: int
     unchanged_pairs: int
     detections: int
     slowed_pairs: int
     false_alarm_rate: float
     detection_rate: float
+    mean_rounds: float  # rounds the current run measured, on average
 
 
-def _sessions(
+Sessions = dict[str, dict[str, list[NormalisedTiming]]]  # phase -> variant -> sessions
+
+
+def _record(
     fns: dict[str, Callable[[], object]], count: int, rounds: int
 ) -> dict[str, list[NormalisedTiming]]:
+    from pytest_modelprof.runtime.noise import measure_normalised
+
     out: dict[str, list[NormalisedTiming]] = {name: [] for name in fns}
     names = list(fns)
     for k in range(count):
-        order = names if k % 2 == 0 else names[::-1]
-        for name in order:
+        for name in names if k % 2 == 0 else names[::-1]:
             out[name].append(measure_normalised(fns[name], rounds=rounds, warmup=3))
     return out
 
 
-Evidence = tuple[float, float, float]  # slowdown, p_slower, p_faster
-
-
-def _evidence(
-    base: Sequence[NormalisedTiming], current: Sequence[NormalisedTiming], normalised: bool,
-    disjoint: bool,
-) -> list[Evidence]:
-    """One compare_timings() per (baseline, current) pair; the verdict rule is applied later."""
-    out: list[Evidence] = []
-    for i, ref in enumerate(base):
-        for j, cur in enumerate(current):
-            if disjoint and i == j:
-                continue
-            if normalised:
-                c = compare_timings(cur, ref, resamples=400)
-            else:
-                c = compare_timings(cur.model, ref.model, resamples=400)
-            out.append((c.slowdown, c.p_slower, c.p_faster))
-    return out
-
-
-def _rates(
-    scenario: str, values: str, same: list[Evidence], slowed: list[Evidence],
-    tolerance: float, alpha: float,
-) -> Rates:
-    def regressed(e: Evidence) -> bool:
-        return decide(e[0], e[1], e[2], tolerance=tolerance, alpha=alpha) == "regressed"
-
-    fa = sum(regressed(e) for e in same)
-    det = sum(regressed(e) for e in slowed)
-    return Rates(
-        scenario=scenario, values=values, tolerance=tolerance, alpha=alpha,
-        false_alarms=fa, unchanged_pairs=len(same), detections=det, slowed_pairs=len(slowed),
-        false_alarm_rate=fa / len(same), detection_rate=det / len(slowed),
+def _rounds(t: NormalisedTiming, start: int, stop: int) -> NormalisedTiming:
+    return NormalisedTiming.from_parts(
+        t.model.samples[start:stop], [p[start:stop] for p in t.parts_ms],
+        quantile=t.quantile, timer=t.model.timer, calibration_version=t.calibration_version,
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20, help="sessions per variant and load")
-    parser.add_argument("--rounds", type=int, default=100, help="rounds per session")
-    parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
-    parser.add_argument("--tolerances", default="0.05,0.08",
-                        help="comma-separated tolerances to evaluate (the gate default is 0.08)")
-    parser.add_argument("--alphas", default=f"{DEFAULT_ALPHA},1.0",
-                        help="significance levels to evaluate (1.0: the point estimate alone)")
-    parser.add_argument("--input-size", type=int, default=64)
-    parser.add_argument("--no-load", action="store_true", help="skip the loaded phase")
-    parser.add_argument("--json", help="also write the figures to this file")
-    args = parser.parse_args(argv)
-    tolerances = [float(t) for t in args.tolerances.split(",")]
-    alphas = [float(a) for a in args.alphas.split(",")]
-    started = time.time()
+def _gate(baseline: NormalisedTiming, session: NormalisedTiming, rounds: int,
+          max_rounds: int) -> tuple[str, int]:
+    """The plugin's sequential measurement and verdict, fed from a recorded session."""
+    used = [0]
 
+    def measure(n: int) -> NormalisedTiming:
+        part = _rounds(session, used[0], used[0] + n)
+        used[0] += n
+        return part
+
+    timing, comparison = compare_sequential(
+        baseline, measure, rounds=rounds, max_rounds=max_rounds, resamples=1000
+    )
+    return comparison.verdict, timing.rounds
+
+
+def _judge(stored: NormalisedTiming, session: NormalisedTiming, rounds: int, max_rounds: int,
+           raw: bool) -> tuple[str, int]:
+    """(verdict, rounds measured): the gate, or raw milliseconds at fixed rounds for contrast."""
+    if raw:
+        return compare_timings(session.head(rounds).model, stored.model,
+                               resamples=1000).verdict, rounds
+    return _gate(stored, session, rounds, max_rounds)
+
+
+def _scenario(
+    label: str, base: Sequence[NormalisedTiming], same: Sequence[NormalisedTiming],
+    slowed: Sequence[NormalisedTiming], same_phase: bool, rounds: int, max_rounds: int,
+    raw: bool, baseline_rounds: int,
+) -> Rates:
+    fa = det = n_same = n_slow = used = 0
+    for i, ref in enumerate(base):
+        stored = ref.head(baseline_rounds)
+        for j, cur in enumerate(same):
+            if same_phase and i == j:
+                continue
+            verdict, n = _judge(stored, cur, rounds, max_rounds, raw)
+            fa += verdict == "regressed"
+            n_same += 1
+            used += n
+        for cur in slowed:
+            verdict, n = _judge(stored, cur, rounds, max_rounds, raw)
+            det += verdict == "regressed"
+            n_slow += 1
+            used += n
+    return Rates(
+        scenario=label, values="raw ms" if raw else "normalised, sequential",
+        false_alarms=fa, unchanged_pairs=n_same, detections=det, slowed_pairs=n_slow,
+        false_alarm_rate=fa / n_same, detection_rate=det / n_slow,
+        mean_rounds=used / (n_same + n_slow),
+    )
+
+
+def _measure_phases(args: argparse.Namespace, started: float) -> Sessions:
     torch.set_num_threads(1)
     model = _bench_model()
     slowed = SlowedDown(model, args.slowdown).eval()
@@ -178,68 +195,113 @@ def main(argv: Sequence[str] | None = None) -> int:
             return slowed(x)
 
     fns = {"unchanged": run_plain, "slowed": run_slowed}
-    print(f"# {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
-    print(f"# torch {torch.__version__}, {platform.processor() or platform.machine()}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
-    phases: dict[str, dict[str, list[NormalisedTiming]]] = {}
-    phases["idle"] = _sessions(fns, args.sessions, args.rounds)
-    print(f"# idle phase done in {time.time() - started:.0f} s")
+    phases: Sessions = {"idle": _record(fns, args.sessions, args.max_rounds)}
+    print(f"# idle phase done in {time.time() - started:.0f} s", flush=True)
     if not args.no_load:
         ctx = mp.get_context("spawn")
         t0 = time.time()
-        # Generous bound: the loaded phase takes about as long as the idle one, plus start-up.
+        # Generous bound: the loaded phase takes up to ~3x the idle one, plus start-up.
         loader = ctx.Process(target=_spin, args=(time.time() + 4 * (t0 - started) + 60,),
                              daemon=True)
         loader.start()
         time.sleep(1.0)
         try:
-            phases["loaded"] = _sessions(fns, args.sessions, args.rounds)
+            phases["loaded"] = _record(fns, args.sessions, args.max_rounds)
         finally:
             loader.terminate()
             loader.join(timeout=10)
-        print(f"# loaded phase done in {time.time() - t0:.0f} s")
+        print(f"# loaded phase done in {time.time() - t0:.0f} s", flush=True)
+    return phases
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="10 sessions per variant and load, no raw-ms contrast (~2 min)")
+    parser.add_argument("--sessions", type=int, default=None,
+                        help="sessions per variant and load (default 16, --quick 10)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help="rounds of a stored baseline and of a run's first look")
+    parser.add_argument("--max-rounds", type=int, default=None,
+                        help=f"most rounds a run measures (default {DEFAULT_MAX_ROUNDS_FACTOR}x)")
+    parser.add_argument("--baseline-rounds", type=int, default=None,
+                        help="rounds of a stored baseline (default: --max-rounds, as the "
+                             "plugin records a baseline)")
+    parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
+    parser.add_argument("--input-size", type=int, default=64)
+    parser.add_argument("--no-load", action="store_true", help="skip the loaded phase")
+    parser.add_argument("--save", help="write the recorded sessions to this JSON file")
+    parser.add_argument("--load", help="replay sessions from this JSON file (no measuring)")
+    parser.add_argument("--json", help="also write the figures to this file")
+    args = parser.parse_args(argv)
+    if args.sessions is None:
+        args.sessions = 10 if args.quick else 16
+    if args.max_rounds is None:
+        args.max_rounds = DEFAULT_MAX_ROUNDS_FACTOR * args.rounds
+    if args.baseline_rounds is None:
+        args.baseline_rounds = args.max_rounds
+    started = time.time()
+
+    print(f"# {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
+    print(f"# torch {torch.__version__}, {platform.processor() or platform.machine()}, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start", flush=True)
+    if args.load:
+        with open(args.load, encoding="utf-8") as fh:
+            raw = json.load(fh)
+        phases: Sessions = {
+            ph: {v: [NormalisedTiming.model_validate(s) for s in ss] for v, ss in vs.items()}
+            for ph, vs in raw.items()
+        }
+    else:
+        phases = _measure_phases(args, started)
+    if args.save:
+        with open(args.save, "w", encoding="utf-8") as fh:
+            json.dump({ph: {v: [s.model_dump(mode="json") for s in ss] for v, ss in vs.items()}
+                       for ph, vs in phases.items()}, fh)
 
     for name, sessions in phases.items():
-        ratio_medians = sorted(s.normalised for s in sessions["unchanged"])
-        ms = sorted(s.model.median for s in sessions["unchanged"])
-        cal = sorted(s.calibration.median for s in sessions["unchanged"])
-        print(f"# {name}: model median {ms[0]:.3f}..{ms[-1]:.3f} ms, calibration "
-              f"{cal[0]:.3f}..{cal[-1]:.3f} ms, normalised "
-              f"{ratio_medians[0]:.3f}..{ratio_medians[-1]:.3f}"
-              " (range over sessions)")
+        ms = sorted(s.head(args.rounds).fast_ms for s in sessions["unchanged"])
+        norm = sorted(s.head(args.rounds).normalised for s in sessions["unchanged"])
+        print(f"# {name}: model q10 {ms[0]:.3f}..{ms[-1]:.3f} ms, normalised "
+              f"{norm[0]:.3f}..{norm[-1]:.3f} (range over sessions)")
 
-    scenarios: list[tuple[str, str, str, bool]] = [("idle vs idle", "idle", "idle", True)]
+    scenarios = [("idle vs idle", "idle", "idle")]
     if "loaded" in phases:
-        scenarios += [("loaded vs loaded", "loaded", "loaded", True),
-                      ("idle baseline, loaded run", "idle", "loaded", False)]
+        scenarios += [("loaded vs loaded", "loaded", "loaded"),
+                      ("idle baseline, loaded run", "idle", "loaded"),
+                      ("loaded baseline, idle run", "loaded", "idle")]
     results: list[Rates] = []
-    for label, base_phase, cur_phase, disjoint in scenarios:
-        base = phases[base_phase]["unchanged"]
-        for normalised in (True, False):
-            values = "normalised" if normalised else "raw ms"
-            same = _evidence(base, phases[cur_phase]["unchanged"], normalised, disjoint)
-            slowed_ev = _evidence(base, phases[cur_phase]["slowed"], normalised, False)
-            for alpha in alphas:
-                for tol in tolerances:
-                    results.append(_rates(label, values, same, slowed_ev, tol, alpha))
+    for raw in (False,) if args.quick else (False, True):
+        for label, base_phase, cur_phase in scenarios:
+            results.append(_scenario(
+                label, phases[base_phase]["unchanged"], phases[cur_phase]["unchanged"],
+                phases[cur_phase]["slowed"], base_phase == cur_phase, args.rounds,
+                args.max_rounds, raw, args.baseline_rounds,
+            ))
 
     print()
-    print(f"injected slowdown +{args.slowdown * 100:.0f} %, {args.sessions} sessions x "
-          f"{args.rounds} rounds per variant; gate defaults: tolerance {DEFAULT_TOLERANCE}, "
-          f"alpha {DEFAULT_ALPHA}")
-    header = (f"{'scenario':<27} {'values':<10} {'alpha':>5} {'tol':>5} {'false alarms':>18} "
-              f"{'detected':>18}")
+    print(f"injected slowdown +{args.slowdown * 100:.0f} %, {args.sessions} sessions per "
+          f"variant and load; gate defaults: tolerance {DEFAULT_TOLERANCE * 100:.0f} %, "
+          f"alpha {DEFAULT_ALPHA}, {args.rounds} rounds (up to {args.max_rounds}), "
+          f"baselines of {args.baseline_rounds} rounds")
+    header = (f"{'scenario':<27} {'values':<23} {'false alarms':>18} {'detected':>18} "
+              f"{'rounds':>6}")
     print(header)
     print("-" * len(header))
     for r in results:
-        print(f"{r.scenario:<27} {r.values:<10} {r.alpha:>5.2f} {r.tolerance * 100:>4.0f}% "
+        print(f"{r.scenario:<27} {r.values:<23} "
               f"{r.false_alarm_rate * 100:>6.2f}% ({r.false_alarms:>3}/{r.unchanged_pairs:<4}) "
-              f"{r.detection_rate * 100:>6.2f}% ({r.detections:>3}/{r.slowed_pairs:<4})")
-    print(f"\ntargets: false alarms <= 1 %, detection >= 95 %. Took {time.time() - started:.0f} s.")
+              f"{r.detection_rate * 100:>6.2f}% ({r.detections:>3}/{r.slowed_pairs:<4}) "
+              f"{r.mean_rounds:>6.0f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump({"args": vars(args), "results": [asdict(r) for r in results]}, fh, indent=2)
             fh.write("\n")
+    gate = [r for r in results if r.values != "raw ms"]
+    print(f"\ntargets: false alarms <= 1 %, detection >= 95 %. Took {time.time() - started:.0f} s.")
+    print(f"gate defaults: worst false alarms "
+          f"{max(r.false_alarm_rate for r in gate) * 100:.2f} %, worst detection "
+          f"{min(r.detection_rate for r in gate) * 100:.2f} %")
     return 0
 
 

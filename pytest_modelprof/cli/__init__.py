@@ -16,7 +16,17 @@ import sys
 from collections.abc import Sequence
 
 from pytest_modelprof import __version__
-from pytest_modelprof.cli import compare, fvcore, graph, listing, merge, partition, profile, report
+from pytest_modelprof.cli import (
+    bench,
+    compare,
+    fvcore,
+    graph,
+    listing,
+    merge,
+    partition,
+    profile,
+    report,
+)
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
@@ -27,6 +37,7 @@ __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 #: Every subcommand, in the order ``--help`` lists them.
 COMMANDS: tuple[Command, ...] = (
     profile.COMMAND,
+    bench.COMMAND,
     listing.COMMAND,
     fvcore.COMMAND,
     sweep_command.COMMAND,

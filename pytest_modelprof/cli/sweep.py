@@ -16,29 +16,70 @@ from pytest_modelprof.cli._common import (
     PROG,
     Command,
     out,
+    parse_arch,
     parse_shape,
     parse_top,
     resolve_names,
 )
+from pytest_modelprof.errors import ModelprofError
 
 __all__ = ["COMMAND"]
 
 
 def parse_axis_sizes(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]`` (imported on use: sweep.py imports torch)."""
-    from pytest_modelprof.runtime.sweep import axis_values_arg
+    """``"1,8,32"`` -> ``[1, 8, 32]``; one value (``"32"``) holds the axis there, unswept."""
+    values = _ints(text)
+    if len(values) == 1:
+        return values
+    from pytest_modelprof.runtime.sweep import axis_values_arg  # imports torch
 
     return axis_values_arg(text)
 
 
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        values = []
+    if not values or any(v <= 0 for v in values):
+        raise argparse.ArgumentTypeError(
+            f"expected positive integers separated by commas, such as 1,8,32; got {text!r}"
+        )
+    return values
+
+
+def parse_sweep_arch(text: str) -> tuple[str, list[int]]:
+    """``num_hidden_layers=2,4,8`` -> ``("num_hidden_layers", [2, 4, 8])``."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(
+            f"expected KEY=V1,V2,... such as num_hidden_layers=2,4,8; got {text!r}"
+        )
+    values = _ints(raw)
+    if len(values) < 2 or values != sorted(set(values)):
+        raise argparse.ArgumentTypeError(
+            f"{key}: a sweep needs two or more increasing values, such as {key}=2,4,8; "
+            f"got {raw.strip()!r}"
+        )
+    return key, values
+
 
 def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a model name (see 'modelprof list')")
-    p.add_argument("--batch", type=parse_axis_sizes, metavar="N,N,...", help="batch sizes")
+    p.add_argument("--batch", type=parse_axis_sizes, metavar="N,N,...",
+                   help="batch sizes (one value holds the batch there)")
     p.add_argument("--seq-len", type=parse_axis_sizes, metavar="N,N,...",
-                   help="sequence lengths (dimension 1 of the input)")
+                   help="sequence lengths (dimension 1 of the input; one value holds it)")
     p.add_argument("--input-size", type=parse_axis_sizes, metavar="N,N,...",
-                   help="spatial sizes (H = W)")
+                   help="spatial sizes (H = W; one value holds it)")
+    p.add_argument("--sweep-arch", type=parse_sweep_arch, action="append", default=[],
+                   metavar="KEY=V1,V2,...",
+                   help="a builder keyword to sweep, repeatable: the model is rebuilt with each "
+                        "value (e.g. num_hidden_layers=2,4,8; num_classes=10,100,1000)")
+    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
+                   help="builder keyword held fixed at every point, repeatable "
+                        "(e.g. --arch hidden_size=64)")
     p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
                    help="template input shape; the swept dimensions are replaced")
     p.add_argument("--no-latency", action="store_true", help="skip timing (FLOPs and memory only)")
@@ -49,18 +90,34 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
 
 
-
 def _run_sweep(args: argparse.Namespace) -> int:
     from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
 
-    over = {k: v for k, v in (("batch", args.batch), ("seq_len", args.seq_len),
-                              ("input_size", args.input_size)) if v}
-    if not over:
-        print(f"{PROG} sweep: error: give --batch, --seq-len or --input-size", file=sys.stderr)
+    over: dict[str, list[int]] = {
+        k: v for k, v in (("batch", args.batch), ("seq_len", args.seq_len),
+                          ("input_size", args.input_size)) if v
+    }
+    for key, values in args.sweep_arch:
+        if key in over:
+            print(f"{PROG} sweep: error: {key} is given twice", file=sys.stderr)
+            return EXIT_USAGE
+        over[key] = values
+    if not any(len(v) > 1 for v in over.values()):
+        print(f"{PROG} sweep: error: give --batch, --seq-len or --input-size with two or more "
+              "values, or --sweep-arch KEY=V1,V2,...", file=sys.stderr)
+        return EXIT_USAGE
+    fixed = dict(args.arch)
+    both = sorted(set(fixed) & set(over))
+    if both:
+        print(f"{PROG} sweep: error: {both[0]} is both swept and fixed (--arch); give it once",
+              file=sys.stderr)
         return EXIT_USAGE
     resolve_names([args.model])
-    result = sweep(args.model, over=over, input_shape=args.input_shape,
-                   latency=not args.no_latency, rounds=args.rounds)
+    try:
+        result = sweep(args.model, over=over, input_shape=args.input_shape,
+                       latency=not args.no_latency, rounds=args.rounds, arch_kwargs=fixed)
+    except (TypeError, ValueError) as exc:  # a keyword the builder does not take, a bad value
+        raise ModelprofError(f"{args.model}: {' '.join(str(exc).split())}") from exc
     out(result.model_dump_json(indent=2) if args.json else format_sweep(result))
     violations = check_growth(result, {"max_flops_growth_exponent": args.max_flops_growth_exponent})
     for violation in violations:
@@ -68,21 +125,26 @@ def _run_sweep(args: argparse.Namespace) -> int:
     return EXIT_FAILED if violations else EXIT_OK
 
 
-
 COMMAND = Command(
     name="sweep",
-    summary="FLOPs, memory and latency over batch / seq-len / input size, growth exponents",
+    summary="FLOPs, memory and latency over batch, seq-len, input size or depth: growth exponents",
     description=(
         "Profile MODEL at each point of one or more axes (each swept alone, the others at\n"
         "their first value) and fit metric ~ value**k per metric by least squares in\n"
         "log-log space. Attention grows about quadratically in sequence length; a change\n"
-        "that turns linear growth into quadratic growth shows up as a larger exponent."
+        "that turns linear growth into quadratic growth shows up as a larger exponent.\n"
+        "--sweep-arch sweeps a builder keyword (layer count, width): the model is rebuilt\n"
+        "with each value; --arch holds other keywords fixed, and a shape option with one\n"
+        "value holds that dimension."
     ),
     examples="""\
   modelprof sweep resnet18 --batch 1,8,32
   modelprof sweep vit_b_16 --batch 1,2,4 --no-latency
   modelprof sweep resnet50 --input-size 112,224,448 --no-latency --json > sweep.json
-  modelprof sweep resnet18 --batch 1,2,4 --max-flops-growth-exponent 1.05""",
+  modelprof sweep resnet18 --batch 1,2,4 --max-flops-growth-exponent 1.05
+  modelprof sweep hf:llama --arch hidden_size=64 --arch intermediate_size=128 \\
+      --sweep-arch num_hidden_layers=2,4,8 --seq-len 32 --no-latency --json
+  modelprof sweep my_pkg.nets:make_net --sweep-arch depth=2,4,8 --input-shape 1,3,64,64""",
     add_arguments=_add_sweep_arguments,
     run=_run_sweep,
 )

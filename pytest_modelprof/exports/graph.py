@@ -19,7 +19,7 @@ producers and parameters account for (or reads a view of such a tensor).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,6 +38,7 @@ __all__ = [
     "GraphStats",
     "GraphExport",
     "build_graph",
+    "with_forward_times",
     "export_graph",
     "to_json",
     "to_text",
@@ -71,6 +72,8 @@ class GraphNode(_Frozen):
     flops: int = 0
     ops: int = 0  # ATen ops behind the node (views included for module nodes)
     output_shape: list[int] | None = None
+    # Measured forward time of the module per forward, children included (``--timed``).
+    forward_ms: float | None = None
 
 
 class GraphEdge(_Frozen):
@@ -329,6 +332,20 @@ def build_graph(capture: Capture, *, detail: bool, name: str = "model") -> Graph
     )
 
 
+def with_forward_times(graph: GraphExport, forward_ms: Mapping[str, float]) -> GraphExport:
+    """``graph`` with ``forward_ms`` on each module node, from ``{module path: ms}``."""
+    nodes = [
+        n.model_copy(update={"forward_ms": forward_ms[n.module]})
+        if n.kind == "module" and n.module in forward_ms else n
+        for n in graph.nodes
+    ]
+    return graph.model_copy(update={"nodes": nodes})
+
+
+def _timed(graph: GraphExport) -> bool:
+    return any(n.forward_ms is not None for n in graph.nodes)
+
+
 # -- writing -------------------------------------------------------------------------------------
 
 def _shape(shape: list[int] | None) -> str:
@@ -337,7 +354,11 @@ def _shape(shape: list[int] | None) -> str:
 
 def to_json(graph: GraphExport) -> str:
     """Deterministic JSON (sorted keys, indent 2, trailing newline)."""
-    return dumps_deterministic(graph.model_dump(mode="json"))
+    data = graph.model_dump(mode="json")
+    if not _timed(graph):  # untimed exports keep the document they always had
+        for node in data["nodes"]:
+            del node["forward_ms"]
+    return dumps_deterministic(data)
 
 
 def to_text(graph: GraphExport) -> str:
@@ -347,11 +368,14 @@ def to_text(graph: GraphExport) -> str:
     type_width = min(max((len(n.type) for n in graph.nodes), default=4), 40)
     lines = [f"# modelprof {graph.graph} graph of {graph.model}",
              f"# {graph.stats.nodes} nodes, {graph.stats.edges} edges", "", "[nodes]"]
+    timed = _timed(graph)
     lines.append(f"{'id':>6}  {'name':<{width}}  {'type':<{type_width}}  {'params':>10}  "
-                 f"{'flops':>14}  output")
+                 f"{'flops':>14}  " + (f"{'forward_ms':>10}  " if timed else "") + "output")
     for n in graph.nodes:
+        ms = (f"{n.forward_ms:>10.4f}  " if n.forward_ms is not None else f"{'-':>10}  "
+              ) if timed else ""
         lines.append(f"{n.id:>6}  {n.name:<{width}}  {n.type:<{type_width}}  {n.params:>10}  "
-                     f"{n.flops:>14}  {_shape(n.output_shape)}")
+                     f"{n.flops:>14}  {ms}{_shape(n.output_shape)}")
     lines += ["", "[edges]"]
     names = {n.id: n.name for n in graph.nodes}
     for e in graph.edges:
@@ -372,6 +396,10 @@ def to_text(graph: GraphExport) -> str:
         f"params          {s.total_params} ({format_count(s.total_params)})",
         f"flops           {s.total_flops} ({format_count(s.total_flops, 'FLOPs')})",
     ]
+    root = next((n for n in graph.nodes if n.kind == "module" and n.module == ""), None)
+    if root is not None and root.forward_ms is not None:
+        lines.append(f"forward_ms      {root.forward_ms:.4f} (the model's own node, hooks "
+                     "included)")
     if s.dropped_ops:
         lines.append(f"dropped ops     {s.dropped_ops} (zero-size outputs never read)")
     return "\n".join(lines) + "\n"
@@ -400,6 +428,8 @@ def to_dot(graph: GraphExport) -> str:
             parts.append(f"{format_count(n.params)} params")
         if n.flops:
             parts.append(format_count(n.flops, "FLOPs"))
+        if n.forward_ms is not None:
+            parts.append(f"{n.forward_ms:.3g} ms")
         lines.append(f"  n{n.id} [label={_dot_string(chr(10).join(parts))}];")
     for e in graph.edges:
         label = _shape(e.shape) + (f" ({e.via})" if e.via else "")
@@ -411,9 +441,14 @@ def to_dot(graph: GraphExport) -> str:
 
 
 def export_graph(capture: Capture, *, detail: bool, fmt: GraphFormat,
-                 name: str = "model") -> str:
-    """The module (or, with ``detail``, op) graph of ``capture`` as ``json``, ``txt`` or ``dot``."""
+                 name: str = "model", forward_ms: Mapping[str, float] | None = None) -> str:
+    """The module (or, with ``detail``, op) graph of ``capture`` as ``json``, ``txt`` or ``dot``.
+
+    ``forward_ms`` (``{module path: ms}``) puts measured times on the module nodes.
+    """
     graph = build_graph(capture, detail=detail, name=name)
+    if forward_ms is not None:
+        graph = with_forward_times(graph, forward_ms)
     if fmt == "json":
         return to_json(graph)
     if fmt == "txt":

@@ -42,8 +42,15 @@ def run_sweep(
     """The scaling sweep over ``sweep=`` axes, only when a growth limit asks for it."""
     if not sweep_axes or not limits.growth:
         return None
-    from pytest_modelprof.runtime.sweep import sweep
+    from pytest_modelprof.runtime.sweep import SHAPE_AXES, sweep
 
+    rebuilt = [axis for axis in sweep_axes if axis not in SHAPE_AXES]
+    if rebuilt and not isinstance(request.model, str):
+        raise ModelprofError(
+            f"sweep axis {rebuilt[0]!r} rebuilds the model with each value, so it needs a model "
+            f"name: pass model='pkg.module:factory' (or a registered name) to the marker, or "
+            f"sweep the module over {', '.join(SHAPE_AXES)} only"
+        )
     result = sweep(
         request.model,
         over=sweep_axes,

@@ -327,7 +327,11 @@ def _parse_exponent(raw: object) -> float:
 
 
 def parse_sweep(value: object, source: str) -> dict[str, list[int]] | None:
-    """``{"batch": [1, 8, 32]}``: each axis with two or more increasing positive sizes."""
+    """``{"batch": [1, 8, 32]}``: each axis with two or more increasing positive sizes.
+
+    Besides the shape axes, any builder keyword of a named model is an axis
+    (``{"num_hidden_layers": [2, 4, 8]}``): the model is rebuilt with each value.
+    """
     if value is None:
         return None
     axes = ("batch", "seq_len", "input_size")
@@ -335,7 +339,8 @@ def parse_sweep(value: object, source: str) -> dict[str, list[int]] | None:
     out: dict[str, list[int]] = {}
     if isinstance(value, Mapping) and value:
         for axis, sizes in value.items():
-            if axis not in axes or not isinstance(sizes, Sequence) or isinstance(sizes, str):
+            named = isinstance(axis, str) and axis.isidentifier()
+            if not named or not isinstance(sizes, Sequence) or isinstance(sizes, str):
                 ok = False
                 break
             ints = list(sizes)
@@ -349,7 +354,8 @@ def parse_sweep(value: object, source: str) -> dict[str, list[int]] | None:
     if not ok:
         raise SettingsError(
             f"{source}: sweep={value!r} is not a sweep; write e.g. sweep={{'batch': [1, 8, 32]}} "
-            f"with axes from {', '.join(axes)} and two or more increasing sizes each"
+            f"with axes from {', '.join(axes)} (or a builder keyword of the model, such as "
+            f"num_hidden_layers) and two or more increasing sizes each"
         )
     return out
 

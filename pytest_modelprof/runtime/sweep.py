@@ -311,11 +311,13 @@ def sweep(
     device: str | torch.device | None = None,
     dtype: torch.dtype | None = None,
     name: str | None = None,
+    arch_kwargs: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
 
     ``model`` is an ``nn.Module`` (shape axes only), a registry name, or a factory called with
-    the non-shape axes as keywords (``lambda layers: Net(layers)``). Inputs come from
+    the non-shape axes as keywords (``lambda layers: Net(layers)``); ``arch_kwargs`` are
+    builder keywords held fixed at every point (``hidden_size=64``). Inputs come from
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
     (or a named model's example inputs) with the swept dimensions changed.
     """
@@ -325,14 +327,29 @@ def sweep(
         raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
     axes = {k: [int(v) for v in vals] for k, vals in over.items()}
     for axis, vals in axes.items():
-        if len(vals) < 2 or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
-            raise ValueError(f"axis {axis!r}: need >= 2 positive increasing values, got {vals}")
+        if not vals or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
+            raise ValueError(f"axis {axis!r}: need positive increasing values, got {vals}")
+    # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
+    swept = [a for a, vals in axes.items() if len(vals) > 1]
+    if not swept:
+        raise ValueError(
+            f"over={axes} needs at least one axis with two or more values to fit a growth on"
+        )
     arch_axes = [a for a in axes if a not in SHAPE_AXES]
     if isinstance(model, nn.Module) and arch_axes:
         raise ValueError(
             f"axes {arch_axes} change the model itself; pass a factory (e.g. "
             f"lambda {arch_axes[0]}: MyNet({arch_axes[0]}={arch_axes[0]})) instead of a module"
         )
+    fixed = dict(arch_kwargs or {})
+    if fixed and isinstance(model, nn.Module):
+        raise ValueError(
+            f"builder keywords {sorted(fixed)} need a model name or a factory to build with; "
+            "a module is already built"
+        )
+    for key in fixed:
+        if key in axes:
+            raise ValueError(f"{key!r} is both swept and fixed; give it once")
     dims = dict(axis_dims or {})
     base = {a: vals[0] for a, vals in axes.items()}
     label: str
@@ -356,10 +373,10 @@ def sweep(
             return model
         with torch.device(run_device):
             if spec is not None:
-                built: nn.Module = spec.build(input_shape=shape, **arch)
+                built: nn.Module = spec.build(input_shape=shape, **fixed, **arch)
             else:
                 assert callable(model) and not isinstance(model, str)
-                built = model(**arch)
+                built = model(**fixed, **arch)
         return built.to(dtype) if dtype is not None else built
 
     def inputs_at(point: dict[str, int]) -> Inputs:
@@ -379,7 +396,8 @@ def sweep(
         return resized
 
     series: list[SweepSeries] = []
-    for axis, values in axes.items():
+    for axis in swept:
+        values = axes[axis]
         points: list[SweepPoint] = []
         for value in values:
             point = {**base, axis: value}

@@ -55,7 +55,7 @@ def test_latency_warns_by_default_and_fails_when_strict(pytester: pytest.Pyteste
     result.stdout.fnmatch_lines(
         [
             "*test_timed.py::test_strict regressed*",
-            "*latency regressed: * % slower (tolerance 10 %*",
+            "*latency regressed: * -> * ms (q10), * % slower * (limit +10 %), confidence *",
             "*timing warnings (latency limits warn unless timing_strict):*",
             "*test_timed.py::test_warns: latency regressed: *timing_strict=True*",
         ]

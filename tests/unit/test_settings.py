@@ -162,7 +162,9 @@ def test_sweep_marker_values_are_validated() -> None:
     from pytest_modelprof.gate.settings import parse_sweep
 
     assert parse_sweep({"batch": [1, 8, 32]}, "marker on t") == {"batch": [1, 8, 32]}
-    for bad in ({}, {"batch": [8]}, {"batch": [8, 1]}, {"depth": [1, 2]}, {"batch": "1,2"}):
+    # A builder keyword is an axis too: the named model is rebuilt with each value.
+    assert parse_sweep({"depth": [1, 2]}, "marker on t") == {"depth": [1, 2]}
+    for bad in ({}, {"batch": [8]}, {"batch": [8, 1]}, {"not a name": [1, 2]}, {"batch": "1,2"}):
         with pytest.raises(SettingsError, match="marker on t: sweep=.* is not a sweep"):
             parse_sweep(bad, "marker on t")
 

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import Callable
 
 import pytest
+import torch
 
 from pytest_modelprof.runtime.noise import (
+    CALIBRATION_PARTS,
     CALIBRATION_VERSION,
     LatencyComparison,
     NormalisedTiming,
+    calibration_workloads,
+    compare_sequential,
     compare_timings,
     decide,
     latency_gate,
+    measure_forward_sequential,
     measure_normalised,
+    needs_more_rounds,
+    timing_to_store,
+    timing_unchanged,
 )
 from pytest_modelprof.runtime.timing import summarize
 
@@ -131,3 +141,185 @@ def test_measure_normalised_alternates_and_pairs_rounds() -> None:
     assert t.rounds == 4 and len(t.model.samples) == len(t.calibration.samples) == 4
     with pytest.raises(ValueError, match="rounds"):
         measure_normalised(lambda: None, rounds=1)
+
+
+# -- three calibration workloads (issue 10, item 7) ---------------------------------------------
+
+def _parts_session(model_ms: float, parts_ms: tuple[float, ...], *, seed: int,
+                   rounds: int = 100) -> NormalisedTiming:
+    """Like ``_session`` with one list of rounds per calibration workload."""
+    rng = random.Random(seed)
+
+    def rounds_of(ms: float) -> list[float]:
+        return [ms * (1.0 + rng.uniform(0.2, 0.8) if rng.random() < 0.3 else 1.0)
+                * rng.uniform(0.99, 1.01) for _ in range(rounds)]
+
+    return NormalisedTiming.from_parts(rounds_of(model_ms), [rounds_of(p) for p in parts_ms])
+
+
+def test_one_disturbed_calibration_workload_is_not_a_regression() -> None:
+    # Seen on a shared 2-core runner: one workload's fast rounds 13 % slower for a whole
+    # session, the model's not. Against that baseline a single-workload ratio says the model
+    # got 1 / 1.13 -> 11.5 % faster... and the next normal run 13 % slower: a false alarm.
+    disturbed = _parts_session(5.0, (0.30 * 1.13, 0.27, 0.08), seed=21)
+    normal = _parts_session(5.0, (0.30, 0.27, 0.08), seed=22)
+    single = compare_timings(
+        NormalisedTiming.from_samples(normal.model.samples, normal.parts_ms[0]),
+        NormalisedTiming.from_samples(disturbed.model.samples, disturbed.parts_ms[0]),
+    )
+    assert single.verdict == "regressed"  # what calibration v1 said
+    c = compare_timings(normal, disturbed)
+    # The geometric mean over three workloads moves by 1.13 ** (1 / 3) -> 4.2 %.
+    assert c.verdict == "unchanged"
+    assert c.slowdown == pytest.approx(1.13 ** (1 / 3) - 1, abs=0.02)
+
+
+def test_three_workloads_still_catch_a_fifteen_percent_slowdown() -> None:
+    c = compare_timings(_parts_session(5.75, (0.3, 0.27, 0.08), seed=23),
+                        _parts_session(5.0, (0.3, 0.27, 0.08), seed=24))
+    assert c.verdict == "regressed" and c.slowdown == pytest.approx(0.15, abs=0.03)
+    # A runner 30 % slower on every workload is absorbed, as with one workload.
+    slow_runner = _parts_session(6.5, (0.39, 0.351, 0.104), seed=25)
+    assert compare_timings(slow_runner, _parts_session(5.0, (0.3, 0.27, 0.08), seed=26)
+                           ).verdict == "unchanged"
+
+
+def test_statistic_is_model_quantile_over_geometric_mean_of_workload_quantiles() -> None:
+    # q10 of 1..10 -> 1.9; workload q10s 1.0, 2.0, 4.0 -> geometric mean 2.0 -> 0.95
+    t = NormalisedTiming.from_parts([float(i) for i in range(1, 11)],
+                                    [[1.0] * 10, [2.0] * 10, [4.0] * 10])
+    assert t.normalised == pytest.approx(1.9 / 2.0)
+    assert len(t.calibration_parts) == 3
+    assert t.calibration.samples == pytest.approx([2.0] * 10)  # per-round geometric mean
+    assert t.fast_ms == pytest.approx(1.9)
+
+
+def test_head_and_extended_split_and_join_rounds() -> None:
+    t = _parts_session(5.0, (0.3, 0.27, 0.08), seed=27, rounds=40)
+    joined = t.head(25).extended(NormalisedTiming.from_parts(
+        t.model.samples[25:], [p[25:] for p in t.parts_ms]))
+    assert joined == t
+    with pytest.raises(ValueError, match="different calibrations"):
+        t.extended(_session(5.0, 1.0, seed=28))
+    with pytest.raises(ValueError, match="rounds must be"):
+        t.head(41)
+
+
+def test_a_version_1_baseline_asks_to_be_re_recorded() -> None:
+    v1 = _session(5.0, 1.0, seed=29).model_copy(update={"calibration_version": 1})
+    with pytest.raises(ValueError, match="re-record"):
+        compare_timings(_parts_session(5.0, (0.3, 0.27, 0.08), seed=30), v1)
+
+
+def test_measure_normalised_rotates_the_model_with_three_workloads() -> None:
+    order: list[str] = []
+
+    def workload(name: str) -> Callable[[], None]:
+        return lambda: order.append(name)
+
+    t = measure_normalised(workload("m"), rounds=8, warmup=0,
+                           calibration=[workload(n) for n in "abc"])
+    rounds = ["".join(order[i:i + 4]) for i in range(0, 32, 4)]
+    # Rotated each round, reversed every 4 rounds: each runs once per round, and every
+    # workload follows every other one.
+    assert rounds == ["mabc", "abcm", "bcma", "cmab", "cbam", "mcba", "amcb", "bamc"]
+    assert len(t.calibration_parts) == 3 and t.rounds == 8
+    assert t.calibration_version == CALIBRATION_VERSION
+
+
+def test_calibration_workloads_run() -> None:
+    workloads = calibration_workloads()
+    assert len(workloads) == len(CALIBRATION_PARTS) == 3
+    for run in workloads:
+        run()
+
+
+# -- more rounds only when undecided -------------------------------------------------------------
+
+class _Feeder:
+    """``measure(n)`` for compare_sequential: the next n rounds of a scripted session."""
+
+    def __init__(self, session: NormalisedTiming) -> None:
+        self.session, self.used, self.calls = session, 0, 0
+
+    def __call__(self, n: int) -> NormalisedTiming:
+        s, start = self.session, self.used
+        self.used, self.calls = start + n, self.calls + 1
+        return NormalisedTiming.from_parts(
+            s.model.samples[start:start + n], [p[start:start + n] for p in s.parts_ms])
+
+
+def test_clear_cases_stop_after_the_first_rounds() -> None:
+    base = _parts_session(5.0, (0.3, 0.27, 0.08), seed=31)
+    for model_ms, verdict in ((5.0, "unchanged"), (6.0, "regressed")):
+        feed = _Feeder(_parts_session(model_ms, (0.3, 0.27, 0.08), seed=32, rounds=400))
+        timing, c = compare_sequential(base, feed, rounds=100)
+        assert (c.verdict, feed.calls, timing.rounds) == (verdict, 1, 100)
+        assert not needs_more_rounds(c)
+
+
+def test_borderline_cases_measure_more_up_to_the_maximum() -> None:
+    # +8 % against a tolerance of 8 %: the interval straddles the limit however many rounds.
+    base = _parts_session(5.0, (0.3, 0.27, 0.08), seed=33)
+    feed = _Feeder(_parts_session(5.4, (0.3, 0.27, 0.08), seed=34, rounds=400))
+    timing, c = compare_sequential(base, feed, rounds=100, max_rounds=350)
+    assert feed.calls == 4 and timing.rounds == 350 == c.rounds_current  # 100+100+100+50
+    with pytest.raises(ValueError, match="max_rounds"):
+        compare_sequential(base, feed, rounds=100, max_rounds=50)
+
+
+# -- every failure explained (issue 10, "confidence for timings") ---------------------------------
+
+def test_gate_reasons_carry_baseline_current_delta_limit_and_confidence() -> None:
+    c = compare_timings(_parts_session(5.75, (0.3, 0.27, 0.08), seed=35),
+                        _parts_session(5.0, (0.3, 0.27, 0.08), seed=36))
+    decision = latency_gate(c, strict=True)
+    assert decision.action == "fail" and decision.verdict == "regressed"
+    assert decision.confidence == c.confidence and decision.slowdown == c.slowdown
+    (reason,) = decision.reasons
+    assert f"{c.baseline_ms:.4g} -> {c.current_ms:.4g} ms" in reason
+    assert f"{c.slowdown * 100:+.1f} % slower" in reason
+    assert "(limit +8 %)" in reason
+    assert f"confidence {c.confidence * 100:.0f} %" in reason
+
+
+def test_inconclusive_timings_are_noted_not_failed() -> None:
+    decision = latency_gate(_comparison("inconclusive"), strict=True)
+    assert decision.action == "ok" and decision.reasons == []
+    assert "not judged" in decision.notes[0] and decision.verdict == "inconclusive"
+
+
+# -- no churn on baseline updates (issue 10, item 5) ----------------------------------------------
+
+def test_unchanged_timing_keeps_the_stored_rounds_byte_for_byte() -> None:
+    stored = json.loads(_parts_session(5.0, (0.3, 0.27, 0.08), seed=37).model_dump_json())
+    again = _parts_session(5.0, (0.3, 0.27, 0.08), seed=38)  # new rounds, same speed
+    assert timing_unchanged(NormalisedTiming.model_validate(stored), again)
+    kept = timing_to_store(stored, again)
+    assert json.dumps(kept, indent=2) == json.dumps(stored, indent=2)
+    assert kept != again.model_dump(mode="json")
+
+
+@pytest.mark.parametrize("model_ms", [5.75, 4.0])  # 15 % slower, 20 % faster
+def test_a_significant_change_replaces_the_stored_rounds(model_ms: float) -> None:
+    stored = _parts_session(5.0, (0.3, 0.27, 0.08), seed=39).model_dump(mode="json")
+    new = _parts_session(model_ms, (0.3, 0.27, 0.08), seed=40)
+    assert not timing_unchanged(NormalisedTiming.model_validate(stored), new)
+    assert timing_to_store(stored, new) == new.model_dump(mode="json")
+
+
+def test_missing_or_outdated_stored_timing_is_replaced() -> None:
+    new = _parts_session(5.0, (0.3, 0.27, 0.08), seed=41)
+    fresh = new.model_dump(mode="json")
+    assert timing_to_store(None, new) == fresh
+    v1 = _session(5.0, 1.0, seed=42).model_dump(mode="json") | {"calibration_version": 1}
+    assert timing_to_store(v1, new) == fresh
+    assert timing_to_store({"rounds": "many"}, new.model_dump(mode="json")) == fresh
+
+
+def test_a_baseline_is_measured_with_the_most_rounds_and_a_run_with_fewer() -> None:
+    model, x = torch.nn.Linear(4, 4), torch.randn(1, 4)
+    baseline = measure_forward_sequential(model, x, None, rounds=10)
+    assert baseline.rounds == 40 and len(baseline.calibration_parts) == 3  # 4x rounds
+    run = measure_forward_sequential(model, x, baseline, rounds=10, max_rounds=30)
+    assert run.rounds in (10, 20, 30)

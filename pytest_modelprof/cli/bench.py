@@ -1,0 +1,174 @@
+"""``modelprof bench``: forward, backward and training-step times, memory, FLOPs, hardware."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from pytest_modelprof.cli._common import (
+    DTYPES,
+    EXIT_OK,
+    Command,
+    out,
+    parse_arch,
+    parse_device,
+    parse_dtype,
+    parse_shape,
+    parse_top,
+)
+
+if TYPE_CHECKING:
+    from pytest_modelprof.runtime.bench import BenchRun
+
+__all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
+
+# Torch-free copy of runtime.bench.OPTIMIZERS: building the parser must not import torch.
+OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")
+
+#: Quoted in --help; measured by benchmarks/bench_module_timing.py (figures in BENCHMARKS.md).
+HOOK_OVERHEAD = (
+    "Module times come from forward hooks on every module, and their cost is included:\n"
+    "under 1 % of resnet50's forward at 224 px on one CPU thread (183 hooked calls, about\n"
+    "5 microseconds each), about 2 % at 64 px (benchmarks/bench_module_timing.py)."
+)
+
+
+def parse_positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
+    return value
+
+
+def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
+    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
+                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    p.add_argument("--batch", type=parse_positive, metavar="N",
+                   help="batch size: replaces the first dimension of the input shape")
+    p.add_argument("--device", type=parse_device, default="cpu", metavar="DEVICE",
+                   help="where to build and run the model: cpu (default), cuda, cuda:1")
+    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
+                   help=f"cast weights and inputs to {', '.join(DTYPES)} (default: float32)")
+    p.add_argument("--rounds", type=parse_positive, default=20, metavar="N",
+                   help="timed rounds per measurement (default: 20)")
+    p.add_argument("--warmup", type=parse_top, default=3, metavar="N",
+                   help="untimed rounds before them (default: 3)")
+    p.add_argument("--optimizer", choices=OPTIMIZER_CHOICES, default="sgd",
+                   help="optimizer of the training step and of the memory measurement: sgd "
+                        "(momentum 0.9, default), adam or adamw")
+    p.add_argument("--threads", type=parse_positive, metavar="N",
+                   help="torch intra-op threads while measuring (default: torch's own setting)")
+    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
+                   help="builder keyword argument, repeatable (e.g. --arch num_classes=10)")
+    p.add_argument("--top", type=parse_top, default=10, metavar="N",
+                   help="list the N modules with the most forward time of their own "
+                        "(default: 10; 0 skips timing modules)")
+    p.add_argument("--json", action="store_true",
+                   help="print only the JSON document to stdout (progress stays on stderr); "
+                        "keys: runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,"
+                        "max_ms,median_ms,rounds}, memory.peak_bytes, memory.breakdown.{"
+                        "parameters,gradients,optimizer_state,activations}, flops.total, "
+                        "flops.breakdown, hardware.{cpu,cores,torch,cuda_available,gpu_name,"
+                        "gpu_memory_bytes}, timestamp")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.runtime.bench import StderrProgress, bench
+
+    progress = StderrProgress(f"modelprof bench {args.model}")
+    try:
+        run = bench(
+            args.model,
+            input_shape=args.input_shape,
+            batch=args.batch,
+            device=args.device,
+            dtype=args.dtype,
+            rounds=args.rounds,
+            warmup=args.warmup,
+            optimizer=args.optimizer,
+            threads=args.threads,
+            # The document has no module times: a --json run does not spend time on them.
+            module_rounds=None if args.json or args.top == 0 else args.rounds,
+            progress=progress,
+            **dict(args.arch),
+        )
+    except ValueError as exc:  # bad combinations of options, reported like usage errors
+        raise ModelprofError(str(exc)) from exc
+    finally:
+        progress.close()
+    out(run.report.to_json() if args.json else render_bench(run, top=args.top))
+    return EXIT_OK
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}" if value < 100 else f"{value:.1f}"
+
+
+def render_bench(run: BenchRun, *, top: int = 10) -> str:
+    """The bench document as a short report, with the slowest modules."""
+    from pytest_modelprof.runtime.module_timing import format_module_times
+    from pytest_modelprof.units import format_bytes, format_count
+
+    doc = run.report
+    shapes = ", ".join("x".join(str(s) for s in shape) for shape in run.input_shapes)
+    rounds = doc.runtime.forward.rounds
+    lines = [
+        f"bench {run.model} on {run.device} ({run.dtype}), input {shapes}, "
+        f"optimizer {run.optimizer}, {rounds} rounds",
+        "",
+        f"  {'ms':<14} {'median':>9} {'mean':>9} {'std':>9} {'min':>9} {'max':>9}",
+    ]
+    for label, s in (("forward", doc.runtime.forward), ("backward", doc.runtime.backward),
+                     ("training step", doc.runtime.training_step)):
+        lines.append(f"  {label:<14} {_ms(s.median_ms):>9} {_ms(s.mean_ms):>9} "
+                     f"{_ms(s.std_ms):>9} {_ms(s.min_ms):>9} {_ms(s.max_ms):>9}")
+    b = doc.memory.breakdown
+    lines += [
+        "",
+        f"memory: peak {format_bytes(doc.memory.peak_bytes)} in a training step",
+        f"  parameters {format_bytes(b.parameters)}, gradients {format_bytes(b.gradients)}, "
+        f"optimizer state {format_bytes(b.optimizer_state)}, "
+        f"activations {format_bytes(b.activations)}",
+    ]
+    total = doc.flops.total or 1
+    families = sorted(doc.flops.breakdown.items(), key=lambda kv: (-kv[1], kv[0]))
+    lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
+    lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
+    hw = doc.hardware
+    gpu = (f"{hw.gpu_name} ({format_bytes(hw.gpu_memory_bytes or 0)})" if hw.gpu_name
+           else "no GPU")
+    lines.append(f"hardware: {hw.cpu}, {hw.cores} cores, {gpu}, torch {hw.torch}")
+    if run.modules is not None and top:
+        lines += ["", f"slowest modules by own forward time ({run.modules.rounds} rounds, "
+                      "hooks included; total = with children):"]
+        lines.append(format_module_times(run.modules, top=top).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+COMMAND = Command(
+    name="bench",
+    summary="time forward, backward and a training step; peak memory, FLOPs, hardware",
+    description=(
+        "Build MODEL with random weights on --device and measure it on real tensors: the\n"
+        "forward pass, the backward pass and a whole training step (warm-up rounds, then\n"
+        "timed rounds; CUDA events on a GPU; eval mode for the forward, train mode with\n"
+        "dropout off for the others, a fixed seed), the peak memory of a training step split\n"
+        "into parameters, gradients, optimizer state and activations (allocation tracker on\n"
+        "the CPU, caching allocator on a GPU), the counted FLOPs by op family, and the\n"
+        "hardware. Then it lists the modules that take the most forward time.\n\n"
+        + HOOK_OVERHEAD + "\nThe forward, backward and training-step figures are measured "
+        "without hooks."
+    ),
+    examples="""\
+  modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5
+  modelprof bench resnet50 --batch 8 --optimizer adamw --top 15
+  modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --json > bench.json
+  modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10""",
+    add_arguments=_add_bench_arguments,
+    run=_run_bench,
+)

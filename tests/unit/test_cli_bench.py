@@ -1,0 +1,138 @@
+"""``modelprof bench``: the JSON document on stdout, the report with the slowest modules, errors.
+
+No test asserts speed: only keys, orderings and what goes to which stream.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_modelprof.cli import main
+
+Capsys = pytest.CaptureFixture[str]
+
+PHASES = ("forward", "backward", "training_step")
+
+
+def test_json_has_every_key_and_stdout_only_the_document(capsys: Capsys) -> None:
+    # The issue's command, with fewer warm-up rounds and one thread to keep the test short.
+    code = main(["bench", "resnet18", "--input-shape", "1,3,64,64", "--rounds", "5", "--json",
+                 "--warmup", "1", "--threads", "1"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)  # nothing but the document on stdout
+    for phase in PHASES:
+        stats = doc["runtime"][phase]
+        assert set(stats) == {"mean_ms", "std_ms", "min_ms", "max_ms", "median_ms", "rounds"}
+        assert stats["rounds"] == 5
+        assert stats["min_ms"] <= stats["median_ms"] <= stats["max_ms"]
+    assert isinstance(doc["memory"]["peak_bytes"], int)
+    parts = doc["memory"]["breakdown"]
+    assert set(parts) == {"parameters", "gradients", "optimizer_state", "activations"}
+    assert sum(parts.values()) == doc["memory"]["peak_bytes"]
+    assert doc["flops"]["total"] == sum(doc["flops"]["breakdown"].values()) > 0
+    assert set(doc["hardware"]) == {"cpu", "cores", "torch", "cuda_available", "gpu_name",
+                                    "gpu_memory_bytes"}
+    assert "timestamp" in doc
+    # Progress went to stderr, one line per stage (not a terminal here); no module timing
+    # for --json, whose document has no module times.
+    assert "modelprof bench resnet18: forward ..." in captured.err
+    assert "module times" not in captured.err
+
+
+def test_the_report_lists_the_slowest_modules(capsys: Capsys) -> None:
+    code = main(["bench", "resnet18", "--input-shape", "2,3,32,32", "--rounds", "1",
+                 "--warmup", "0", "--top", "3", "--optimizer", "adamw", "--threads", "1"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("bench resnet18 on cpu (float32), input 2x3x32x32, optimizer adamw")
+    for label in ("forward", "backward", "training step", "memory: peak", "FLOPs:",
+                  "hardware:"):
+        assert label in out
+    table = out.split("slowest modules")[1].splitlines()
+    assert "hooks included" in table[0]
+    assert len(table) == 1 + 1 + 3  # the title's end, the header, three modules
+
+
+def test_batch_and_arch_reach_the_model(capsys: Capsys) -> None:
+    code = main(["bench", "resnet18", "--input-shape", "1,3,32,32", "--batch", "2",
+                 "--arch", "num_classes=10", "--rounds", "1", "--warmup", "0", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    # fc 512 -> 10 at batch 2: 2*2*512*10 multiply-add FLOPs + 2*10 bias adds
+    assert doc["flops"]["breakdown"]["matmul"] == 2 * 2 * 512 * 10 + 2 * 10
+
+
+def test_help_ends_with_examples_and_quotes_the_hook_overhead(capsys: Capsys) -> None:
+    assert main(["bench", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "hooks" in out and "resnet50" in out and "%" in out.split("Examples:")[0]
+    examples = out.split("Examples:")[1].strip().splitlines()
+    assert examples and all(line.strip().startswith("modelprof bench") for line in examples)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--optimizer", "lbfgs"], "invalid choice: 'lbfgs'"),
+    (["--rounds", "0"], "expected a whole number >= 1"),
+    (["--batch", "x"], "expected a whole number >= 1"),
+])
+def test_bad_options_are_usage_errors(capsys: Capsys, argv: list[str], message: str) -> None:
+    assert main(["bench", "resnet18", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_failing_measurement_is_one_error_line(capsys: Capsys) -> None:
+    # At 32 px resnet18 ends in 1x1 maps; batch 1 leaves train-mode batch norm one value.
+    code = main(["bench", "resnet18", "--input-shape", "1,3,32,32", "--rounds", "1",
+                 "--warmup", "0", "--json"])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert "modelprof: error: bench: the backward failed" in captured.err
+    assert "larger batch" in captured.err
+
+
+def test_unknown_model_suggests_names(capsys: Capsys) -> None:
+    assert main(["bench", "resnet19", "--rounds", "1"]) == 2
+    assert "did you mean: resnet18" in capsys.readouterr().err.lower()
+
+
+# -- modelprof graph --timed ---------------------------------------------------------------------
+
+def test_timed_graph_json_has_forward_ms_on_every_module_node(capsys: Capsys) -> None:
+    # The issue's command, at a small input and few rounds.
+    code = main(["graph", "resnet18", "--timed", "--format", "json", "--input-shape",
+                 "1,3,32,32", "--rounds", "2"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    doc = json.loads(captured.out)
+    modules = [n for n in doc["nodes"] if n["kind"] == "module"]
+    assert len(modules) > 20
+    assert all(isinstance(n["forward_ms"], float) and n["forward_ms"] >= 0 for n in modules)
+    by_module = {n["module"]: n["forward_ms"] for n in modules}
+    # A block's time contains its convolution's (JSON keeps 6 decimals).
+    assert by_module["layer1.0"] >= by_module["layer1.0.conv1"] - 1e-6
+    assert "module times" in captured.err
+
+
+@pytest.mark.parametrize(("fmt", "marker"), [("txt", "forward_ms"), ("dot", ' ms"];')])
+def test_timed_graph_text_and_dot_show_the_times(capsys: Capsys, fmt: str, marker: str) -> None:
+    code = main(["graph", "resnet18", "--timed", "--format", fmt, "--input-shape", "1,3,32,32",
+                 "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and marker in out
+    if fmt == "txt":
+        header = next(line for line in out.splitlines() if line.strip().startswith("id"))
+        assert "forward_ms" in header
+
+
+def test_untimed_graph_json_has_no_forward_ms(capsys: Capsys) -> None:
+    assert main(["graph", "resnet18", "--format", "json", "--input-shape", "1,3,32,32"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all("forward_ms" not in n for n in doc["nodes"])
+
+
+def test_timed_with_detail_is_refused(capsys: Capsys) -> None:
+    assert main(["graph", "resnet18", "--timed", "--detail"]) == 2
+    assert "--timed times modules" in capsys.readouterr().err
