@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 __all__ = [
     "TorchDispatchMode",
@@ -81,3 +81,81 @@ def storage_key(storage: Any) -> int:
     """An id of the C++ storage behind an ``UntypedStorage`` (``_cdata``): equal for every
     tensor and view that shares it, and stable while it lives."""
     return int(storage._cdata)
+
+
+# -- torch.compile health (issue 13): Dynamo and Inductor internals -------------------------------
+# Kept together so the next torch upgrade touches one block. Each has a smoke test in
+# tests/unit/runtime/test_compile.py.
+
+__all__ += [
+    "BreakEvent",
+    "dynamo_break_events",
+    "dynamo_frames_compiled",
+    "dynamo_explain",
+    "dynamo_cache_entries",
+    "inductor_kernel_count",
+    "reset_inductor_metrics",
+    "inductor_caches_disabled",
+]
+
+#: One graph break as Dynamo recorded it: its reason text and the user stack, outermost first.
+BreakEvent = tuple[str, list[tuple[str, int]]]
+
+
+def dynamo_break_events() -> list[BreakEvent]:
+    """Every graph break Dynamo made since its last reset, in order.
+
+    Read from Dynamo's own list (``torch._dynamo.utils.graph_break_reasons``), which also holds
+    the breaks that ``explain`` misses because no op preceded them.
+    """
+    from torch._dynamo import utils
+
+    return [
+        (str(r.reason), [(str(f.filename), int(f.lineno or 0)) for f in r.user_stack])
+        for r in utils.graph_break_reasons
+    ]
+
+
+def dynamo_frames_compiled() -> int:
+    """Frames Dynamo has compiled in this process so far (its ``frames/total`` counter)."""
+    from torch._dynamo import utils
+
+    return int(utils.counters["frames"]["total"])
+
+
+def dynamo_explain(fn: Any) -> Any:
+    """``torch._dynamo.explain(fn)``: the upstream tool compile health is benchmarked against."""
+    import torch._dynamo
+
+    return torch._dynamo.explain(fn)
+
+
+def dynamo_cache_entries(code: Any) -> int:
+    """How many compiled entries Dynamo holds for a code object (0 after a reset)."""
+    from torch._dynamo import eval_frame
+
+    return len(eval_frame._debug_get_cache_entry_list(code))
+
+
+def inductor_kernel_count() -> int:
+    """Kernels Inductor generated since :func:`reset_inductor_metrics` (cache hits replay them)."""
+    from torch._inductor import metrics
+
+    return int(metrics.generated_kernel_count)
+
+
+def reset_inductor_metrics() -> None:
+    """Zero Inductor's counters (``torch._inductor.metrics.reset``)."""
+    from torch._inductor import metrics
+
+    metrics.reset()
+
+
+def inductor_caches_disabled() -> Any:
+    """Context manager: every compile cache off (``force_disable_caches``), restored on exit.
+
+    Compile times are only comparable between runs when each compiles from scratch.
+    """
+    import torch.compiler
+
+    return cast(Any, torch.compiler).config.patch(force_disable_caches=True)

@@ -230,7 +230,12 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if problem is not None:  # outside the except block: one error, no chained traceback
         pytest.fail(problem, pytrace=False)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.gate.collect import measure_latency, run_fvcore, run_sweep
+    from pytest_modelprof.gate.collect import (
+        measure_compile,
+        measure_latency,
+        run_fvcore,
+        run_sweep,
+    )
     from pytest_modelprof.gate.evaluate import evaluate, stored_timing
 
     config = item.config
@@ -259,6 +264,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 ),
                 sweep=run_sweep(request, spec.sweep, spec.limits),
                 fvcore=run_fvcore(request, spec.limits),
+                compile_health=measure_compile(request, spec.limits, spec.sweep),
             )
             records.append(outcome.record)
             if outcome.failure:

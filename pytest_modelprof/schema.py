@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from pytest_modelprof.compile.health import CompileHealth
 from pytest_modelprof.machines import Machine
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ class ModelProfile(_Frozen):
     uncounted_ops: list[UncountedOp] = []
     uncalled_modules: list[str] = []
     partition: PartitionSummary | None = None  # None in profiles written before the partitioner
+    # torch.compile health (pytest_modelprof.compile), only when a compile limit asked for it.
+    compile_health: CompileHealth | None = None
 
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)

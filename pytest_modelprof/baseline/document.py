@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof.baseline.metrics import metric_values
+from pytest_modelprof.compile.health import CompileHealth
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dumps_deterministic
 
@@ -88,6 +89,9 @@ class BaselineDocument(_Frozen):
     # Ops without a cost formula (op -> calls): a new one hides cost, so it fails the gate.
     # ``None`` in documents migrated from v1, which did not record them.
     uncounted_ops: dict[str, int] | None = None
+    # torch.compile health, only for tests with a compile limit: the breaks a later run names
+    # as new. Left out of the file when absent, so other baselines do not change.
+    compile: CompileHealth | None = None
 
     @classmethod
     def from_profile(
@@ -133,11 +137,15 @@ class BaselineDocument(_Frozen):
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
+            compile=profile.compile_health,
         )
 
     def to_json(self) -> str:
         """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
-        return dumps_deterministic(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        if data.get("compile") is None:
+            data.pop("compile", None)
+        return dumps_deterministic(data)
 
     @classmethod
     def from_json(cls, text: str, *, source: str = "<string>") -> BaselineDocument:

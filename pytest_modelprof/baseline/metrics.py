@@ -82,6 +82,22 @@ def _partition(name: str) -> Callable[[ModelProfile], Number | None]:
     return get
 
 
+def _compiled(name: str) -> Callable[[ModelProfile], Number | None]:
+    """A number from ``profile.compile_health`` (``None`` unless a compile limit asked)."""
+
+    def get(profile: ModelProfile) -> Number | None:
+        health = getattr(profile, "compile_health", None)
+        value = getattr(health, name, None) if health is not None else None
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    get.__name__ = f"get_compile_{name}"
+    return get
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g} s"
+
+
 @dataclass(frozen=True)
 class Metric:
     """One gated number. ``delta_key``/``budget_key`` are the limit names users type."""
@@ -232,6 +248,68 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_parser=_parse_ms,
         summary=False,
         collector="timing",
+    ),
+    # torch.compile health (pytest_modelprof.compile): measured only when one of these limits
+    # is set. Not kernel-dependent: the capture mode flips to "real" exactly when a model gains
+    # a .item() break, and that must fail, not warn. Inductor's kernel count is.
+    Metric(
+        name="graphs",
+        label="compiled graphs",
+        getter=_compiled("graphs"),
+        direction="lower",
+        delta_key="max_graphs_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+        summary=False,
+        collector="compile",
+    ),
+    Metric(
+        name="graph_breaks",
+        label="graph breaks",
+        getter=_compiled("graph_breaks"),
+        direction="lower",
+        delta_key="max_graph_breaks_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+        budget_key="max_graph_breaks",
+        summary=False,
+        collector="compile",
+    ),
+    Metric(
+        name="recompiles",
+        label="recompiles",
+        getter=_compiled("recompiles"),
+        direction="lower",
+        delta_key="max_recompiles_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+        budget_key="max_recompiles",
+        summary=False,
+        collector="compile",
+    ),
+    Metric(
+        name="kernels",
+        label="Inductor kernels",
+        getter=_compiled("kernels"),
+        direction="lower",
+        delta_key="max_kernels_delta",
+        default_delta=Exact(),
+        formatter=_plain,
+        summary=False,
+        kernel_dependent=True,
+        collector="inductor",
+    ),
+    # A timing: ignored unless a limit is set, and a slowdown warns unless timing_strict.
+    Metric(
+        name="compile_s",
+        label="compile time",
+        getter=_compiled("compile_s"),
+        direction="lower",
+        delta_key="max_compile_time_delta",
+        default_delta=Ignore(),
+        formatter=_seconds,
+        summary=False,
+        collector="inductor",
     ),
 )
 

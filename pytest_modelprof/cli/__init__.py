@@ -27,6 +27,7 @@ from pytest_modelprof.cli import (
     profile,
     report,
 )
+from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
 from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
@@ -42,6 +43,7 @@ COMMANDS: tuple[Command, ...] = (
     sweep_command.COMMAND,
     partition.COMMAND,
     graph.COMMAND,
+    compile_command.COMMAND,
     compare.COMMAND,
     merge.COMMAND,
     report.COMMAND,

@@ -7,14 +7,17 @@ for :func:`pytest_modelprof.gate.judge.judge`. They import torch on first use.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.tolerance import Ignore, Relative
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.judge import FvcoreEvidence
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
-__all__ = ["latency_tolerance", "measure_latency", "run_sweep", "run_fvcore"]
+if TYPE_CHECKING:
+    from pytest_modelprof.compile.health import CompileHealth
+
+__all__ = ["latency_tolerance", "measure_latency", "run_sweep", "run_fvcore", "measure_compile"]
 
 
 def latency_tolerance(limits: Limits) -> float:
@@ -105,4 +108,31 @@ def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None
         ours_macs=result.ours_macs,
         fvcore_macs=result.fvcore_macs,
         skipped=dict(result.unsupported_ops),
+    )
+
+
+def measure_compile(
+    request: ProfileRequest, limits: Limits, sweep_axes: Mapping[str, Sequence[int]] | None
+) -> CompileHealth | None:
+    """Compile health, only when a compile limit asks; Inductor only for an Inductor limit.
+
+    Recompiles are counted over the batch sizes of ``sweep={"batch": [...]}`` when the test
+    declares one, compiled as ``torch.compile`` does by default (automatic dynamic shapes).
+    """
+    from pytest_modelprof.compile.gate import compile_wanted
+
+    dynamo, inductor = compile_wanted(limits.explicit)
+    if not dynamo:
+        return None
+    from pytest_modelprof.compile import analyze_compile
+
+    batches = list(sweep_axes.get("batch", [])) if sweep_axes else []
+    return analyze_compile(
+        request.model,
+        request.inputs,
+        input_shape=request.input_shape,
+        device=request.device,
+        shapes=batches,
+        dynamic=None,
+        inductor=inductor,
     )

@@ -23,6 +23,7 @@ from pytest_modelprof.gate.settings import Limits, SessionSettings
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.compile.health import CompileHealth
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = ["Outcome", "evaluate", "stored_timing", "update_command", "failure_text"]
@@ -128,13 +129,18 @@ def evaluate(
     timing: dict[str, Any] | None = None,
     sweep: dict[str, Any] | None = None,
     fvcore: Any = None,
+    compile_health: CompileHealth | None = None,
 ) -> Outcome:
     """Judge one profile against its baseline; in update mode, write the baseline first.
 
     ``timing``, ``sweep`` and ``fvcore`` are the collectors' evidence (see
-    :mod:`pytest_modelprof.gate.collect`); each adds its own rows.
+    :mod:`pytest_modelprof.gate.collect`); each adds its own rows. ``compile_health`` joins
+    the profile, where the compile metrics of the table read it.
     """
     from pytest_modelprof.baseline.document import BaselineDocument
+
+    if compile_health is not None:
+        profile = profile.model_copy(update={"compile_health": compile_health})
 
     rel = baseline_relpath(nodeid, name)
     path = session.baseline_dir / rel

@@ -355,4 +355,9 @@ def judge(
         *uncounted_check(evidence.document, baseline, limits),
         *capture_check(evidence.document, baseline),
     ]
+    from pytest_modelprof.compile.gate import explain_compile_rows
+
+    comparison = explain_compile_rows(
+        comparison, evidence.document, baseline, timing_strict=limits.timing_strict
+    )
     return comparison.plus(extra)

@@ -26,6 +26,14 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_params",
         "max_memory",
         "max_latency_ms",
+        # compile health
+        "max_graphs_delta",
+        "max_graph_breaks_delta",
+        "max_graph_breaks",
+        "max_recompiles_delta",
+        "max_recompiles",
+        "max_kernels_delta",
+        "max_compile_time_delta",
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 
