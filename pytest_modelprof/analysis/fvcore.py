@@ -97,6 +97,7 @@ def compare_with_fvcore(
     Raises :class:`ModelprofError` when fvcore is missing or cannot trace the model.
     """
     from pytest_modelprof.profile import canonical_kernels, profile_model, real_model_and_inputs
+    from pytest_modelprof.runtime.context import restore_training_flags, training_flags
 
     flop_count_analysis = load_fvcore()
     # A name is built on the CPU with random weights, a module is used as given; inputs are
@@ -119,7 +120,7 @@ def compare_with_fvcore(
             f"({', '.join(sorted(kwargs))})"
         )
 
-    flags = [(m, m.training) for m in module.modules()]
+    flags = training_flags(module)
     module.eval()
     try:
         ours = profile_model(module, inputs=args, name=label)
@@ -146,8 +147,7 @@ def compare_with_fvcore(
             unsupported = {str(k): int(v) for k, v in analysis.unsupported_ops().items()}
             by_operator = {str(k): int(v) for k, v in analysis.by_operator().items()}
     finally:
-        for m, was_training in flags:
-            m.training = was_training
+        restore_training_flags(flags)
     return FvcoreComparison(
         model=label,
         input_shape=_shape_of(args) or shape,

@@ -40,7 +40,11 @@ from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.runtime.context import ProfilingContext
+from pytest_modelprof.runtime.context import (
+    ProfilingContext,
+    restore_training_flags,
+    training_flags,
+)
 from pytest_modelprof.runtime.memory import MemoryStats, measure_memory
 from pytest_modelprof.runtime.module_timing import ModuleTimings, time_modules
 from pytest_modelprof.runtime.timing import (
@@ -252,7 +256,7 @@ class _Snapshot:
             self.values = {k: v.detach().clone()
                            for k, v in model.state_dict(keep_vars=True).items()}
         self.grads = [(p, p.grad) for p in model.parameters()]
-        self.flags = [(m, m.training) for m in model.modules()]
+        self.flags = training_flags(model)
 
     def restore(self) -> None:
         with torch.no_grad():
@@ -260,8 +264,7 @@ class _Snapshot:
                 v.copy_(self.values[k])
         for p, g in self.grads:
             p.grad = g
-        for m, flag in self.flags:
-            m.training = flag
+        restore_training_flags(self.flags)
 
 
 def _memory(

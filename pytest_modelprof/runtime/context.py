@@ -17,7 +17,12 @@ from typing import Any, Final, cast
 import torch
 from torch import nn
 
-__all__ = ["ProfilingContext", "DROPOUT_TYPES"]
+__all__ = [
+    "ProfilingContext",
+    "DROPOUT_TYPES",
+    "training_flags",
+    "restore_training_flags",
+]
 
 #: Modules whose ``training`` flag switches randomness on; ``disable_dropout`` turns them off.
 DROPOUT_TYPES: Final[tuple[type[nn.Module], ...]] = (
@@ -34,11 +39,22 @@ def _cuda_initialized() -> bool:
     return bool(cast(Any, torch.cuda).is_initialized())
 
 
+def training_flags(model: nn.Module) -> list[tuple[nn.Module, bool]]:
+    """Every submodule's ``training`` flag, to put back with :func:`restore_training_flags`."""
+    return [(m, m.training) for m in model.modules()]
+
+
+def restore_training_flags(flags: list[tuple[nn.Module, bool]]) -> None:
+    """Set each module's ``training`` flag back as :func:`training_flags` saw it."""
+    for module, flag in flags:
+        module.training = flag
+
+
 class _Saved:
     """Everything :class:`ProfilingContext` changes, captured on entry."""
 
     def __init__(self, model: nn.Module | None) -> None:
-        self.training = [(m, m.training) for m in model.modules()] if model is not None else []
+        self.training = training_flags(model) if model is not None else []
         self.torch_rng = torch.get_rng_state()
         # Only touch CUDA if it is already initialised: seeding must not create a CUDA context.
         self.cuda_rng: list[torch.Tensor] | None = (
@@ -51,8 +67,7 @@ class _Saved:
         self.grad = torch.is_grad_enabled()
 
     def restore(self) -> None:
-        for module, flag in self.training:
-            module.training = flag
+        restore_training_flags(self.training)
         torch.set_rng_state(self.torch_rng)
         if self.cuda_rng is not None:
             torch.cuda.set_rng_state_all(self.cuda_rng)
