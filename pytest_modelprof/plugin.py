@@ -208,7 +208,15 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
         # is registered for the gate and no baseline is read or written.
         return ModelprofFixture(None, lambda req: profile_model(req.model, **req.engine_kwargs()),
                                 defaults)
-    return ModelprofFixture(_profiles(item), lambda req: _profile(item.config, req), defaults)
+    return ModelprofFixture(
+        _profiles(item), lambda req: _profile(item.config, req), defaults, _short_failure
+    )
+
+
+def _short_failure(message: str) -> None:
+    """A failure without a traceback: the message already names the culprit and the fix."""
+    __tracebackhide__ = True
+    pytest.fail(message, pytrace=False)
 
 
 def _uses_gate(item: pytest.Item) -> bool:

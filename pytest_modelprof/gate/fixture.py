@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.settings import (
     ProfileRequest,
     parse_capture_options,
@@ -53,10 +53,14 @@ class ModelprofFixture:
         profiles: TestProfiles | None,
         profile: Callable[[ProfileRequest], ModelProfile],
         defaults: Callable[[], tuple[Any, str | None, dict[str, Any]]],
+        fail: Callable[[str], Any] | None = None,
     ) -> None:
         self._profiles = profiles
         self._profile = profile
         self._defaults = defaults
+        # How a failure reaches the user: the plugin passes a short pytest.fail, so a model's
+        # own error reads as one message instead of a traceback through our internals.
+        self._fail = fail
 
     def __call__(
         self,
@@ -94,7 +98,17 @@ class ModelprofFixture:
         )
         if self._profiles is not None:
             self._profiles.check_free(name)
-        result = self._profile(request)
+        fail = self._fail
+        problem: ModelprofError | None = None
+        try:
+            result = self._profile(request)
+        except ModelprofError as exc:
+            if fail is None:
+                raise
+            problem = exc
+        if fail is not None and problem is not None:
+            fail(f"modelprof: {problem}")  # outside the handler: one message, no chained trace
+            raise problem  # only if ``fail`` returned
         if self._profiles is not None:
             self._profiles.add(name, request, result)
         return result

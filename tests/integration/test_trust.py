@@ -390,3 +390,38 @@ def test_the_job_summary_links_no_report_that_was_not_written(
     project.run()
     summary = (project.root / "summary.md").read_text()
     assert "no baseline" in summary and "HTML report" not in summary
+
+
+BROKEN = """
+import pytest
+import torch.nn as nn
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.fc(x)
+        raise ValueError("the model's own bug")
+
+
+@pytest.mark.profile(max_flops_delta=0.1)
+def test_broken(modelprof):
+    modelprof(Broken(), input_shape=(2, 8))
+"""
+
+
+@pytest.mark.slow
+def test_a_models_own_error_is_the_models_in_a_short_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_broken=BROKEN)
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(["*ValueError: the model's own bug*test_broken.py:* in forward*"])
+    assert "rejected input" not in out and "input_shape=" not in out.split("FAILURES")[-1]
+    failure = out.split("FAILURES")[-1].split("short test summary")[0]
+    # Short: no frames inside torch or this plugin, and not hundreds of lines.
+    assert "site-packages/torch" not in failure and "pytest_modelprof/" not in failure
+    assert len(failure.splitlines()) < 40
