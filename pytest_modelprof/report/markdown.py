@@ -63,6 +63,10 @@ def _detail(section: Section) -> list[str]:
         lines += ["Warnings:", ""]
         lines += [f"- {_cell(w)}" for w in section.warnings]
         lines.append("")
+    for title, entries in section.details:
+        lines += [f"{_cell(title)}:", ""]
+        lines += [f"- {code(e)}" for e in entries]
+        lines.append("")
     lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
               _row(["---", "---:", "---:", "---:", "---:", "---"])]
     for r in section.metrics:

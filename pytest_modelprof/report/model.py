@@ -200,6 +200,8 @@ class Section:
     problems: tuple[str, ...]  # one line per failed limit, with its figures
     top_layers: tuple[tuple[str, str, str], ...]  # (name, type, "+300 KFLOPs") for Markdown
     warnings: tuple[str, ...] = ()  # one line per limit that warns (latency without strict)
+    # Lists a row's detail carries, by kind: ("Graph breaks (2)", ("model.py:12: ...", ...)).
+    details: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 

@@ -10,6 +10,7 @@ draws them. Nothing here escapes text: each renderer escapes for its own medium.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
 from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
@@ -246,7 +247,34 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         problems=problems,
         top_layers=top,
         warnings=warned,
+        details=_details(result),
     )
+
+
+DASH: Final = "\u2013"
+#: At most this many entries of a detail list are shown in a report.
+MAX_DETAIL_LINES: Final = 25
+
+
+def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The lists a row's detail carries, whatever the kind of check: graph breaks with their
+    source lines (compile health), newly uncounted ops."""
+    out = []
+    for c in result.checks:
+        breaks = c.detail.get("breaks")
+        if breaks:
+            lines = tuple(f"{b['location']}: {b['reason']}" for b in breaks[:MAX_DETAIL_LINES])
+            graphs = c.detail.get("graphs")
+            before = c.detail.get("baseline_graphs")
+            head = f"Graph breaks ({len(breaks)})"
+            if graphs is not None:
+                was = before if before is not None else DASH
+                head += f", graphs {was} \u2192 {graphs}"
+            out.append((head, lines))
+        new_ops = c.detail.get("new")
+        if c.kind == "uncounted" and new_ops:
+            out.append(("Newly uncounted ops", tuple(str(op) for op in new_ops)))
+    return tuple(out)
 
 
 

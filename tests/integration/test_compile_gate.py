@@ -84,8 +84,15 @@ def test_a_new_break_fails_the_delta_against_a_clean_baseline(pytester: pytest.P
 
     pytester.makepyfile(model_def=BRANCHY)
     report = pytester.path / "results.json"
-    result = pytester.runpytest_subprocess(f"--modelprof-json={report}")
+    html = pytester.path / "report.html"
+    result = pytester.runpytest_subprocess(
+        f"--modelprof-json={report}", f"--modelprof-report={html}"
+    )
     result.assert_outcomes(failed=1)
+    # The HTML report lists the breaks with their source lines, and the graph count.
+    page = html.read_text()
+    assert "Graph breaks (1), graphs 1 \u2192 2" in page
+    assert f"model_def.py:{BREAK_LINE}:" in page
     out = result.stdout.str()
     assert "graph breaks: 0 \u2192 1" in out
     assert f"new graph break since the baseline: model_def.py:{BREAK_LINE}:" in out
