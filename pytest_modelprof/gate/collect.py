@@ -117,7 +117,8 @@ def measure_compile(
     """Compile health, only when a compile limit asks; Inductor only for an Inductor limit.
 
     Recompiles are counted over the batch sizes of ``sweep={"batch": [...]}`` when the test
-    declares one, compiled as ``torch.compile`` does by default (automatic dynamic shapes).
+    declares one, compiled as ``torch.compile`` does by default (automatic dynamic shapes)
+    unless ``compile_dynamic=True``/``False`` forces ``torch.compile(dynamic=...)``.
     """
     from pytest_modelprof.compile.gate import compile_wanted
 
@@ -133,6 +134,6 @@ def measure_compile(
         input_shape=request.input_shape,
         device=request.device,
         shapes=batches,
-        dynamic=None,
+        dynamic=limits.compile_dynamic,
         inductor=inductor,
     )

@@ -65,6 +65,7 @@ LIMIT_NAMES: Final[tuple[str, ...]] = (
     *FVCORE_KEYS,
     *TIMING_KEYS,
     "strict_ops",
+    "compile_dynamic",
     *GROWTH_LIMITS,
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
@@ -114,6 +115,9 @@ class Limits:
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
     growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
     strict_ops: bool = False  # any uncounted op fails, not only a new one
+    # torch.compile(dynamic=...) for the compile-health limits: None is torch's default
+    # (automatic dynamic shapes after a recompile), True or False force it.
+    compile_dynamic: bool | None = None
 
     @property
     def wants_latency(self) -> bool:
@@ -150,6 +154,8 @@ class Limits:
             out[key] = f"{exponent:g}"
         if self.strict_ops:
             out["strict_ops"] = "true"
+        if self.compile_dynamic is not None:
+            out["compile_dynamic"] = "true" if self.compile_dynamic else "false"
         return out
 
     def with_values(self, values: Mapping[str, object], source: str) -> Limits:
@@ -161,9 +167,13 @@ class Limits:
         timing_strict, timing_rounds = self.timing_strict, self.timing_rounds
         growth = dict(self.growth)
         strict_ops = self.strict_ops
+        compile_dynamic = self.compile_dynamic
         for key, raw in values.items():
             try:
-                if key == "strict_ops":
+                if key == "compile_dynamic":
+                    auto = raw is None or str(raw).strip().lower() == "auto"
+                    compile_dynamic = None if auto else _parse_bool(raw)
+                elif key == "strict_ops":
                     strict_ops = _parse_bool(raw)
                 elif key == "fvcore":
                     fvcore = _parse_bool(raw)
@@ -193,7 +203,7 @@ class Limits:
                 raise SettingsError(f"{source}: bad value for {key}={raw!r}: {_why(exc)}") from None
         return Limits(
             tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta,
-            timing_strict, timing_rounds, growth, strict_ops,
+            timing_strict, timing_rounds, growth, strict_ops, compile_dynamic,
         )
 
 

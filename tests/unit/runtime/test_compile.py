@@ -379,3 +379,26 @@ def test_compat_inductor_metrics_and_cache_switch_smoke() -> None:
     with _compat.inductor_caches_disabled():
         assert torch.compiler.config.force_disable_caches is True
     assert torch.compiler.config.force_disable_caches == flag
+
+
+def test_the_gate_compiles_as_the_test_asks() -> None:
+    # compile_dynamic in the marker (or --modelprof-compile-dynamic, ini twin) reaches
+    # torch.compile: forced static recompiles per batch size, forced dynamic never, and the
+    # default is torch's own automatic dynamic shapes.
+    from pytest_modelprof.gate.collect import measure_compile
+    from pytest_modelprof.gate.settings import Limits, ProfileRequest
+
+    request = ProfileRequest(Clean(), (2, 8))
+    sweep = {"batch": [2, 3, 4]}
+
+    def recompiles(value: object) -> int:
+        limits = Limits().with_values({"max_recompiles": 9, "compile_dynamic": value}, "test")
+        health = measure_compile(request, limits, sweep)
+        assert health is not None
+        return health.recompiles
+
+    assert Limits().with_values({"compile_dynamic": "false"}, "t").compile_dynamic is False
+    assert Limits().with_values({"compile_dynamic": "auto"}, "t").compile_dynamic is None
+    assert recompiles(False) == 2
+    assert recompiles(True) == 0
+    assert recompiles("auto") == 1  # one recompile, then the batch dimension is dynamic

@@ -1,0 +1,39 @@
+"""Growth-exponent rows: the limit is the limit (issue 10: 1.1 used to pass 1.15)."""
+
+from __future__ import annotations
+
+from pytest_modelprof.gate.judge import growth_checks
+from pytest_modelprof.gate.settings import Limits
+
+
+def _sweep(exponent: float) -> dict[str, object]:
+    return {
+        "series": [
+            {
+                "axis": "seq_len",
+                "values": [128, 256, 512],
+                "fits": {"flops": {"exponent": exponent}},
+                "module_fits": {"attn": {"exponent": exponent + 0.3}, "mlp": {"exponent": 1.0}},
+            }
+        ]
+    }
+
+
+def test_an_exponent_just_over_the_limit_fails() -> None:
+    limits = Limits().with_values({"max_flops_growth_exponent": 1.1}, "marker")
+    (row,) = growth_checks(_sweep(1.15), limits)
+    assert row.verdict == "regressed" and row.kind == "growth" and row.hard
+    assert "grows as seq_len^1.15 over 128..512, above max_flops_growth_exponent=1.1" in row.reason
+    assert "fastest-growing scope 'attn' (exponent 1.45)" in row.reason
+    (ok,) = growth_checks(_sweep(1.1), limits)
+    assert ok.verdict == "ok"
+
+
+def test_a_latency_exponent_warns_unless_timing_strict() -> None:
+    sweep = _sweep(1.0)
+    sweep["series"][0]["fits"]["latency_ms"] = {"exponent": 1.6}  # type: ignore[index]
+    limits = Limits().with_values({"max_latency_growth_exponent": 1.2}, "marker")
+    (row,) = growth_checks(sweep, limits)
+    assert row.verdict == "warning"
+    strict = limits.with_values({"timing_strict": True}, "marker")
+    assert growth_checks(sweep, strict)[0].verdict == "regressed"
