@@ -58,12 +58,23 @@ def _internal_roots() -> tuple[Path, ...]:
 
 
 def _display_path(filename: str) -> str:
-    """``filename`` relative to the working directory, else to its ``sys.path`` entry."""
+    """``filename`` relative to the working directory, else to its ``sys.path`` entry.
+
+    An installed package's file is shown from its ``sys.path`` entry first
+    (``ultralytics/utils/tal.py``), also when the environment lives inside the working
+    directory (a ``.venv`` in the repository).
+    """
     try:
         path = Path(filename).resolve()
     except (OSError, RuntimeError):  # pragma: no cover - unresolvable path
         return filename
-    bases = [Path.cwd()] + [Path(p) for p in sys.path if p]
+    def is_packages(p: Path) -> bool:
+        return any(part in ("site-packages", "dist-packages") for part in p.parts)
+
+    entries = [Path(p) for p in sys.path if p]
+    packages = [p for p in entries if is_packages(p)]
+    others = [p for p in entries if not is_packages(p)]
+    bases = [*packages, Path.cwd(), *others] if is_packages(path) else [Path.cwd(), *entries]
     for base in bases:
         try:
             return path.relative_to(base.resolve()).as_posix()

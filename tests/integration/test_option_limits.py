@@ -79,7 +79,7 @@ def test_bad_ini_value_names_the_key(project: Project) -> None:
 def test_every_limit_has_cli_flag_and_ini_key(project: Project, key: str) -> None:
     values = {
         "max_latency_ms": "5", "max_memory": "120MB", "max_flops": "9G", "max_params": "30M",
-        "timing_rounds": "20",
+        "timing_rounds": "20", "compile_dynamic": "true",
     }
     value = values.get(key, "0.1")
     project.pytester.makeini(f"[pytest]\n{ini_key(key)} = {value}\n")
