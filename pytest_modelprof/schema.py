@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
+    "describe_inputs",
     "Bottleneck",
     "CaptureMode",
     "TensorSpec",
@@ -47,6 +48,14 @@ class TensorSpec(_Frozen):
     name: str | None = None
     shape: list[int]
     dtype: str
+
+
+def describe_inputs(specs: list[TensorSpec]) -> str:
+    """``"1×3×224×224 float32, input_ids=1×128 int64"``: inputs as the reports show them."""
+    return ", ".join(
+        (f"{t.name}=" if t.name else "") + "\u00d7".join(str(d) for d in t.shape) + f" {t.dtype}"
+        for t in specs
+    )
 
 
 class CaptureInfo(_Frozen):

@@ -9,23 +9,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.gate.judge import FvcoreEvidence
+from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
 if TYPE_CHECKING:
     from pytest_modelprof.compile.health import CompileHealth
 
-__all__ = ["latency_tolerance", "measure_latency", "run_sweep", "run_fvcore", "measure_compile"]
-
-
-def latency_tolerance(limits: Limits) -> float:
-    """The relative latency tolerance the limits set (the runtime default otherwise)."""
-    from pytest_modelprof.runtime import DEFAULT_TOLERANCE
-
-    tolerance = limits.tolerances.get("latency_ms")
-    return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
+__all__ = ["measure_latency", "run_sweep", "run_fvcore", "measure_compile"]
 
 
 def measure_latency(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.compare import Check, Comparison
 from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
 from pytest_modelprof.errors import BaselineError
-from pytest_modelprof.gate.judge import Evidence, judge
+from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
 from pytest_modelprof.gate.record import GateRecord, Status
 from pytest_modelprof.gate.settings import Limits, SessionSettings
 
@@ -78,15 +78,9 @@ def _input_change(current: BaselineDocument, baseline: BaselineDocument | None) 
     """``"inputs changed: 1x3x224x224 -> 1x3x256x256"``: a count delta that is no model change."""
     if baseline is None:
         return None
+    from pytest_modelprof.schema import describe_inputs
 
-    def text(doc: BaselineDocument) -> str:
-        return ", ".join(
-            (f"{t.name}=" if t.name else "") + "\u00d7".join(str(d) for d in t.shape)
-            + f" {t.dtype}"
-            for t in doc.inputs
-        )
-
-    before, after = text(baseline), text(current)
+    before, after = describe_inputs(baseline.inputs), describe_inputs(current.inputs)
     return f"inputs changed: {before} \u2192 {after}" if before != after else None
 
 
@@ -97,7 +91,6 @@ def _keep_timing(
     different, so a rewrite of an unchanged model leaves the file byte-identical."""
     if baseline is None or baseline.timing is None or current.timing is None:
         return current
-    from pytest_modelprof.gate.collect import latency_tolerance
     from pytest_modelprof.runtime import timing_to_store
 
     kept = timing_to_store(baseline.timing, current.timing, latency_tolerance(limits))

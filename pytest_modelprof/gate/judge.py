@@ -25,6 +25,7 @@ __all__ = [
     "FvcoreEvidence",
     "Evidence",
     "judge",
+    "latency_tolerance",
     "latency_checks",
     "growth_checks",
     "fvcore_check",
@@ -62,6 +63,14 @@ def _format_count(value: float, unit: str) -> str:
     return format_count(value, unit)
 
 
+def latency_tolerance(limits: Limits) -> float:
+    """The relative latency tolerance the limits set (the runtime default otherwise)."""
+    from pytest_modelprof.runtime import DEFAULT_TOLERANCE
+
+    tolerance = limits.tolerances.get("latency_ms")
+    return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
+
+
 def latency_checks(
     timing: Mapping[str, Any] | None,
     baseline_timing: Mapping[str, Any] | None,
@@ -75,7 +84,6 @@ def latency_checks(
     if timing is None:
         return []
     from pytest_modelprof.runtime import (
-        DEFAULT_TOLERANCE,
         NormalisedTiming,
         compare_timings,
         latency_gate,
@@ -91,9 +99,8 @@ def latency_checks(
     # row keeps the figures of the verdict.
     detail: dict[str, Any] = {"rounds": current.rounds}
     limit_parts = []
-    fraction = DEFAULT_TOLERANCE
+    fraction = latency_tolerance(limits)
     if tolerance is not None and not isinstance(tolerance, Ignore):
-        fraction = tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
         limit_parts.append(f"{metric.delta_key}=+{fraction * 100:.1f} %")
     if budget is not None:
         limit_parts.append(f"{metric.budget_key}={budget.limit:g} ms")

@@ -2,32 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
 
-__all__ = ["summary_lines", "problem_lines"]
+__all__ = ["summary_lines", "problem_lines", "summary_columns", "with_change"]
+
+
+def summary_columns(rows: Iterable[tuple[str, str, bool]]) -> list[tuple[str, str]]:
+    """(metric, label) of the rows marked as summary columns, in first-seen order; ``rows``
+    are (metric, label, summary) of every check of every test."""
+    seen: dict[str, str] = {}
+    for metric, label, summary in rows:
+        if summary and metric not in seen:
+            seen[metric] = label
+    return list(seen.items())
+
+
+def with_change(current_text: str, delta_text: str) -> str:
+    """A summary cell: ``"1.3 MFLOPs (+30.0 %)"`` from a row's current and delta texts."""
+    if "(" in delta_text:
+        return f"{current_text} {delta_text[delta_text.index('('):]}"
+    return current_text
 
 
 def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
-    """(metric, label) of every summary row the records carry, in first-seen order."""
-    seen: dict[str, str] = {}
-    for r in records:
-        for row in r.checks:
-            if row.get("summary") and row["metric"] not in seen:
-                seen[row["metric"]] = row["label"]
-    return list(seen.items())
+    return summary_columns(
+        (row["metric"], row["label"], bool(row.get("summary"))) for r in records for row in r.checks
+    )
 
 
 def _cell(record: GateRecord, metric: str) -> str:
     row = next((c for c in record.checks if c["metric"] == metric), None)
     if row is None:
         return "n/a"
-    text = str(row.get("current_text") or "n/a")
-    delta = str(row.get("delta_text") or "")
-    if "(" in delta and delta not in ("0", "\u2013"):
-        text += " " + delta[delta.index("("):]  # the relative change: "(+15.4 %)"
-    return text
+    return with_change(str(row.get("current_text") or "n/a"), str(row.get("delta_text") or ""))
 
 
 def summary_lines(records: Sequence[GateRecord]) -> list[str]:

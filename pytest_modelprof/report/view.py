@@ -14,6 +14,7 @@ from typing import Final
 
 from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
 from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
+from pytest_modelprof.gate.summary import summary_columns, with_change
 from pytest_modelprof.report._format import (
     signed_count,
     time,
@@ -49,6 +50,7 @@ from pytest_modelprof.report.model import (
     SvgRect,
     SvgText,
 )
+from pytest_modelprof.schema import describe_inputs
 
 __all__ = [
     "STATUS_LABELS",
@@ -123,21 +125,13 @@ def _summary_cell(result: ProfileResult, name: str) -> str:
     check = next((c for c in result.checks if c.metric == name), None)
     if check is None or check.current is None:
         return "\u2013"
-    text = check.current_text
-    if "(" in check.delta_text:
-        text += " " + check.delta_text[check.delta_text.index("("):]
-    return text
+    return with_change(check.current_text, check.delta_text)
 
 
 
 def _summary_metrics(results: Sequence[ProfileResult]) -> tuple[tuple[str, str], ...]:
     """(metric, label) of the summary rows the results carry, in first-seen order."""
-    seen: dict[str, str] = {}
-    for r in results:
-        for c in r.checks:
-            if c.summary and c.metric not in seen:
-                seen[c.metric] = c.label
-    return tuple(seen.items())
+    return tuple(summary_columns((c.metric, c.label, c.summary) for r in results for c in r.checks))
 
 
 
@@ -163,11 +157,7 @@ def _facts(result: ProfileResult) -> tuple[Fact, ...]:
     facts = [Fact("model", result.model)]
     p = result.profile
     if p is not None:
-        inputs = ", ".join(
-            (f"{t.name}=" if t.name else "") + "\u00d7".join(str(s) for s in t.shape)
-            + f" {t.dtype}"
-            for t in p.inputs
-        )
+        inputs = describe_inputs(p.inputs)
         facts.append(Fact("inputs", inputs or "\u2013"))
         facts.append(Fact("capture", f"{p.capture.mode} ({p.capture.reason})"))
         facts.append(Fact("machine", f"{p.machine.name}, balance {p.machine.balance:.3g} FLOPs/B"))
