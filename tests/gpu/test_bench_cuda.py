@@ -7,32 +7,19 @@ keeps the figures, as in test_cuda_runtime.py). Skipped cleanly without CUDA.
 from __future__ import annotations
 
 import json
-import os
-from typing import Any
 
 import pytest
 import torch
+from gpu_support import GPU, record
 from torch import nn
 
 from pytest_modelprof.runtime.bench import bench, bench_model
 from pytest_modelprof.runtime.memory import storage_bytes
 from pytest_modelprof.runtime.module_timing import time_modules
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(
-        not torch.cuda.is_available(),
-        reason="needs a CUDA device (torch.cuda.is_available() is False)",
-    ),
-]
+pytestmark = GPU
 
 
-def _record(test: str, **values: Any) -> None:
-    path = os.environ.get("MODELPROF_GPU_RECORD")
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"test": test, "device": torch.cuda.get_device_name(), **values})
-                     + "\n")
 
 
 def test_bench_resnet18_on_cuda() -> None:
@@ -49,7 +36,7 @@ def test_bench_resnet18_on_cuda() -> None:
     assert b.optimizer_state >= 2 * b.gradients  # Adam: two moments per parameter
     assert run.modules is not None and run.modules.timer == "cuda_event"
     assert run.modules.device.startswith("cuda")
-    _record("bench_resnet18", forward_ms=doc.runtime.forward.median_ms,
+    record("bench_resnet18", forward_ms=doc.runtime.forward.median_ms,
             backward_ms=doc.runtime.backward.median_ms,
             step_ms=doc.runtime.training_step.median_ms, peak=doc.memory.peak_bytes)
 
@@ -75,7 +62,7 @@ def test_cuda_memory_breakdown_of_bench_sgd() -> None:
     assert b.optimizer_state == weights  # one momentum buffer per parameter
     assert b.gradients == weights
     assert all(p.grad is None for p in model.parameters())
-    _record("bench_mlp_memory", **b.model_dump(), peak=doc.memory.peak_bytes)
+    record("bench_mlp_memory", **b.model_dump(), peak=doc.memory.peak_bytes)
 
 
 def test_bench_command_on_cuda(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,13 +7,9 @@ Skipped cleanly when ``torch.cuda.is_available()`` is False.
 
 from __future__ import annotations
 
-import json
-import os
-from typing import Any
-
-import pytest
 import torch
 import torchvision
+from gpu_support import GPU, record
 from torch import nn
 
 from pytest_modelprof.runtime.calibration import measure_forward_normalised
@@ -29,21 +25,9 @@ from pytest_modelprof.runtime.timing import (
     timer_for,
 )
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(
-        not torch.cuda.is_available(),
-        reason="needs a CUDA device (torch.cuda.is_available() is False)",
-    ),
-]
+pytestmark = GPU
 
 
-def _record(test: str, **values: Any) -> None:
-    path = os.environ.get("MODELPROF_GPU_RECORD")
-    if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"test": test, "device": torch.cuda.get_device_name(), **values})
-                     + "\n")
 
 
 def _mlp() -> nn.Module:
@@ -57,7 +41,7 @@ def test_event_timer_measures_gpu_work() -> None:
     a = torch.randn(2048, 2048, device="cuda")
     ms = timer.time(lambda: a @ a)
     assert ms > 0.0
-    _record("event_timer", matmul_2048_ms=ms)
+    record("event_timer", matmul_2048_ms=ms)
 
 
 def test_forward_backward_step_on_cuda() -> None:
@@ -67,7 +51,7 @@ def test_forward_backward_step_on_cuda() -> None:
     step = time_training_step(model, x, rounds=10, warmup=2)
     assert fwd.timer == bwd.timer == step.timer == "cuda_event"
     assert min(fwd.min, bwd.min, step.min) > 0
-    _record("timings", forward_ms=fwd.median, backward_ms=bwd.median, step_ms=step.median)
+    record("timings", forward_ms=fwd.median, backward_ms=bwd.median, step_ms=step.median)
 
 
 def test_cuda_memory_breakdown_of_a_training_step() -> None:
@@ -81,7 +65,7 @@ def test_cuda_memory_breakdown_of_a_training_step() -> None:
     assert stats.breakdown["optimizer_state"] >= 2 * params
     assert stats.peak_bytes == sum(stats.breakdown.values())
     assert all(p.grad is None for p in model.parameters())
-    _record("memory_training_step", **stats.breakdown, peak=stats.peak_bytes)
+    record("memory_training_step", **stats.breakdown, peak=stats.peak_bytes)
 
 
 def test_cuda_peak_repeats_and_bounds_the_tracked_figure() -> None:
@@ -92,7 +76,7 @@ def test_cuda_peak_repeats_and_bounds_the_tracked_figure() -> None:
     tracked = measure_memory(model, x, method="tracked")
     # The allocator also sees kernel workspaces and rounds blocks up to 512 B.
     assert tracked.peak_new_bytes <= runs[0].peak_new_bytes
-    _record("memory_forward_resnet18", cuda_peak_new=runs[0].peak_new_bytes,
+    record("memory_forward_resnet18", cuda_peak_new=runs[0].peak_new_bytes,
             tracked_peak_new=tracked.peak_new_bytes)
 
 
@@ -102,6 +86,6 @@ def test_normalised_timing_on_cuda() -> None:
     b = measure_forward_normalised(model, x, rounds=30)
     assert a.model.timer == "cuda_event"
     verdict = compare_timings(b, a)
-    _record("normalised", normalised=a.normalised, slowdown=verdict.slowdown,
+    record("normalised", normalised=a.normalised, slowdown=verdict.slowdown,
             verdict=verdict.verdict)
     assert verdict.verdict != "regressed" or verdict.slowdown < 0.5
