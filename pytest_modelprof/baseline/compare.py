@@ -294,11 +294,13 @@ def _check(
         )
 
     if current is None:
-        if baseline is not None:
-            return row("missing", f"{metric.format(baseline)} in the baseline, not measured now")
+        # A limit the user set fails unmeasured whether or not the baseline holds the metric:
+        # "missing" would pass it silently.
         judged = budget is not None or (
             metric.name in policy.explicit and not isinstance(tolerance, Ignore)
         )
+        if not judged and baseline is not None:
+            return row("missing", f"{metric.format(baseline)} in the baseline, not measured now")
         if judged:
             keys = []
             if not isinstance(tolerance, Ignore):
