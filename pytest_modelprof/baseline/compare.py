@@ -42,6 +42,7 @@ __all__ = [
     "compare",
     "environment_changes",
     "format_change",
+    "change_text",
     "layer_growth",
 ]
 
@@ -155,7 +156,23 @@ def format_change(change: float | None) -> str:
         return "n/a"
     if change in (float("inf"), float("-inf")):
         return f"{'+' if change > 0 else '-'}inf %"
+    if change != 0 and round(change * 100, 1) == 0:
+        return f"{change * 100:+.2g} %"  # two significant digits: never "+0.0 %" for a change
     return f"{change * 100:+.1f} %"
+
+
+def _signed(metric: Metric, diff: float) -> str:
+    return ("+" if diff > 0 else "\u2212") + metric.format(abs(diff))
+
+
+def change_text(metric: Metric, current: float, baseline: float) -> str:
+    """``+15.4 %``; a change under 0.1 % also gives its size (``+16.4 KFLOPs, +0.023 %``), as
+    both sides then print the same (``72 MFLOPs -> 72 MFLOPs``)."""
+    change = relative_change(current, baseline)
+    text = format_change(change)
+    if current != baseline and change is not None and round(change * 100, 1) == 0:
+        return f"{_signed(metric, current - baseline)}, {text}"
+    return text
 
 
 def delta_text(metric: Metric, current: float | None, baseline: float | None) -> str:
@@ -165,8 +182,7 @@ def delta_text(metric: Metric, current: float | None, baseline: float | None) ->
     diff = current - baseline
     if diff == 0:
         return "0"
-    sign = "+" if diff > 0 else "\u2212"
-    return f"{sign}{metric.format(abs(diff))} ({format_change(relative_change(current, baseline))})"
+    return f"{_signed(metric, diff)} ({format_change(relative_change(current, baseline))})"
 
 
 @dataclass(frozen=True)
@@ -326,7 +342,7 @@ def _check(
     if baseline is None:
         return row("new", f"{metric.format(current)} (no baseline yet)")
     worse_by = metric.worse_by(current, baseline)
-    change = format_change(relative_change(current, baseline))
+    change = change_text(metric, current, baseline)
     figures = f"{metric.format(baseline)} \u2192 {metric.format(current)} ({change}"
     if not tolerance.allows(worse_by):
         inputs = [

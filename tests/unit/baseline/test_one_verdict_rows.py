@@ -7,12 +7,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_modelprof.baseline.compare import Policy, compare
+from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.evaluate import evaluate
 from pytest_modelprof.gate.settings import Limits, SessionSettings
 from pytest_modelprof.runtime import NormalisedTiming
 from pytest_modelprof.schema import ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]
+
+
+def _doc(profile: ModelProfile) -> BaselineDocument:
+    return BaselineDocument.from_profile(profile, test="t.py::test_x", name=None, settings={})
+
+
+def test_a_change_that_rounds_to_zero_percent_shows_its_size(make_profile: MakeProfile) -> None:
+    before = _doc(make_profile(flops=72_000_000))
+    # +16.4 KFLOPs on 72 MFLOPs is +0.0228 %: "+0.0 %" would hide it, and both sides print 72 M.
+    after = _doc(make_profile(flops=72_016_400))
+    flops = next(c for c in compare(after, before, Policy()).checks if c.metric == "flops")
+    assert flops.verdict == "regressed"
+    assert flops.reason == (
+        "72 MFLOPs \u2192 72 MFLOPs (+16.4 KFLOPs, +0.023 %, limit exact)"
+    )
+    assert flops.delta_text == "+16.4 KFLOPs (+0.023 %)"
+    # A drop reads the same way, with its sign.
+    fewer = _doc(make_profile(flops=71_983_600))
+    row = next(c for c in compare(fewer, before, Policy()).checks if c.metric == "flops")
+    assert "(\u221216.4 KFLOPs, -0.023 %" in row.reason
 
 
 def _timing(model_ms: float) -> dict[str, Any]:
