@@ -42,7 +42,6 @@ def test_an_unmeasured_limit_fails_with_and_without_a_baseline(project: Project)
     )
 
 
-
 # -- the gate and modelprof compare give one verdict; the model's change is the model's -----------
 
 # NB: runpytest_subprocess, as in test_real_engine.py (inline runs and torch's lazy imports).
@@ -100,8 +99,8 @@ def test_compare_gives_the_gates_verdicts_and_blames_the_model(
     pytester.makepyfile(test_net=CHANGING)
     (pytester.path / "changed.txt").write_text("0")
     old, new = pytester.path / "old.json", pytester.path / "new.json"
-    before = pytester.runpytest_subprocess("--modelprof-update-baselines", f"--modelprof-json={old}")
-    before.assert_outcomes(passed=1)
+    update = "--modelprof-update-baselines"
+    pytester.runpytest_subprocess(update, f"--modelprof-json={old}").assert_outcomes(passed=1)
     (pytester.path / "changed.txt").write_text("1")
     gate = pytester.runpytest_subprocess(f"--modelprof-json={new}")
     gate.assert_outcomes(failed=1)
@@ -117,7 +116,8 @@ def test_compare_gives_the_gates_verdicts_and_blames_the_model(
     # The same pair under the marker's limit: the same rows, the same verdicts, exit code 1.
     capsys.readouterr()
     diff = pytester.path / "diff.json"
-    code = main(["compare", str(old), str(new), "--limit", "max_flops_delta=50%", "--json", str(diff)])
+    limit = ["--limit", "max_flops_delta=50%"]
+    code = main(["compare", str(old), str(new), *limit, "--json", str(diff)])
     out = capsys.readouterr().out
     assert code == 1, out
     assert _verdicts(diff) == gated

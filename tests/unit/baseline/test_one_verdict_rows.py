@@ -27,9 +27,7 @@ def test_a_change_that_rounds_to_zero_percent_shows_its_size(make_profile: MakeP
     after = _doc(make_profile(flops=72_016_400))
     flops = next(c for c in compare(after, before, Policy()).checks if c.metric == "flops")
     assert flops.verdict == "regressed"
-    assert flops.reason == (
-        "72 MFLOPs \u2192 72 MFLOPs (+16.4 KFLOPs, +0.023 %, limit exact)"
-    )
+    assert flops.reason == "72 MFLOPs \u2192 72 MFLOPs (+16.4 KFLOPs, +0.023 %, limit exact)"
     assert flops.delta_text == "+16.4 KFLOPs (+0.023 %)"
     # A drop reads the same way, with its sign.
     fewer = _doc(make_profile(flops=71_983_600))
@@ -40,9 +38,7 @@ def test_a_change_that_rounds_to_zero_percent_shows_its_size(make_profile: MakeP
 def _timing(model_ms: float) -> dict[str, Any]:
     # Ten rounds against a steady 0.5 ms calibration: the normalised latency is model_ms / 0.5.
     rounds = [model_ms * (1 + i / 1000) for i in range(10)]
-    data: dict[str, Any] = NormalisedTiming.from_samples(rounds, [0.5] * 10).model_dump(
-        mode="json"
-    )
+    data: dict[str, Any] = NormalisedTiming.from_samples(rounds, [0.5] * 10).model_dump(mode="json")
     return data
 
 
@@ -57,8 +53,13 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
     def run(model_ms: float, *, update: bool) -> str | None:
         session = SessionSettings(baseline_dir=tmp_path / "baselines", update=update)
         outcome = evaluate(
-            profile, nodeid="t.py::test_t", name=None, limits=limits, session=session,
-            rootdir=tmp_path, timing=_timing(model_ms),
+            profile,
+            nodeid="t.py::test_t",
+            name=None,
+            limits=limits,
+            session=session,
+            rootdir=tmp_path,
+            timing=_timing(model_ms),
         )
         return outcome.failure
 
