@@ -35,6 +35,8 @@ __all__ = [
 
 #: Capture modes from fastest to slowest; falling back to a later one is a change worth a row.
 _MODE_ORDER = ("meta", "fake", "real")
+#: The metric a sweep's ``module_fits`` are fitted on (runtime.sweep: per-module FLOPs).
+_MODULE_FIT_METRIC = "flops"
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ def latency_checks(
 def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
     """One row per growth limit and swept axis: the fitted exponent against its limit.
 
-    Latency exponents are as noisy as latency and warn unless ``timing_strict=True``.
+    Latency exponents are as noisy as latency and warn unless ``timing_strict=True``. A scope
+    is named only for the metric the sweep fitted per module (FLOPs).
     """
     if sweep is None or not limits.growth:
         return []
@@ -200,7 +203,10 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             exponent = float(fit["exponent"])
             axis = series["axis"]
             values = series.get("values", [])
-            module_fits = series.get("module_fits", {})
+            # module_fits are fitted on one metric: naming its fastest scope on a memory or
+            # latency row would blame the wrong place.
+            per_module = metric_name == _MODULE_FIT_METRIC
+            module_fits = series.get("module_fits", {}) if per_module else {}
             worst = max(module_fits.items(), key=lambda kv: kv[1]["exponent"], default=None)
             scope = (
                 f"; fastest-growing scope {worst[0]!r} (exponent {worst[1]['exponent']:.2f})"
