@@ -87,6 +87,8 @@ MARKER_SIGNATURE: Final = (
 MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
 DEFAULT_TIMING_ROUNDS: Final = 100
+#: How a growth limit is switched off (as a tolerance is: nothing is swept for it).
+_OFF: Final = frozenset({"off", "ignore", "none", "false"})
 
 
 def limit_names() -> tuple[str, ...]:
@@ -197,7 +199,7 @@ class Limits:
                 elif key == "timing_rounds":
                     timing_rounds = _parse_rounds(raw)
                 elif key in GROWTH_LIMITS:
-                    if raw is None:
+                    if raw is None or str(raw).strip().lower() in _OFF:
                         growth.pop(key, None)
                     else:
                         growth[key] = _parse_exponent(raw)
@@ -495,7 +497,7 @@ def resolve_marker(
     limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
-    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and values[k] is not None)
+    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and k in limits.growth)
     if marker_growth and sweep is None:
         raise SettingsError(
             f"{source}: {', '.join(marker_growth)} needs a sweep, e.g. "

@@ -76,3 +76,13 @@ def test_a_latency_limit_set_to_off_measures_nothing() -> None:
 def test_a_compile_time_limit_set_to_off_compiles_nothing() -> None:
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     assert measure_compile(request, _limits(max_compile_time_delta="off"), None) is None
+
+
+def test_a_growth_limit_set_to_off_sweeps_nothing() -> None:
+    from pytest_modelprof.gate.collect import run_sweep
+    from pytest_modelprof.gate.settings import resolve_marker
+
+    spec = resolve_marker([], {"max_latency_growth_exponent": "off"}, Limits(), where="test_x")
+    assert spec.limits.growth == {}
+    request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
+    assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None
