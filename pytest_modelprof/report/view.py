@@ -200,7 +200,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
     label, glyph = STATUS_LABELS[result.status]
     warned = _warnings(result)
     css = f"v-{result.status}"
-    if result.status in ("ok", "improved") and warned:  # files written before "warning"
+    if result.status == "ok" and warned:  # results files written before the "warning" status
         label, glyph, css = STATUS_LABELS["warning"][0], STATUS_LABELS["warning"][1], "v-warning"
     summary = Summary(
         anchor=f"profile-{index}",
