@@ -73,8 +73,10 @@ def test_a_decisive_slowdown_fails_and_a_warning_has_its_own_status(
             "*warn latency: *latency regressed: *timing_strict=False keeps this a warning*",
         ]
     )
-    statuses = {t["nodeid"]: t["status"] for t in json.loads((pytester.path / "r.json")
-                                                             .read_text())["tests"]}
+    statuses = {
+        t["nodeid"]: t["status"]
+        for t in json.loads((pytester.path / "r.json").read_text())["tests"]
+    }
     assert statuses == {
         "test_timed.py::test_default": "regressed",
         "test_timed.py::test_strict": "regressed",

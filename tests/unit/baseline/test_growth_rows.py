@@ -47,8 +47,11 @@ def test_a_scope_is_named_only_for_the_metric_it_was_fitted_on() -> None:
     fits["memory"] = {"exponent": 1.6}
     fits["latency_ms"] = {"exponent": 1.6}
     limits = Limits().with_values(
-        {"max_memory_growth_exponent": 1.2, "max_latency_growth_exponent": 1.2,
-         "max_flops_growth_exponent": 1.2},
+        {
+            "max_memory_growth_exponent": 1.2,
+            "max_latency_growth_exponent": 1.2,
+            "max_flops_growth_exponent": 1.2,
+        },
         "marker",
     )
     rows = {row.metric: row for row in growth_checks(sweep, limits)}
