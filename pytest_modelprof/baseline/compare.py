@@ -10,7 +10,8 @@ Verdicts:
 * ``ok`` - within its limit;
 * ``improved`` - better than the baseline by more than the tolerance (fails only in strict mode);
 * ``regressed`` - worse than the limit allows: the test fails;
-* ``warning`` - outside the limit, but not a failure (latency without ``timing_strict``, a
+* ``warning`` - outside the limit, but not a failure (an undecided latency slowdown, or any
+  with ``timing_strict=False``; compile time unless ``timing_strict=True``; a
   kernel-dependent count whose baseline was recorded in another environment);
 * ``unmeasured`` - a limit is set, but nothing measured the metric: the test fails;
 * ``new`` - measured now, absent from the baseline (or no baseline at all);

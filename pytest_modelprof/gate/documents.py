@@ -27,8 +27,8 @@ __all__ = ["compare_profiles", "compare_documents", "merge_results"]
 def _status(verdict: Verdict) -> Status:
     if verdict in ("regressed", "unmeasured"):
         return "regressed"
-    if verdict == "improved":
-        return "improved"
+    if verdict in ("improved", "warning"):
+        return verdict
     return "new" if verdict == "new" else "ok"
 
 

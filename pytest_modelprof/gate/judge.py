@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
-from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.gate.settings import Limits
 
 if TYPE_CHECKING:
@@ -35,6 +35,8 @@ __all__ = [
 
 #: Capture modes from fastest to slowest; falling back to a later one is a change worth a row.
 _MODE_ORDER = ("meta", "fake", "real")
+#: The metric a sweep's ``module_fits`` are fitted on (runtime.sweep: per-module FLOPs).
+_MODULE_FIT_METRIC = "flops"
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,14 @@ def _format_count(value: float, unit: str) -> str:
 
 
 def latency_tolerance(limits: Limits) -> float:
-    """The relative latency tolerance the limits set (the runtime default otherwise)."""
+    """The relative latency tolerance the limits set (the runtime default otherwise).
+
+    ``max_latency_delta=0`` (``Exact``) means 0: any slowdown the rounds are sure of."""
     from pytest_modelprof.runtime import DEFAULT_TOLERANCE
 
     tolerance = limits.tolerances.get("latency_ms")
+    if isinstance(tolerance, Exact):
+        return 0.0
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
 
 
@@ -78,7 +84,8 @@ def latency_checks(
 ) -> list[Check]:
     """The latency limits, judged from calibration-normalised timing rounds.
 
-    A slowdown the bootstrap is sure of fails only with ``timing_strict``; otherwise it is a
+    A decisive result beyond a limit the user wrote fails (see :func:`~pytest_modelprof.
+    runtime.latency_gate`); an undecided one, or any with ``timing_strict=False``, is a
     ``warning`` row. The timing chart reads the rounds from the record and the baseline.
     """
     if timing is None:
@@ -127,6 +134,7 @@ def latency_checks(
         comparison,
         latency_ms=current.latency_ms,
         max_latency_ms=budget.limit if budget is not None else None,
+        fast_ms=current.fast_ms,
         strict=limits.timing_strict,
     )
     figures = (
@@ -136,8 +144,12 @@ def latency_checks(
     )
     if decision.action in ("fail", "warn"):
         reason = f"{figures}; " + "; ".join(decision.reasons)
-        if decision.action == "warn":
-            reason += "; timing_strict=True (or --modelprof-timing-strict) makes this fail"
+        if decision.action == "warn" and limits.timing_strict is False:
+            reason += "; timing_strict=False keeps this a warning"
+        elif decision.action == "warn":
+            reason += (
+                "; not decided: timing_strict=True (or --modelprof-timing-strict) makes it fail"
+            )
         verdict = "regressed" if decision.action == "fail" else "warning"
     elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
         verdict = "warning"
@@ -175,7 +187,8 @@ def latency_checks(
 def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
     """One row per growth limit and swept axis: the fitted exponent against its limit.
 
-    Latency exponents are as noisy as latency and warn unless ``timing_strict``.
+    Latency exponents are as noisy as latency and warn unless ``timing_strict=True``. A scope
+    is named only for the metric the sweep fitted per module (FLOPs).
     """
     if sweep is None or not limits.growth:
         return []
@@ -192,7 +205,10 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             exponent = float(fit["exponent"])
             axis = series["axis"]
             values = series.get("values", [])
-            module_fits = series.get("module_fits", {})
+            # module_fits are fitted on one metric: naming its fastest scope on a memory or
+            # latency row would blame the wrong place.
+            per_module = metric_name == _MODULE_FIT_METRIC
+            module_fits = series.get("module_fits", {}) if per_module else {}
             worst = max(module_fits.items(), key=lambda kv: kv[1]["exponent"], default=None)
             scope = (
                 f"; fastest-growing scope {worst[0]!r} (exponent {worst[1]['exponent']:.2f})"
@@ -202,7 +218,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency_ms" and not limits.timing_strict
+                noisy = metric_name == "latency_ms" and limits.timing_strict is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -367,6 +383,6 @@ def judge(
     from pytest_modelprof.compile.gate import explain_compile_rows
 
     comparison = explain_compile_rows(
-        comparison, evidence.document, baseline, timing_strict=limits.timing_strict
+        comparison, evidence.document, baseline, timing_strict=limits.timing_strict is True
     )
     return comparison.plus(extra)
