@@ -11,8 +11,17 @@ from pytest_modelprof.costs.registry import (
     OpCost,
     TensorMeta,
 )
+from pytest_modelprof.costs.user import register_formula
 
-__all__ = ["CostRegistry", "FormulaEntry", "OpCost", "TensorMeta", "ZERO", "default_registry"]
+__all__ = [
+    "CostRegistry",
+    "FormulaEntry",
+    "OpCost",
+    "TensorMeta",
+    "ZERO",
+    "default_registry",
+    "register_formula",
+]
 
 
 @lru_cache(maxsize=1)

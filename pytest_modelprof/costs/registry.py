@@ -132,6 +132,12 @@ class CostRegistry:
             )
         self._entries[name] = FormulaEntry(name, family, formula, tuple(values))
 
+    def remove(self, op: Any) -> None:
+        """Forget ``op``'s formula (a ``KeyError`` naming it when it has none)."""
+        name = _op_name(op)
+        if self._entries.pop(name, None) is None:
+            raise KeyError(f"no cost formula is registered for {name}")
+
     def lookup(self, op: Any) -> FormulaEntry | None:
         return self._entries.get(_op_name(op))
 
