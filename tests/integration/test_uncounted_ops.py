@@ -157,9 +157,7 @@ def test_a_conftest_hook_registers_a_cost_formula(pytester: pytest.Pytester) -> 
     uncounted = pytester.runpytest_subprocess("--modelprof-update-baselines")
     uncounted.assert_outcomes(failed=1)
     # The hint names the hook that exists.
-    uncounted.stdout.fnmatch_lines(
-        ["*mylib.scale.default x1*pytest_modelprof_register_formulas*"]
-    )
+    uncounted.stdout.fnmatch_lines(["*mylib.scale.default x1*pytest_modelprof_register_formulas*"])
     pytester.makeconftest(FORMULAS)
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
