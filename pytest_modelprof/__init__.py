@@ -22,7 +22,8 @@ __all__ = [
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from pytest_modelprof.costs import OpCost, register_formula
+    from pytest_modelprof.costs import OpCost
+    from pytest_modelprof.costs.user import register_formula
     from pytest_modelprof.machines import MACHINES, Machine
     from pytest_modelprof.models import register_model
     from pytest_modelprof.profile import profile_model
@@ -35,7 +36,7 @@ _LAZY = {
     "Machine": "pytest_modelprof.machines",
     "MACHINES": "pytest_modelprof.machines",
     "register_model": "pytest_modelprof.models",
-    "register_formula": "pytest_modelprof.costs",
+    "register_formula": "pytest_modelprof.costs.user",
     "OpCost": "pytest_modelprof.costs",
 }
 

@@ -175,11 +175,11 @@ def formula_error(
         f"the cost formula {where} for {func} failed with {type(exc).__name__}: {exc} "
         f"(arguments: {shapes or 'no tensors'})."
     )
-    if not where.startswith("pytest_modelprof."):  # registered by the user: theirs to fix
+    if entry.origin is not None:  # registered by the user: theirs to fix
         return FormulaError(
-            f"{failed} The formula was registered for this op outside pytest-modelprof "
-            "(pytest_modelprof_register_formulas or register_formula); fix it there: it "
-            "gets the op's arguments by name, tensors as TensorMeta, and returns an OpCost."
+            f"{failed} It was registered with {entry.origin}, not by pytest-modelprof; fix it "
+            "there: a formula gets the op's arguments by name (tensors as TensorMeta) and "
+            "returns an OpCost."
         )
     return FormulaError(
         f"{failed} This is a bug in pytest-modelprof, not in "

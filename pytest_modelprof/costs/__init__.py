@@ -11,7 +11,6 @@ from pytest_modelprof.costs.registry import (
     OpCost,
     TensorMeta,
 )
-from pytest_modelprof.costs.user import register_formula
 
 __all__ = [
     "CostRegistry",
@@ -20,7 +19,6 @@ __all__ = [
     "TensorMeta",
     "ZERO",
     "default_registry",
-    "register_formula",
 ]
 
 

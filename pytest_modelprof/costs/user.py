@@ -30,6 +30,8 @@ __all__ = [
     "session_registry",
 ]
 
+HOOK = "pytest_modelprof_register_formulas"
+
 #: What a message about uncounted ops suggests: the two ways to give an op a formula.
 REGISTER_HINT = (
     "register a cost formula with a pytest_modelprof_register_formulas(registry) hook in "
@@ -62,7 +64,9 @@ def register_formula(
             entry = registry.lookup(op)
             if entry is not None and _same_function(entry.formula, formula):
                 registry.remove(op)
-        return registry.register(*ops, family=family, values=values)(formula)
+        return registry.register(*ops, family=family, values=values, origin="register_formula")(
+            formula
+        )
 
     return decorate
 
@@ -96,9 +100,16 @@ def session_registry(register: Callable[[CostRegistry], object]) -> CostRegistry
     """A copy of the process-wide registry with what ``register`` (the hook) adds to it."""
     from pytest_modelprof.costs import default_registry
 
-    registry = default_registry().copy()
+    builtin = default_registry()
+    registry = builtin.copy()
     try:
         register(registry)
     except (ValueError, KeyError) as exc:  # a duplicate op, an unqualified name
-        raise FormulaError(f"pytest_modelprof_register_formulas: {exc}") from None
+        raise FormulaError(f"{HOOK}: {exc}") from None
+    for entry in list(registry):
+        if builtin.lookup(entry.op) is not entry:  # the hook's: marked as the user's
+            registry.remove(entry.op)
+            registry.add(
+                entry.op, entry.formula, family=entry.family, values=entry.values, origin=HOOK
+            )
     return registry

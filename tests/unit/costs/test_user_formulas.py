@@ -138,12 +138,14 @@ def test_a_hook_that_registers_a_priced_op_again_names_the_hook() -> None:
 
 
 def test_a_broken_formula_of_the_users_is_reported_as_theirs() -> None:
-    registry = default_registry().copy()
-    registry.register("modelprof_unit::triple", family="pointwise")(
-        lambda args, out: args["x"].numel  # an int, not an OpCost
-    )
-    with pytest.raises(FormulaError) as info:
-        profile_model(Net(), input_shape=(2, 8), registry=registry)
+    def hook(registry: CostRegistry) -> None:
+        registry.register("modelprof_unit::triple", family="pointwise")(
+            lambda args, out: args["x"].numel  # an int, not an OpCost
+        )
+
+    with using_registry(session_registry(hook)), pytest.raises(FormulaError) as info:
+        profile_model(Net(), input_shape=(2, 8))
     message = str(info.value)
-    assert "returned 32, not an OpCost" in message and "fix it there" in message
+    assert "returned 32, not an OpCost" in message
+    assert "registered with pytest_modelprof_register_formulas" in message
     assert "bug in pytest-modelprof" not in message
