@@ -149,3 +149,34 @@ def test_a_broken_formula_of_the_users_is_reported_as_theirs() -> None:
     assert "returned 32, not an OpCost" in message
     assert "registered with pytest_modelprof_register_formulas" in message
     assert "bug in pytest-modelprof" not in message
+
+
+# -- the README's example is a working hook -------------------------------------------------------
+
+
+@torch.library.custom_op("mylib::attn", mutates_args=())
+def attn(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.transpose(-1, -2), dim=-1) @ v
+
+
+@attn.register_fake
+def _(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+class Attention(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return attn(x, x, x)  # type: ignore[no-any-return]
+
+
+def test_the_readme_hook_prices_its_op() -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**Cost formulas for your ops.**")[1]
+    code = section.split("```python\n")[1].split("```")[0]
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)
+    registry = session_registry(namespace["pytest_modelprof_register_formulas"])
+    with using_registry(registry):
+        p = profile_model(Attention(), input_shape=(1, 2, 8, 4))
+    # QK^T and AV: 2 * (1 * 2 * 8 * 8 * 4) = 1024 MACs, 2048 FLOPs.
+    assert (p.total_macs, p.total_flops) == (1024, 2048) and p.uncounted_ops == []
