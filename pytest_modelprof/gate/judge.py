@@ -297,6 +297,11 @@ def _uncounted_changes(
     return calls_grew, bytes_grew, shrank
 
 
+def _calls_text(ops: Mapping[str, int]) -> str:
+    """``\u00d750 (1 op)``: the calls of all uncounted ops and how many ops they are."""
+    return f"\u00d7{sum(ops.values())} ({len(ops)} op{'' if len(ops) == 1 else 's'})"
+
+
 def uncounted_check(
     current: BaselineDocument,
     baseline: BaselineDocument | None,
@@ -364,11 +369,17 @@ def uncounted_check(
             kind="uncounted",
             verdict=verdict,  # type: ignore[arg-type]
             reason=reason,
-            current=float(len(now)),
-            baseline=float(len(before)) if before is not None else None,
+            # The figures are calls (all uncounted ops together), as the reason's are.
+            current=float(sum(now.values())),
+            baseline=float(sum(before.values())) if before is not None else None,
             limit="strict" if limits.strict else "no new op, no more calls or bytes",
-            current_text=str(len(now)),
-            baseline_text=str(len(before)) if before is not None else DASH,
+            current_text=_calls_text(now),
+            baseline_text=_calls_text(before) if before is not None else DASH,
+            delta_text=(
+                f"{sum(now.values()) - sum(before.values()):+d} calls"
+                if before is not None and sum(now.values()) != sum(before.values())
+                else DASH
+            ),
             hard=limits.strict and bool(now),
             detail=detail,
         )

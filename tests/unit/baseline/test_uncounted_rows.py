@@ -114,3 +114,10 @@ def test_the_baseline_file_keeps_bytes_only_when_an_op_is_uncounted(
     with_op = doc(make_profile, (OP, 2, 256))
     assert BaselineDocument.from_json(with_op.to_json()).uncounted_memory == {OP: 256}
     assert "uncounted_memory" not in doc(make_profile).to_json()  # older files stay identical
+
+
+def test_the_row_figures_are_calls(make_profile: MakeProfile) -> None:
+    check = row(doc(make_profile, (OP, 50, 6400)), doc(make_profile, (OP, 1, 128)))
+    assert (check.baseline, check.current) == (1.0, 50.0)
+    assert (check.baseline_text, check.current_text) == ("\u00d71 (1 op)", "\u00d750 (1 op)")
+    assert check.delta_text == "+49 calls"
