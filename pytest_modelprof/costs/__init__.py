@@ -12,14 +12,7 @@ from pytest_modelprof.costs.registry import (
     TensorMeta,
 )
 
-__all__ = [
-    "CostRegistry",
-    "FormulaEntry",
-    "OpCost",
-    "TensorMeta",
-    "ZERO",
-    "default_registry",
-]
+__all__ = ["CostRegistry", "FormulaEntry", "OpCost", "TensorMeta", "ZERO", "default_registry"]
 
 
 @lru_cache(maxsize=1)
