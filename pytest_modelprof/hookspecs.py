@@ -32,7 +32,8 @@ def pytest_modelprof_profile(
 
 @pytest.hookspec()
 def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
-    """Called once per gated profile, on the xdist controller (or the only process)."""
+    """Called once per gated profile, on the xdist controller (or the only process); a gated
+    test that failed before its gate judged it gives one record with status ``error``."""
 
 
 @pytest.hookspec()

@@ -274,6 +274,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     profiles = _profiles(item)
     try:
         if spec.request is not None:
+            profiles.current = spec.request
             profiles.add(spec.name, spec.request, _profile(config, spec.request))
         if not profiles.entries:
             raise SettingsError(
@@ -283,6 +284,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
+            profiles.current = request
             outcome = evaluate(
                 profile,
                 nodeid=item.nodeid,
@@ -314,13 +316,50 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.when == "call":
+    # The records ride on the call report, or on the setup report when setup failed.
+    if call.when == "call" or (call.when == "setup" and report.failed):
         state = item.stash.get(ITEM_KEY, None)
+        if report.failed and _uses_gate(item):
+            # A red test is never missing from the reports: when no record explains the
+            # failure (the gate never judged it), it becomes an error row with its message.
+            state = item.stash.setdefault(ITEM_KEY, _Item())
+            if not any(r.failed for r in state.records):
+                state.records.append(_error_record(item, call, report))
         if state is not None and state.records:
             from pytest_modelprof.gate.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
     return report
+
+
+def _error_record(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> GateRecord:
+    """The error row of a gated test that failed before its gate judged it."""
+    from pytest_modelprof.baseline.store import baseline_relpath
+    from pytest_modelprof.gate.record import error_record
+
+    excinfo = call.excinfo
+    if excinfo is None:  # failed without an exception (a strict xfail that passed)
+        message = report.longreprtext.strip() or "failed"
+    elif isinstance(excinfo.value, pytest.fail.Exception):
+        message = excinfo.value.msg or excinfo.exconly()  # our short failures, as printed
+    else:  # the line pytest's short summary shows; the traceback stays in the terminal
+        message = excinfo.exconly(tryshort=True).splitlines()[0]
+    state = item.stash.get(ITEM_KEY, None)
+    current = state.profiles.current if state is not None and state.profiles else None
+    marker = item.get_closest_marker("profile")  # raw: it may be the marker that failed
+    kwargs = dict(marker.kwargs) if marker else {}
+    model = marker.args[0] if marker and marker.args else kwargs.get("model")
+    name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
+    if current is not None:
+        name, model = current.name, current.model
+    # The file this profile uses, so a test that failed early never makes it look stale.
+    try:
+        path = baseline_relpath(item.nodeid, name).as_posix()
+    except ModelprofError:
+        path = ""
+    return error_record(item.nodeid, message, name=name, model=model, baseline_path=path)
 
 
 class _Gatherer:
@@ -340,17 +379,18 @@ class _Gatherer:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
         payload = getattr(report, REPORT_ATTR, None)
-        state = self.config.stash[SESSION_KEY]
-        if report.passed or payload is not None:
-            state.completed.add(report.nodeid)  # the body ran to the end: its gate ran
-        if payload is None:
+        if report.when != "call" and payload is None:
             return
         from pytest_modelprof.gate.record import records_from_json
 
-        for record in records_from_json(payload):
+        records = records_from_json(payload) if payload is not None else []
+        state = self.config.stash[SESSION_KEY]
+        # The body ran to the end when its gate judged a profile (error rows of tests that
+        # failed early carry no profile): only then may its unused baselines be stale.
+        if report.passed or any(r.profile is not None for r in records):
+            state.completed.add(report.nodeid)
+        for record in records:
             state.records.append(record)
             if not _is_worker(self.config):
                 self.config.hook.pytest_modelprof_record(config=self.config, record=record)
@@ -435,7 +475,7 @@ class _Reports:
 
     @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and getattr(report, REPORT_ATTR, None) is not None:
+        if getattr(report, REPORT_ATTR, None) is not None:
             path, line, _ = report.location
             self.collector.add_location(report.nodeid, path, line)
 

@@ -58,10 +58,12 @@ def problem_lines(records: Sequence[GateRecord]) -> list[str]:
     lines = []
     ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
     for r in ordered:
-        if not (r.failures or r.warnings):
+        # An error's message is the test's failure, printed above; once is enough.
+        failures = [] if r.status == "error" else r.failures
+        if not (failures or r.warnings):
             continue
         lines.append(f"{r.label}:")
-        lines += [f"  FAIL {f}" for f in r.failures]
+        lines += [f"  FAIL {f}" for f in failures]
         lines += [f"  warn {w}" for w in r.warnings]
         if r.environment:
             lines.append(f"  note baseline from another environment: {'; '.join(r.environment)}")

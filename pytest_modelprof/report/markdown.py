@@ -67,8 +67,9 @@ def _detail(section: Section) -> list[str]:
         lines += [f"{_cell(title)}:", ""]
         lines += [f"- {code(e)}" for e in entries]
         lines.append("")
-    lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
-              _row(["---", "---:", "---:", "---:", "---:", "---"])]
+    if section.metrics:
+        lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
+                  _row(["---", "---:", "---:", "---:", "---:", "---"])]
     for r in section.metrics:
         verdict = f"**{r.verdict}**" if r.verdict == "regressed" else r.verdict
         lines.append(_row([r.label, _cell(r.baseline), _cell(r.current), _cell(r.delta),

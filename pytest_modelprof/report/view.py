@@ -87,8 +87,11 @@ def _problem(check: CheckResult) -> str:
 
 
 def _problems(result: ProfileResult) -> tuple[str, ...]:
-    """One line per failed limit (the rows; the record's texts for files without rows)."""
+    """One line per failed limit (the rows; the record's texts for files without rows); an
+    error's message comes first."""
     rows = tuple(_problem(c) for c in result.checks if c.failed)
+    if result.status == "error":
+        return (*result.failures, *rows)
     if result.status == "improved" and not rows:
         rows = tuple(_problem(c) for c in result.checks if c.verdict == "improved")
     return rows or tuple(result.failures)
@@ -221,19 +224,25 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         if d.delta("flops") != 0
     )
     loc = f"{result.location.path}:{result.location.line}" if result.location else ""
+    # A test that failed before it was profiled has nothing to draw: its message is the section.
+    charts = (
+        ()
+        if result.profile is None and result.status == "error"
+        else (
+            layer_chart(result, diffs),
+            op_chart(result.profile),
+            roofline_chart(result),
+            *((t,) if (t := timing_chart(result)) is not None else ()),
+            *sweep_charts(result),
+        )
+    )
     return Section(
         summary=summary,
         location=loc,
         facts=_facts(result),
         metrics=_metric_rows(result),
         layers=layer_table(result, diffs),
-        charts=(
-            layer_chart(result, diffs),
-            op_chart(result.profile),
-            roofline_chart(result),
-            *((t,) if (t := timing_chart(result)) is not None else ()),
-            *sweep_charts(result),
-        ),
+        charts=charts,
         notes=_notes(result),
         problems=problems,
         top_layers=top,
