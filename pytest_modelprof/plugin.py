@@ -7,7 +7,6 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Generator
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pytest_modelprof.gate.settings import (
 )
 
 if TYPE_CHECKING:
+    from pytest_modelprof.baseline.stale import RunCoverage
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__: list[str] = []
 
 REPORT_ATTR = "modelprof_records"  # JSON string on the call-phase TestReport (xdist transport)
+JUDGED_ATTR = "modelprof_judged"  # True on the call report when the gate judged every profile
 WORKER_OUTPUT_KEY = "modelprof_collected"
 
 
@@ -49,9 +50,9 @@ class _Session:
     settings: SessionSettings
     cache: ProfileCache | None = None
     records: list[GateRecord] = field(default_factory=list)
-    expanded: dict[str, set[str]] = field(default_factory=dict)  # collector -> children
-    completed: set[str] = field(default_factory=set)
+    coverage: RunCoverage | None = None  # what the run looked at (None: the gate is disabled)
     stale: list[Path] = field(default_factory=list)
+    stale_unchecked: str | None = None  # why stale detection could not prove anything
 
 
 @dataclass
@@ -59,6 +60,7 @@ class _Item:
     spec: MarkerSpec | None = None
     profiles: TestProfiles | None = None
     records: list[GateRecord] = field(default_factory=list)
+    judged: bool = False  # the gate judged every profile (it may still have failed the test)
 
 
 SESSION_KEY = pytest.StashKey[_Session]()
@@ -115,6 +117,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
     config.stash[SESSION_KEY] = _Session(settings)
+    if not settings.disable:  # a disabled gate proves nothing about baselines: never prune
+        from pytest_modelprof.baseline.stale import RunCoverage
+
+        config.stash[SESSION_KEY].coverage = RunCoverage()
     config.pluginmanager.register(_Gatherer(config), "modelprof-gatherer")
     _configure_reports(config)
     if config.pluginmanager.hasplugin("xdist"):
@@ -252,6 +258,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     try:
         if spec.request is not None:
             profiles.add(spec.name, spec.request, _profile(config, spec.request))
+        if not profiles.entries and item.get_closest_marker("profile") is None:
+            item.stash[ITEM_KEY].judged = True
+            return result  # the fixture was requested but never called: nothing to judge
         if not profiles.entries:
             raise SettingsError(
                 f"marker on {item.nodeid}: @pytest.mark.profile has no model= and the test did "
@@ -277,6 +286,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             records.append(outcome.record)
             if outcome.failure:
                 failures.append(outcome.failure)
+        item.stash[ITEM_KEY].judged = True
     except ModelprofError as exc:
         problem = f"modelprof: {exc}"
     if problem is not None:
@@ -297,6 +307,8 @@ def pytest_runtest_makereport(
             from pytest_modelprof.gate.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
+        if state is not None and state.judged:
+            setattr(report, JUDGED_ATTR, True)
     return report
 
 
@@ -311,18 +323,37 @@ class _Gatherer:
         """Remember what each module and class holds (before deselection), to spot stale
         baselines. Directory reports are left out: with path arguments they list only the
         matching entries, so a missing module there proves nothing."""
-        if report.passed and (report.nodeid.endswith(".py") or "::" in report.nodeid):
-            children = self.config.stash[SESSION_KEY].expanded.setdefault(report.nodeid, set())
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is None:
+            return
+        if report.failed:
+            coverage.collect_errors += 1
+        elif report.passed and (report.nodeid.endswith(".py") or "::" in report.nodeid):
+            children = coverage.expanded.setdefault(report.nodeid, set())
             children.update(node.nodeid for node in report.result)
 
     @pytest.hookimpl
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.deselected += len(items)
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.selected.update(item.nodeid for item in session.items)
+
+    @pytest.hookimpl
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        state = self.config.stash[SESSION_KEY]
+        if state.coverage is not None:
+            state.coverage.ran.add(report.nodeid)
         if report.when != "call":
             return
         payload = getattr(report, REPORT_ATTR, None)
-        state = self.config.stash[SESSION_KEY]
-        if report.passed or payload is not None:
-            state.completed.add(report.nodeid)  # the body ran to the end: its gate ran
+        if state.coverage is not None and (report.passed or getattr(report, JUDGED_ATTR, False)):
+            state.coverage.completed.add(report.nodeid)  # ran to the end, its gate included
         if payload is None:
             return
         from pytest_modelprof.gate.record import records_from_json
@@ -341,28 +372,37 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is None:
         return
+    coverage = state.coverage
+    if coverage is None or config.option.collectonly:
+        return  # disabled, or nothing ran: no listing, no pruning
     if _is_worker(config):
         workeroutput: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
-        workeroutput[WORKER_OUTPUT_KEY] = json.dumps(
-            {k: sorted(v) for k, v in sorted(state.expanded.items())}
-        )
+        workeroutput[WORKER_OUTPUT_KEY] = coverage.worker_json()
         return
     from pytest_modelprof.baseline.stale import find_stale, prune
 
-    state.stale = find_stale(
+    stale = find_stale(
         state.settings.baseline_dir,
         used={r.baseline_path for r in state.records},
-        expanded=state.expanded,
-        completed=state.completed,
+        expanded=coverage.expanded,
+        completed=coverage.completed,
         rootdir=Path(config.rootpath),
     )
+    why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
+    if why is not None:
+        if stale or state.settings.prune:  # say so only where it could matter
+            state.stale_unchecked = why
+        return
+    state.stale = stale
     if state.settings.prune and state.stale:
         prune(state.settings.baseline_dir, state.stale)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
-    if state is None or _is_worker(config) or not (state.records or state.stale):
+    if state is None or _is_worker(config):
+        return
+    if not (state.records or state.stale or state.stale_unchecked):
         return
     from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
@@ -382,6 +422,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         ids = sorted(set(by_status.get(status, [])))
         if ids:
             tr.write_line(f"{len(ids)} test(s) {verb}; run: {update_command(ids)}", yellow=True)
+    if state.stale_unchecked:
+        tr.write_line(
+            f"stale baselines not checked, nothing removed: {state.stale_unchecked}", yellow=True
+        )
     if state.stale:
         root = state.settings.baseline_dir
         rel = [p.relative_to(root).as_posix() for p in state.stale]
@@ -443,9 +487,11 @@ class _XdistHooks:
 
     @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: object) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is None:
+            return
         payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-        if payload:
-            state = self.config.stash[SESSION_KEY]
-            for collector, children in json.loads(payload).items():
-                state.expanded.setdefault(collector, set()).update(children)
-
+        if payload and error is None:
+            coverage.merge_worker_json(payload)
+        else:
+            coverage.lost_workers += 1

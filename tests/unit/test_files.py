@@ -1,4 +1,4 @@
-"""``write_text_atomic``: whole files, the permissions ``open()`` would give, the umask untouched."""
+"""``write_text_atomic``: the permissions ``open()`` would give, the process umask untouched."""
 
 from __future__ import annotations
 
