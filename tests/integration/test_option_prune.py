@@ -210,3 +210,16 @@ def test_incomplete_runs_say_why_and_delete_nothing(project: Project) -> None:
         ["stale baselines not checked, nothing removed: 1 collection error(s)*"]
     )
     assert project.baselines() == before
+
+
+def test_last_failed_rerun_deletes_nothing(project: Project) -> None:
+    project.pytester.makepyfile(test_a=TWO, test_b=ONE)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=3)
+    before = project.baselines()
+    project.pytester.makepyfile(test_0="def test_fails():\n    assert False\n")
+    project.run().assert_outcomes(passed=3, failed=1)
+    # --lf reruns test_0.py only: pytest reports the other modules as collected with no tests,
+    # which must not read as "their tests are gone".
+    result = project.run("--lf", "--modelprof-prune-baselines")
+    result.stdout.fnmatch_lines(["stale baselines not checked, nothing removed: *--lf*"])
+    assert project.baselines() == before
