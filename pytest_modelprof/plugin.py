@@ -486,12 +486,15 @@ class _XdistHooks:
         self.config = config
 
     @pytest.hookimpl
+    def pytest_testnodeready(self, node: Any) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.workers_started += 1
+
+    @pytest.hookimpl
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         coverage = self.config.stash[SESSION_KEY].coverage
-        if coverage is None:
-            return
         payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-        if payload and error is None:
+        if coverage is not None and payload and error is None:
             coverage.merge_worker_json(payload)
-        else:
-            coverage.lost_workers += 1
+            coverage.workers_reported += 1

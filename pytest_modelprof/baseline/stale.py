@@ -37,7 +37,8 @@ class RunCoverage:
     ran: set[str] = field(default_factory=set)  # items that reported at least a setup
     deselected: int = 0
     collect_errors: int = 0
-    lost_workers: int = 0
+    workers_started: int = 0  # xdist workers that came up ...
+    workers_reported: int = 0  # ... and those that finished and sent their collection back
 
     def worker_json(self) -> str:
         """What a worker knows and the controller does not (collection happens on workers)."""
@@ -65,8 +66,9 @@ class RunCoverage:
             return f"{self.deselected} test(s) deselected (-k, -m, --deselect or --lf)"
         if subset_option:
             return f"{subset_option} runs a subset of the tests"
-        if self.lost_workers:
-            return f"{self.lost_workers} xdist worker(s) crashed or sent nothing back"
+        lost = self.workers_started - self.workers_reported
+        if lost:
+            return f"{lost} xdist worker(s) crashed or sent nothing back"
         missing = len(self.selected - self.ran)
         if missing:
             return f"{missing} test(s) did not run (-x, --maxfail or an interrupt stopped the run)"

@@ -100,7 +100,6 @@ def test_profiles_are_reused_within_a_session(project: Project) -> None:
     assert project.calls() == ["tiny (1, 8)", "tiny (2, 8)"]  # (1, 8) profiled once
 
 
-
 def test_fixture_requested_but_never_called_gates_nothing(project: Project) -> None:
     project.pytester.makepyfile(
         test_a="""

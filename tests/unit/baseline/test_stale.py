@@ -125,7 +125,7 @@ def test_run_coverage_says_why_a_run_proves_nothing() -> None:
         "2 test(s) deselected (-k, -m, --deselect or --lf)"
     )
     assert RunCoverage(collect_errors=1).incomplete() == "1 collection error(s)"
-    assert RunCoverage(lost_workers=1).incomplete() == (
+    assert RunCoverage(workers_started=2, workers_reported=1).incomplete() == (
         "1 xdist worker(s) crashed or sent nothing back"
     )
 
