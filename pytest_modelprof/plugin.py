@@ -381,19 +381,18 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     from pytest_modelprof.baseline.stale import find_stale, prune
 
-    stale = find_stale(
+    why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
+    if why is not None:
+        if state.settings.prune:  # asked to prune: say why nothing was
+            state.stale_unchecked = why
+        return
+    state.stale = find_stale(
         state.settings.baseline_dir,
         used={r.baseline_path for r in state.records},
         expanded=coverage.expanded,
         completed=coverage.completed,
         rootdir=Path(config.rootpath),
     )
-    why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
-    if why is not None:
-        if stale or state.settings.prune:  # say so only where it could matter
-            state.stale_unchecked = why
-        return
-    state.stale = stale
     if state.settings.prune and state.stale:
         prune(state.settings.baseline_dir, state.stale)
 

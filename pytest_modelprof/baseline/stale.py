@@ -96,12 +96,14 @@ def _gone(test: str, expanded: Mapping[str, Set[str]]) -> bool:
 
 
 def _owner(path: Path, directory: Path) -> str | None:
-    """The node id of the test owning ``path``, if it is a baseline we wrote there, else None."""
+    """The node id a file names as its test, if the file sits where we would write its baseline.
+
+    Plain ``json`` (pydantic only for files about to be called stale: see :func:`_is_ours`).
+    """
     if path.is_symlink() or not path.resolve().is_relative_to(directory.resolve()):
         return None
     try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None  # unreadable: a test that uses it reports it; never delete what we can't read
     if not isinstance(data, dict):
@@ -114,14 +116,18 @@ def _owner(path: Path, directory: Path) -> str | None:
             return None  # not where we would have written it: a copy, or someone else's file
     except BaselineError:
         return None
-    # Cheap checks first: pydantic is imported only for files that look like ours.
+    return test
+
+
+def _is_ours(path: Path) -> bool:
+    """Whether ``path`` is a baseline document of a schema version we know (or migrate)."""
     from pytest_modelprof.baseline.document import BaselineDocument
 
     try:
-        BaselineDocument.from_json(text, source=str(path))
-    except BaselineError:
-        return None  # not our schema, or a newer one: not ours to judge
-    return test
+        BaselineDocument.from_json(path.read_text(encoding="utf-8"), source=str(path))
+    except (OSError, UnicodeDecodeError, BaselineError):
+        return False
+    return True
 
 
 def find_stale(
@@ -146,7 +152,8 @@ def find_stale(
         if test is None:
             continue
         module = test.partition("::")[0]
-        if test in completed or _gone(test, expanded) or not (rootdir / module).is_file():
+        unused = test in completed or _gone(test, expanded) or not (rootdir / module).is_file()
+        if unused and _is_ours(path):
             stale.append(path)
     return stale
 
