@@ -38,9 +38,12 @@ REGISTER_HINT = (
     "conftest.py, or with pytest_modelprof.register_formula"
 )
 
-# The registry of the pytest session running now (set around each gated test by the plugin);
-# None outside a session: profiles use the process-wide registry.
-_SESSION: ContextVar[CostRegistry | None] = ContextVar("modelprof_registry", default=None)
+# How to get the registry of the pytest session running now (set around each gated test by the
+# plugin); None outside a session: profiles use the process-wide registry. A callable, so a
+# gated test that never profiles (a fake engine, a cached profile) never builds it (torch).
+_SESSION: ContextVar[Callable[[], CostRegistry] | None] = ContextVar(
+    "modelprof_registry", default=None
+)
 
 
 def register_formula(
@@ -83,12 +86,13 @@ def active_registry() -> CostRegistry:
     from pytest_modelprof.costs import default_registry
 
     session = _SESSION.get()
-    return session if session is not None else default_registry()
+    return session() if session is not None else default_registry()
 
 
 @contextmanager
-def using_registry(registry: CostRegistry) -> Iterator[None]:
-    """Profiles inside use ``registry`` (the plugin wraps each gated test in it)."""
+def using_registry(registry: Callable[[], CostRegistry]) -> Iterator[None]:
+    """Profiles inside use the registry ``registry()`` returns, built on first use (the plugin
+    wraps each gated test in it)."""
     token = _SESSION.set(registry)
     try:
         yield

@@ -163,3 +163,28 @@ def test_a_conftest_hook_registers_a_cost_formula(pytester: pytest.Pytester) -> 
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
     # xdist workers load the conftest and call the hook themselves.
     pytester.runpytest_subprocess("-n", "1").assert_outcomes(passed=1)
+
+
+# A hook that gives aten::mm a second formula: the built-in one stays, the hook is named.
+CLASHING = """
+from pytest_modelprof.costs import OpCost
+
+
+def pytest_modelprof_register_formulas(registry):
+    @registry.register("aten::mm", family="linear")
+    def mm(args, out):
+        return OpCost(flops=1)
+"""
+
+
+@pytest.mark.slow
+def test_a_hook_that_clashes_with_a_builtin_formula_fails_naming_the_hook(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_net=SCALE)
+    pytester.makeconftest(CLASHING)
+    result = pytester.runpytest_subprocess("--modelprof-update-baselines")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*modelprof: pytest_modelprof_register_formulas: *aten::mm*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    assert not (pytester.path / "baselines").exists()
