@@ -120,7 +120,7 @@ def test_the_session_registry_is_a_copy_used_only_inside(tmp_path: Path) -> None
 
     session = session_registry(hook)
     assert "modelprof_unit::triple" not in default_registry()  # the built-ins are untouched
-    with using_registry(session):
+    with using_registry(lambda: session):
         assert active_registry() is session
         p = profile_model(Net(), input_shape=(2, 8))
     assert p.total_flops == FC_FLOPS + TRIPLE_FLOPS
@@ -143,7 +143,7 @@ def test_a_broken_formula_of_the_users_is_reported_as_theirs() -> None:
             lambda args, out: args["x"].numel  # an int, not an OpCost
         )
 
-    with using_registry(session_registry(hook)), pytest.raises(FormulaError) as info:
+    with using_registry(lambda: session_registry(hook)), pytest.raises(FormulaError) as info:
         profile_model(Net(), input_shape=(2, 8))
     message = str(info.value)
     assert "returned 32, not an OpCost" in message
@@ -176,7 +176,7 @@ def test_the_readme_hook_prices_its_op() -> None:
     namespace: dict[str, Any] = {}
     exec(code, namespace)
     registry = session_registry(namespace["pytest_modelprof_register_formulas"])
-    with using_registry(registry):
+    with using_registry(lambda: registry):
         p = profile_model(Attention(), input_shape=(1, 2, 8, 4))
     # QK^T and AV: 2 * (1 * 2 * 8 * 8 * 4) = 1024 MACs, 2048 FLOPs.
     assert (p.total_macs, p.total_flops) == (1024, 2048) and p.uncounted_ops == []
