@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from pytest_modelprof.errors import ModelBuildError, ModelInputError
+from pytest_modelprof.models._inputs import InputKind, Shape, make_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -26,21 +27,9 @@ __all__ = [
 Source = Literal["torchvision", "ultralytics", "timm", "hf", "import", "registered"]
 """Where a name came from."""
 
-InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_ids", "seq2seq_ids"]
-"""How ``input_shape`` becomes the forward arguments.
-
-- ``tensor``: one float tensor of exactly that shape.
-- ``image_list``: ``(N, C, H, W)`` means a list of ``N`` images of ``C x H x W`` (detection).
-- ``image_pair``: two float tensors of that shape (optical flow: ``raft_*``).
-- ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
-- ``input_ids``: the same tensor, passed as the keyword ``input_ids=`` (Hugging Face).
-- ``seq2seq_ids``: ``input_ids=`` and ``decoder_input_ids=``, both of that shape (T5, BART).
-"""
-
 TOKEN_KINDS = frozenset({"token_ids", "input_ids", "seq2seq_ids"})
 """Input kinds whose shape is ``(batch, seq_len)``."""
 
-Shape = tuple[int, ...]
 BuildFn = Callable[..., Any]
 """Called with the merged architecture kwargs; returns the module (checked: an ``nn.Module``)."""
 ShapeKwargsFn = Callable[[Shape], Mapping[str, Any]]
@@ -117,8 +106,6 @@ class ModelSpec:
         ``dtype`` defaults to ``torch.float32``; it is ignored for ``token_ids`` (always int64).
         """
         import torch
-
-        from pytest_modelprof.models._inputs import make_inputs
 
         shape = self._shape(input_shape, required=True)
         assert shape is not None  # required=True raised otherwise
