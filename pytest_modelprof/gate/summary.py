@@ -46,7 +46,8 @@ def environment_line(differences: Iterable[Sequence[str]]) -> str | None:
     return (
         f"{n} baseline{'s' if n != 1 else ''} recorded in another environment "
         f"({'; '.join(changes)}): kernel-dependent counts warn until you re-record "
-        "(bytes, peak memory, subgraphs, stages; --modelprof-update-baselines)"
+        "(bytes, peak memory, subgraphs, stages; --modelprof-update-baselines re-records, "
+        "--modelprof-env-strict fails them instead)"
     )
 
 
