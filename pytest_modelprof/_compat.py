@@ -100,7 +100,10 @@ def _grouped_mm_rule(
     need(a.is_floating_point() and b.dtype == a.dtype, "operands must share a floating dtype")
     need(a.shape[-1] == b.shape[-2], "the contraction dimensions differ")
     if a.dim() == 2 or b.dim() == 2:
-        need(offs is not None and offs.dim() == 1, "a 2-D operand needs 1-D offsets")
+        need(
+            offs is not None and offs.dim() == 1 and offs.dtype == torch.int32,
+            "a 2-D operand needs 1-D int32 offsets",
+        )
     if a.dim() == 2 and b.dim() == 2:
         out_size = [offs.shape[0], a.shape[0], b.shape[1]]
     elif a.dim() == 2:

@@ -197,6 +197,8 @@ def test_compat_private_apis_smoke() -> None:
     assert rule(torch.empty(3, 5, 16, device="meta"), b).shape == (3, 5, 8)
     with pytest.raises(RuntimeError, match="contraction"):
         rule(torch.empty(10, 4, device="meta"), b, offs=offs)
+    with pytest.raises(RuntimeError, match="int32 offsets"):
+        rule(a, b, offs=offs.long())
     key = _compat.storage_key(real.untyped_storage())
     assert key == _compat.storage_key(real[1:].untyped_storage())  # views share the storage
     ref = _compat.StorageWeakRef(real.untyped_storage())
