@@ -45,7 +45,7 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         dest="modelprof_env_strict",
         help="kernel-dependent counts (memory, peak memory, subgraphs, stages) fail even when "
-        "the baseline was recorded with another torch, device or dtype (by default they warn "
+        "the baseline was recorded with another torch or dtype (by default they warn "
         "and name the difference); ini: modelprof_env_strict",
     )
     group.addoption(
@@ -75,7 +75,9 @@ def add_options(parser: pytest.Parser) -> None:
     parser.addini("modelprof_disable", "run tests without profiling or baselines", "bool", False)
     switches = {
         "fvcore": "cross-check FLOPs against fvcore for every profiled model",
-        "timing_strict": "latency limits fail the test (by default they only warn)",
+        "timing_strict": "every timing limit fails, also compile time and latency growth (by "
+        "default a decisive latency regression fails and the rest warn; timing_strict=False "
+        "in the marker: all warn)",
         "strict_ops": "any op without a cost formula fails the test (a new one always does)",
     }
     for key in LIMIT_NAMES:

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_modelprof import hookspecs
 from pytest_modelprof._options import add_options
-from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.errors import FormulaError, ModelprofError, SettingsError
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.settings import (
     LIMIT_NAMES,
@@ -32,6 +32,7 @@ from pytest_modelprof.gate.settings import (
 )
 
 if TYPE_CHECKING:
+    from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
@@ -52,6 +53,7 @@ class _Session:
     expanded: dict[str, set[str]] = field(default_factory=dict)  # collector -> children
     completed: set[str] = field(default_factory=set)
     stale: list[Path] = field(default_factory=list)
+    formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
 
 
 @dataclass
@@ -116,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
     config.stash[SESSION_KEY] = _Session(settings)
     config.pluginmanager.register(_Gatherer(config), "modelprof-gatherer")
+    config.pluginmanager.register(_Formulas(config), "modelprof-formulas")
     _configure_reports(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistHooks(config), "modelprof-xdist")
@@ -186,6 +189,21 @@ def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
     return state.cache.get_or_profile(request, run)
 
 
+def _formulas(config: pytest.Config) -> CostRegistry:
+    """The session's cost formulas: the hook ``pytest_modelprof_register_formulas`` adds to a
+    copy of the built-in ones, on first use (so a run without profiles never imports torch)."""
+    from pytest_modelprof.costs.user import session_registry
+
+    state = config.stash[SESSION_KEY]
+    if state.formulas is None:
+        state.formulas = session_registry(
+            lambda registry: config.hook.pytest_modelprof_register_formulas(
+                config=config, registry=registry
+            )
+        )
+    return state.formulas
+
+
 @pytest.fixture
 def modelprof(request: pytest.FixtureRequest) -> Any:
     """Profile a model, register it for this test's baseline gate and return the profile:
@@ -206,8 +224,13 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
 
         # Disabled: the fixture still returns a profile (tests may assert on it) but nothing
         # is registered for the gate and no baseline is read or written.
-        return ModelprofFixture(None, lambda req: profile_model(req.model, **req.engine_kwargs()),
-                                defaults)
+        return ModelprofFixture(
+            None,
+            lambda req: profile_model(
+                req.model, registry=_formulas(item.config), **req.engine_kwargs()
+            ),
+            defaults,
+        )
     return ModelprofFixture(
         _profiles(item), lambda req: _profile(item.config, req), defaults, _short_failure
     )
@@ -433,6 +456,30 @@ class _Reports:
             terminalreporter.write_line(self.error, red=True)
         for line in self.annotations:  # GitHub reads workflow commands from stdout
             terminalreporter.write_line(line)
+
+
+class _Formulas:
+    """Runs each gated test, its body and its gate, with the session's cost formulas; a
+    wrapper of its own so that it encloses the gate's wrapper (``tryfirst``)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        if not _uses_gate(item):
+            return (yield)
+        from pytest_modelprof.costs.user import using_registry
+
+        problem: str | None = None
+        try:
+            formulas = _formulas(self.config)
+        except FormulaError as exc:
+            problem = f"modelprof: {exc}"
+        if problem is not None:  # outside the except block: no chained traceback
+            pytest.fail(problem, pytrace=False)
+        with using_registry(formulas):
+            return (yield)
 
 
 class _XdistHooks:

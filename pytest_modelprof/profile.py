@@ -42,6 +42,7 @@ from pytest_modelprof.capture.run import (
 from pytest_modelprof.capture.tracer import tensor_meta
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
+from pytest_modelprof.costs.user import REGISTER_HINT, active_registry
 from pytest_modelprof.errors import (
     ModelBuildError,
     ModelForwardError,
@@ -98,7 +99,7 @@ def profile_model(
         dtype=resolve_dtype(dtype),
         include_backward=include_backward,
         warmup=warmup,
-        registry=registry or default_registry(),
+        registry=registry if registry is not None else active_registry(),
     )
     with _gc_paused():
         captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
@@ -113,8 +114,8 @@ def profile_model(
     if strict and profile.uncounted_ops:
         listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
         raise UncountedOpsError(
-            f"{subject.label}: ops without a cost formula ran: {listing}. Register a formula "
-            "(pytest_modelprof.costs) or run without strict=True to record them only."
+            f"{subject.label}: ops without a cost formula ran: {listing}; {REGISTER_HINT}, or "
+            "run without strict=True to record them only."
         )
     return profile
 

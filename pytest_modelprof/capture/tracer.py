@@ -288,6 +288,8 @@ class Tracer:
             out_m = to_meta(out, known)
             try:
                 cost = info.entry.formula(named, out_m)
+                if not isinstance(cost, OpCost):  # a formula of the user's returned an int
+                    raise TypeError(f"it returned {cost!r}, not an OpCost(flops, macs)")
             except Exception as exc:  # the formula's bug, not the model's nor its inputs'
                 raise formula_error(func, info.entry, named, exc) from exc
             family = info.entry.family

@@ -33,7 +33,9 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "the gate's own default), 5%%, 0.05 or ignore")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
                    help="one limit in the marker's grammar, repeatable, over --max-delta: "
-                        "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%")
+                        "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%, strict_ops=true; "
+                        "a latency limit (max_latency_ms=5, timing_strict=true) is judged from "
+                        "the timing rounds of two baseline or results files")
     p.add_argument("--top", type=parse_top, default=10, metavar="N",
                    help="layer changes shown per profile (default: 10)")
     add_report_outputs(p)
@@ -73,7 +75,9 @@ def _compare_limits(args: argparse.Namespace) -> Any:
 def _limit_names() -> list[str]:
     from pytest_modelprof.baseline.metrics import LIMIT_KEYS
 
-    return sorted(LIMIT_KEYS)
+    # The switches the judge reads from two stored sides; growth and fvcore limits need a
+    # sweep or a model run, which a stored file does not hold.
+    return sorted([*LIMIT_KEYS, "timing_strict", "strict_ops"])
 
 
 
@@ -84,7 +88,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     from pytest_modelprof.report.view import build_view
 
     limits = _compare_limits(args)
-    results = compare_documents(load_document(args.old), load_document(args.new), limits)
+    results = compare_documents(
+        load_document(args.old), load_document(args.new), limits, new_source=args.new
+    )
     width = max(60, shutil.get_terminal_size((100, 24)).columns)
     out(render_diff(build_view(results, title="modelprof compare"), top=args.top, width=width))
     write_reports(results, args)
@@ -96,11 +102,14 @@ COMMAND = Command(
     name="compare",
     summary="diff two profiles (or two results files): metrics, layer changes; exit 1 if worse",
     description=(
-        "Judge NEW against OLD as the pytest gate would, with OLD as the baseline. OLD and\n"
-        "NEW are two profiles (modelprof profile -o x.json), two baseline files or two\n"
-        "results files (--modelprof-json; tests are matched by id). Prints the metrics and\n"
-        "the layers that changed most. Counted metrics are exact by default, like the gate:\n"
-        "any growth is a regression. Exit code 1 when anything regressed beyond its limit."
+        "Judge NEW against OLD with the pytest gate's own judge, OLD as the baseline: the\n"
+        "same rows (newly uncounted ops, a capture that falls back from meta to real, ...)\n"
+        "and the same verdicts. OLD and NEW are two profiles (modelprof profile -o x.json),\n"
+        "two baseline files or two results files (--modelprof-json; tests are matched by\n"
+        "id). Prints the metrics and the layers that changed most. Counted metrics are exact\n"
+        "by default, like the gate: any growth is a regression. A latency limit is judged\n"
+        "from the timing rounds the files stored; profiles store none, so it is refused\n"
+        "there. Exit code 1 when anything regressed beyond its limit."
     ),
     examples="""\
   modelprof compare old.json new.json

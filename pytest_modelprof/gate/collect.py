@@ -23,7 +23,7 @@ __all__ = ["measure_latency", "run_sweep", "run_fvcore", "measure_compile"]
 def measure_latency(
     request: ProfileRequest, limits: Limits, stored: Mapping[str, Any] | None = None
 ) -> dict[str, Any] | None:
-    """Calibration-normalised timing rounds, only when a latency limit asks for them.
+    """Calibration-normalised timing rounds, only when a latency limit (not "off") asks for them.
 
     Against ``stored`` rounds (the baseline's) it measures ``timing_rounds`` and more only
     while the verdict is undecided; without them (recording a baseline) it measures the most
@@ -114,7 +114,8 @@ def measure_compile(
     """
     from pytest_modelprof.compile.gate import compile_wanted
 
-    dynamo, inductor = compile_wanted(limits.explicit)
+    # A limit set to "off" asks for nothing: no Dynamo run, no Inductor compile.
+    dynamo, inductor = compile_wanted(frozenset(m for m in limits.explicit if limits.limited(m)))
     if not dynamo:
         return None
     from pytest_modelprof.compile import analyze_compile

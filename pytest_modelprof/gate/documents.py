@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_modelprof.baseline.compare import Verdict, compare
+from pytest_modelprof.baseline.compare import Comparison, Verdict
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
+from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.gate.record import Status
 from pytest_modelprof.gate.results import (
     CheckResult,
@@ -26,9 +27,35 @@ __all__ = ["compare_profiles", "compare_documents", "merge_results"]
 def _status(verdict: Verdict) -> Status:
     if verdict in ("regressed", "unmeasured"):
         return "regressed"
-    if verdict == "improved":
-        return "improved"
+    if verdict in ("improved", "warning"):
+        return verdict
     return "new" if verdict == "new" else "ok"
+
+
+def _judged(after: BaselineDocument, before: BaselineDocument | None, limits: Limits) -> Comparison:
+    """The gate's own judge on two stored sides: every row the gate makes from them (uncounted
+    ops, capture fallback, latency from stored timing rounds, compile health)."""
+    return judge(Evidence(after, timing=after.timing), before, limits)
+
+
+def _result(
+    comparison: Comparison, after: BaselineDocument, before: BaselineDocument | None, **fields: Any
+) -> ProfileResult:
+    status = _status(comparison.verdict)
+    return ProfileResult(
+        nodeid=after.test,
+        name=after.name,
+        model=after.model,
+        status=status,
+        failed=status == "regressed",
+        checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+        failures=[c.describe() for c in comparison.failures],
+        warnings=[c.describe() for c in comparison.warnings],
+        environment=list(comparison.environment),
+        baseline=before,
+        timing=after.timing,
+        **fields,
+    )
 
 
 def compare_profiles(
@@ -39,30 +66,47 @@ def compare_profiles(
     nodeid: str,
     name: str | None = None,
     location: SourceLocation | None = None,
+    timing: dict[str, Any] | None = None,
+    baseline_timing: dict[str, Any] | None = None,
 ) -> ProfileResult:
-    """Judge ``new`` against ``old`` as the gate would, with ``old`` as the baseline."""
+    """Judge ``new`` against ``old`` as the gate would, with ``old`` as the baseline;
+    ``timing`` and ``baseline_timing`` are the stored timing rounds of each side, if any."""
     settings = limits.describe()
     before = (
-        BaselineDocument.from_profile(old, test=nodeid, name=name, settings=settings)
+        BaselineDocument.from_profile(
+            old, test=nodeid, name=name, settings=settings, timing=baseline_timing
+        )
         if old is not None
         else None
     )
-    after = BaselineDocument.from_profile(new, test=nodeid, name=name, settings=settings)
-    comparison = compare(after, before, limits.policy())
-    status = _status(comparison.verdict)
-    return ProfileResult(
-        nodeid=nodeid,
-        name=name,
-        model=new.model,
-        status=status,
-        failed=status == "regressed",
-        location=location,
-        checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
-        failures=[c.describe() for c in comparison.failures],
-        warnings=[c.describe() for c in comparison.warnings],
-        environment=list(comparison.environment),
-        profile=new,
-        baseline=before,
+    after = BaselineDocument.from_profile(
+        new, test=nodeid, name=name, settings=settings, timing=timing
+    )
+    return _result(_judged(after, before, limits), after, before, location=location, profile=new)
+
+
+def _has_timing(document: Document) -> bool:
+    if isinstance(document, BaselineDocument):
+        return document.timing is not None
+    if isinstance(document, RunResults):
+        return any(t.timing is not None for t in document.tests)
+    return False  # a profile never holds timing rounds
+
+
+def _check_latency_limit(new: Document, limits: Limits, source: str) -> None:
+    """A latency limit needs the timing rounds a gated run stored; refuse it, never skip it."""
+    if "latency_ms" not in limits.explicit or _has_timing(new):
+        return
+    kind = {
+        ModelProfile: "a profile never stores timing rounds",
+        BaselineDocument: "this baseline file stores no timing rounds",
+        RunResults: "no test of this results file stored timing rounds",
+    }[type(new)]
+    raise ReportError(
+        f"{source}: a latency limit (max_latency_ms or max_latency_delta) cannot be judged: "
+        f"{kind}. "
+        f"Compare two baseline files or results files of runs whose tests had a latency limit "
+        f"in their marker, or drop the latency limit"
     )
 
 
@@ -86,8 +130,13 @@ def _baseline_only(old: ProfileResult) -> ProfileResult:
     )
 
 
-def compare_documents(old: Document, new: Document, limits: Limits) -> RunResults:
-    """Two profiles, two baselines or two results files, judged pairwise (matched by label)."""
+def compare_documents(
+    old: Document, new: Document, limits: Limits, *, new_source: str = "NEW"
+) -> RunResults:
+    """Two profiles, two baselines or two results files, judged pairwise (matched by label)
+    by the gate's judge; ``new_source`` names ``new`` in errors."""
+    if type(old) is type(new):
+        _check_latency_limit(new, limits, new_source)
     if isinstance(old, RunResults) and isinstance(new, RunResults):
         before = {t.label: t for t in old.tests}
         tests: list[ProfileResult] = []
@@ -103,6 +152,8 @@ def compare_documents(old: Document, new: Document, limits: Limits) -> RunResult
                     nodeid=t.nodeid,
                     name=t.name,
                     location=t.location,
+                    timing=t.timing,
+                    baseline_timing=prev.timing if prev is not None else None,
                 )
             )
         tests.extend(_baseline_only(t) for t in before.values())
@@ -116,25 +167,10 @@ def compare_documents(old: Document, new: Document, limits: Limits) -> RunResult
             tests=[compare_profiles(old, new, limits, nodeid=label)],
         )
     if isinstance(old, BaselineDocument) and isinstance(new, BaselineDocument):
-        comparison = compare(new, old, limits.policy())
-        status = _status(comparison.verdict)
         return RunResults(
             run=RunInfo(torch_version=new.environment.torch_version,
                         device=new.environment.device),
-            tests=[
-                ProfileResult(
-                    nodeid=new.test,
-                    name=new.name,
-                    model=new.model,
-                    status=status,
-                    failed=status == "regressed",
-                    checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
-                    failures=[c.describe() for c in comparison.failures],
-                    warnings=[c.describe() for c in comparison.warnings],
-                    environment=list(comparison.environment),
-                    baseline=old,
-                )
-            ],
+            tests=[_result(_judged(new, old, limits), new, old)],
         )
     raise ReportError(
         f"cannot compare a {type(old).__name__} with a {type(new).__name__}; give two profiles, "

@@ -237,6 +237,10 @@ def evaluate(
             )
             return Outcome(record("improved", True, rows), message, None, comparison)
         hint = failure_text(f"{who} improved against {shown}:", rows, tighten)
-        return Outcome(record("improved", False, ()), None, hint, comparison)
+        # A warning needs a look more than an improvement does: it keeps its own status.
+        noted: Status = "warning" if comparison.warnings else "improved"
+        return Outcome(record(noted, False, ()), None, hint, comparison)
 
+    if comparison.warnings:
+        return Outcome(record("warning", False, ()), None, None, comparison)
     return Outcome(record("ok", False, ()), None, None, comparison)

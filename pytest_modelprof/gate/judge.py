@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
-from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
+from pytest_modelprof.costs.user import REGISTER_HINT
 from pytest_modelprof.gate.settings import Limits
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ __all__ = [
 
 #: Capture modes from fastest to slowest; falling back to a later one is a change worth a row.
 _MODE_ORDER = ("meta", "fake", "real")
+#: The metric a sweep's ``module_fits`` are fitted on (runtime.sweep: per-module FLOPs).
+_MODULE_FIT_METRIC = "flops"
 
 
 @dataclass(frozen=True)
@@ -64,10 +67,14 @@ def _format_count(value: float, unit: str) -> str:
 
 
 def latency_tolerance(limits: Limits) -> float:
-    """The relative latency tolerance the limits set (the runtime default otherwise)."""
+    """The relative latency tolerance the limits set (the runtime default otherwise).
+
+    ``max_latency_delta=0`` (``Exact``) means 0: any slowdown the rounds are sure of."""
     from pytest_modelprof.runtime import DEFAULT_TOLERANCE
 
     tolerance = limits.tolerances.get("latency_ms")
+    if isinstance(tolerance, Exact):
+        return 0.0
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
 
 
@@ -78,7 +85,8 @@ def latency_checks(
 ) -> list[Check]:
     """The latency limits, judged from calibration-normalised timing rounds.
 
-    A slowdown the bootstrap is sure of fails only with ``timing_strict``; otherwise it is a
+    A decisive result beyond a limit the user wrote fails (see :func:`~pytest_modelprof.
+    runtime.latency_gate`); an undecided one, or any with ``timing_strict=False``, is a
     ``warning`` row. The timing chart reads the rounds from the record and the baseline.
     """
     if timing is None:
@@ -127,6 +135,7 @@ def latency_checks(
         comparison,
         latency_ms=current.latency_ms,
         max_latency_ms=budget.limit if budget is not None else None,
+        fast_ms=current.fast_ms,
         strict=limits.timing_strict,
     )
     figures = (
@@ -136,8 +145,12 @@ def latency_checks(
     )
     if decision.action in ("fail", "warn"):
         reason = f"{figures}; " + "; ".join(decision.reasons)
-        if decision.action == "warn":
-            reason += "; timing_strict=True (or --modelprof-timing-strict) makes this fail"
+        if decision.action == "warn" and limits.timing_strict is False:
+            reason += "; timing_strict=False keeps this a warning"
+        elif decision.action == "warn":
+            reason += (
+                "; not decided: timing_strict=True (or --modelprof-timing-strict) makes it fail"
+            )
         verdict = "regressed" if decision.action == "fail" else "warning"
     elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
         verdict = "warning"
@@ -151,6 +164,8 @@ def latency_checks(
     delta = DASH
     if comparison is not None:
         delta = f"{comparison.slowdown * 100:+.1f} % (normalised)"
+    # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
+    over_budget = budget is not None and current.latency_ms > budget.limit
     return [
         Check(
             metric=metric.name,
@@ -164,7 +179,7 @@ def latency_checks(
             current_text=metric.format(current.latency_ms),
             baseline_text=metric.format(baseline_ms) if baseline_ms is not None else DASH,
             delta_text=delta,
-            hard=budget is not None and verdict == "regressed",
+            hard=verdict == "regressed" and over_budget,
             detail=detail,
         )
     ]
@@ -173,7 +188,8 @@ def latency_checks(
 def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
     """One row per growth limit and swept axis: the fitted exponent against its limit.
 
-    Latency exponents are as noisy as latency and warn unless ``timing_strict``.
+    Latency exponents are as noisy as latency and warn unless ``timing_strict=True``. A scope
+    is named only for the metric the sweep fitted per module (FLOPs).
     """
     if sweep is None or not limits.growth:
         return []
@@ -190,7 +206,10 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             exponent = float(fit["exponent"])
             axis = series["axis"]
             values = series.get("values", [])
-            module_fits = series.get("module_fits", {})
+            # module_fits are fitted on one metric: naming its fastest scope on a memory or
+            # latency row would blame the wrong place.
+            per_module = metric_name == _MODULE_FIT_METRIC
+            module_fits = series.get("module_fits", {}) if per_module else {}
             worst = max(module_fits.items(), key=lambda kv: kv[1]["exponent"], default=None)
             scope = (
                 f"; fastest-growing scope {worst[0]!r} (exponent {worst[1]['exponent']:.2f})"
@@ -200,7 +219,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency_ms" and not limits.timing_strict
+                noisy = metric_name == "latency_ms" and limits.timing_strict is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -267,35 +286,100 @@ def fvcore_check(evidence: FvcoreEvidence | None, limits: Limits) -> list[Check]
     ]
 
 
+def _uncounted_changes(
+    now: Mapping[str, int],
+    before: Mapping[str, int],
+    now_bytes: Mapping[str, int],
+    before_bytes: Mapping[str, int],
+) -> tuple[list[str], list[str], list[str]]:
+    """Per op in both: ``(ops whose calls grew, ops that only moved more bytes, ops that shrank)``
+    as figures, e.g. ``mylib.attn.default \u00d71 \u2192 \u00d750, 128 B \u2192 6.4 KB moved``."""
+    from pytest_modelprof.units import format_bytes
+
+    calls_grew, bytes_grew, shrank = [], [], []
+    for op in sorted(set(now) & set(before)):
+        n, b = now[op], before[op]
+        # Bytes are compared only where the baseline recorded them (older files did not).
+        nb, bb = now_bytes.get(op), before_bytes.get(op)
+        moved, more_bytes, fewer_bytes = "", False, False
+        if nb is not None and bb is not None and nb != bb:
+            moved = f"{format_bytes(bb)} \u2192 {format_bytes(nb)} moved"
+            more_bytes, fewer_bytes = nb > bb, nb < bb
+        calls = f"{op} \u00d7{b} \u2192 \u00d7{n}" + (f", {moved}" if moved else "")
+        if n > b:
+            calls_grew.append(calls)
+        elif more_bytes:
+            bytes_grew.append(f"{op} {moved} (\u00d7{n})")
+        elif n < b or fewer_bytes:
+            shrank.append(calls)
+    return calls_grew, bytes_grew, shrank
+
+
+def _calls_text(ops: Mapping[str, int]) -> str:
+    """``\u00d750 (1 op)``: the calls of all uncounted ops and how many ops they are."""
+    return f"\u00d7{sum(ops.values())} ({len(ops)} op{'' if len(ops) == 1 else 's'})"
+
+
 def uncounted_check(
-    current: BaselineDocument, baseline: BaselineDocument | None, limits: Limits
+    current: BaselineDocument,
+    baseline: BaselineDocument | None,
+    limits: Limits,
+    *,
+    env_changed: bool = False,
 ) -> list[Check]:
-    """Ops without a cost formula. A new one hides cost (FLOPs would simply drop), so it fails;
-    with ``strict`` any uncounted op fails."""
+    """Ops without a cost formula, per op: calls and bytes against the baseline's.
+
+    Their cost is missing from every total, so a new one, more calls of one or more bytes
+    moved by one fails; with ``strict`` any uncounted op fails. Bytes depend on kernels: with
+    ``env_changed`` (another torch, device, ...) more bytes alone only warn, as the byte
+    metrics do.
+    """
     now = dict(current.uncounted_ops or {})
     before = baseline.uncounted_ops if baseline is not None else None
     if not now and not before:
         return []
     listing = ", ".join(f"{op} \u00d7{n}" for op, n in sorted(now.items())) or "none"
     detail: dict[str, Any] = {"ops": now}
+    missing_cost = "no cost formula, so their cost is missing from every total"
     if limits.strict and now:
         verdict, reason = "regressed", (
-            f"{listing} have no cost formula (strict=True); register a formula "
-            f"(pytest_modelprof_register_formulas) or drop strict"
+            f"{listing} have no cost formula (strict=True); {REGISTER_HINT}, or drop strict"
         )
-    elif before is not None and (new := sorted(set(now) - set(before))):
-        verdict = "regressed"
-        reason = (
-            f"newly uncounted: {', '.join(new)} (no cost formula, so its cost is missing from "
-            f"every total); all uncounted: {listing}"
-        )
-        detail = {"ops": now, "new": new}
-    elif before is not None and set(before) - set(now):
-        verdict, reason = "improved", (
-            f"now counted: {', '.join(sorted(set(before) - set(now)))}; still uncounted: {listing}"
-        )
+    elif baseline is None or before is None:
+        why = "no baseline yet" if baseline is None else "the baseline did not record them"
+        verdict, reason = "new", f"{listing} ({why})"
     else:
-        verdict, reason = "ok", f"unchanged: {listing}"
+        new = sorted(set(now) - set(before))
+        calls_grew, bytes_grew, shrank = _uncounted_changes(
+            now, before, current.uncounted_memory or {}, baseline.uncounted_memory or {}
+        )
+        gone = sorted(set(before) - set(now))
+        parts = []
+        if new:
+            parts.append(f"newly uncounted: {', '.join(new)}")
+            detail["new"] = new
+        if calls_grew:
+            parts.append(f"more calls: {'; '.join(calls_grew)}")
+        if bytes_grew:
+            parts.append(f"more bytes: {'; '.join(bytes_grew)}")
+        if parts:
+            # More bytes alone in another environment may be the kernels': warn, as bytes do.
+            soft = not new and not calls_grew and env_changed
+            verdict = "warning" if soft else "regressed"
+            reason = (
+                f"{'; '.join(parts)} ({missing_cost}; {REGISTER_HINT}); all uncounted: {listing}"
+            )
+            if soft:
+                reason += "; the baseline was recorded in another environment"
+        elif gone or shrank:
+            verdict = "improved"
+            reason = "; ".join(
+                [f"now counted: {', '.join(gone)}"] * bool(gone)
+                + [f"less: {'; '.join(shrank)}"] * bool(shrank)
+                + [f"still uncounted: {listing}"]
+            )
+        else:
+            verdict, reason = "ok", f"unchanged: {listing}"
     return [
         Check(
             metric="uncounted_ops",
@@ -303,11 +387,17 @@ def uncounted_check(
             kind="uncounted",
             verdict=verdict,  # type: ignore[arg-type]
             reason=reason,
-            current=float(len(now)),
-            baseline=float(len(before)) if before is not None else None,
-            limit="strict" if limits.strict else "no new op",
-            current_text=str(len(now)),
-            baseline_text=str(len(before)) if before is not None else DASH,
+            # The figures are calls (all uncounted ops together), as the reason's are.
+            current=float(sum(now.values())),
+            baseline=float(sum(before.values())) if before is not None else None,
+            limit="strict" if limits.strict else "no new op, no more calls or bytes",
+            current_text=_calls_text(now),
+            baseline_text=_calls_text(before) if before is not None else DASH,
+            delta_text=(
+                f"{sum(now.values()) - sum(before.values()):+d} calls"
+                if before is not None and sum(now.values()) != sum(before.values())
+                else DASH
+            ),
             hard=limits.strict and bool(now),
             detail=detail,
         )
@@ -359,12 +449,17 @@ def judge(
         *latency_checks(evidence.timing, baseline.timing if baseline else None, limits),
         *growth_checks(evidence.sweep, limits),
         *fvcore_check(evidence.fvcore, limits),
-        *uncounted_check(evidence.document, baseline, limits),
+        *uncounted_check(
+            evidence.document,
+            baseline,
+            limits,
+            env_changed=bool(comparison.environment) and not env_strict,
+        ),
         *capture_check(evidence.document, baseline),
     ]
     from pytest_modelprof.compile.gate import explain_compile_rows
 
     comparison = explain_compile_rows(
-        comparison, evidence.document, baseline, timing_strict=limits.timing_strict
+        comparison, evidence.document, baseline, timing_strict=limits.timing_strict is True
     )
     return comparison.plus(extra)

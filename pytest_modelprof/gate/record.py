@@ -13,12 +13,13 @@ from typing import Any, Final, Literal
 
 __all__ = ["Status", "STATUS_ORDER", "GateRecord", "records_to_json", "records_from_json"]
 
-Status = Literal["regressed", "missing", "error", "improved", "updated", "new", "ok"]
+Status = Literal["regressed", "missing", "error", "warning", "improved", "updated", "new", "ok"]
 #: Summary order: what needs attention first.
 STATUS_ORDER: Final[tuple[Status, ...]] = (
     "regressed",
     "missing",
     "error",
+    "warning",  # a limit is crossed but does not fail (undecided timing, timing_strict=False)
     "improved",
     "updated",
     "new",

@@ -156,7 +156,7 @@ class RunResults(_Frozen):
     tests: list[ProfileResult] = []
 
     def ordered(self) -> list[ProfileResult]:
-        """Regressions first, then missing, error, improved, updated, new, ok; by label."""
+        """Regressions first, then missing, error, warning, improved, updated, new, ok."""
         return sorted(self.tests, key=lambda t: (STATUS_ORDER.index(t.status), t.label))
 
     def counts(self) -> dict[Status, int]:

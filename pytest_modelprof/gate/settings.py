@@ -21,6 +21,7 @@ from pytest_modelprof.baseline.compare import Policy
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, LIMIT_KEYS, METRICS
 from pytest_modelprof.baseline.tolerance import (
     Budget,
+    Ignore,
     Relative,
     Tolerance,
     format_tolerance,
@@ -53,7 +54,9 @@ __all__ = [
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
-#: Timing limits warn unless ``timing_strict``; ``timing_rounds`` rounds per measurement.
+#: ``timing_strict``: unset, a decisive latency regression beyond a limit fails and an undecided
+#: one warns; ``False`` keeps every timing limit warn-only; ``True`` fails every timing limit
+#: (compile time, latency growth) too. ``timing_rounds`` rounds per measurement.
 TIMING_KEYS: Final = ("timing_strict", "timing_rounds")
 #: Settings that are switches (a flag on the command line, a bool in the ini file).
 #: ``strict_ops``: any op without a cost formula fails (a *new* one always does).
@@ -84,6 +87,8 @@ MARKER_SIGNATURE: Final = (
 MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
 DEFAULT_TIMING_ROUNDS: Final = 100
+#: How a growth limit is switched off (as a tolerance is: nothing is swept for it).
+_OFF: Final = frozenset({"off", "ignore", "none", "false"})
 
 
 def limit_names() -> tuple[str, ...]:
@@ -111,7 +116,7 @@ class Limits:
     explicit: frozenset[str] = frozenset()
     fvcore: bool = False
     max_fvcore_delta: Tolerance = DEFAULT_FVCORE_DELTA
-    timing_strict: bool = False
+    timing_strict: bool | None = None  # None: decisive latency regressions fail (see above)
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
     growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
     strict_ops: bool = False  # any uncounted op fails, not only a new one
@@ -119,10 +124,19 @@ class Limits:
     # (automatic dynamic shapes after a recompile), True or False force it.
     compile_dynamic: bool | None = None
 
+    def limited(self, metric: str) -> bool:
+        """Whether a limit on ``metric`` was set explicitly and is not ``"off"``.
+
+        Only such a limit switches an expensive collector on (timing rounds, compile)."""
+        if metric not in self.explicit:
+            return False
+        tolerance = self.tolerances.get(metric, Ignore())
+        return metric in self.budgets or not isinstance(tolerance, Ignore)
+
     @property
     def wants_latency(self) -> bool:
-        """A latency limit was set explicitly (latency is measured only then: it costs time)."""
-        return "latency_ms" in self.explicit
+        """A latency limit was set and is not off (latency is measured only then: it costs time)."""
+        return self.limited("latency_ms")
 
     @property
     def strict(self) -> bool:
@@ -148,7 +162,8 @@ class Limits:
             out["fvcore"] = "true"
             out["max_fvcore_delta"] = format_tolerance(self.max_fvcore_delta)
         if self.wants_latency:
-            out["timing_strict"] = "true" if self.timing_strict else "false"
+            strict = self.timing_strict
+            out["timing_strict"] = "auto" if strict is None else ("true" if strict else "false")
             out["timing_rounds"] = str(self.timing_rounds)
         for key, exponent in sorted(self.growth.items()):
             out[key] = f"{exponent:g}"
@@ -180,11 +195,11 @@ class Limits:
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
                 elif key == "timing_strict":
-                    timing_strict = _parse_bool(raw)
+                    timing_strict = None if raw is None else _parse_bool(raw)
                 elif key == "timing_rounds":
                     timing_rounds = _parse_rounds(raw)
                 elif key in GROWTH_LIMITS:
-                    if raw is None:
+                    if raw is None or str(raw).strip().lower() in _OFF:
                         growth.pop(key, None)
                     else:
                         growth[key] = _parse_exponent(raw)
@@ -482,7 +497,7 @@ def resolve_marker(
     limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
-    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and values[k] is not None)
+    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and k in limits.growth)
     if marker_growth and sweep is None:
         raise SettingsError(
             f"{source}: {', '.join(marker_growth)} needs a sweep, e.g. "

@@ -9,6 +9,7 @@ STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
     "regressed": ("regressed", "\u274c"),
     "missing": ("no baseline", "\u26a0\ufe0f"),
     "error": ("baseline error", "\u26a0\ufe0f"),
+    "warning": ("warning", "\u26a0\ufe0f"),
     "improved": ("improved", "\U0001f7e2"),
     "updated": ("baseline updated", "\U0001f504"),
     "new": ("new baseline", "\U0001f195"),

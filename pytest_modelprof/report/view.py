@@ -115,6 +115,7 @@ def headline(result: ProfileResult) -> str:
         "updated": "baseline rewritten",
         "new": "baseline written",
         "ok": "within limits",
+        "warning": "warning",
         "regressed": "regressed",
         "improved": "improved",
     }[result.status]
@@ -199,8 +200,8 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
     label, glyph = STATUS_LABELS[result.status]
     warned = _warnings(result)
     css = f"v-{result.status}"
-    if result.status == "ok" and warned:
-        label, glyph, css = "ok, with warnings", "\u26a0\ufe0f", "v-warning"
+    if result.status == "ok" and warned:  # results files written before the "warning" status
+        label, glyph, css = STATUS_LABELS["warning"][0], STATUS_LABELS["warning"][1], "v-warning"
     summary = Summary(
         anchor=f"profile-{index}",
         label=result.label,

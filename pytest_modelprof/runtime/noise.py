@@ -17,15 +17,15 @@ Four ideas, each a small pure piece:
    over the geometric mean of the calibration workloads' 10th percentiles.
 3. **Require both an effect and evidence.** A regression needs a slowdown above the tolerance
    *and* a bootstrap test (rounds resampled together with their neighbouring calibration
-   rounds) that puts the probability of "no slowdown at all" below ``alpha``. The same
-   resamples give a confidence interval and the confidence figure: the share of resamples
-   agreeing with the verdict.
+   rounds) that puts the probability of "no slowdown beyond the tolerance" below ``alpha``.
+   The same resamples give a confidence interval and the confidence figure: the share of
+   resamples beyond the tolerance, so a ``regressed`` verdict is at least ``1 - alpha`` sure.
 4. **More rounds only when undecided.** :func:`compare_sequential` measures
    ``rounds`` rounds, and adds more (up to ``max_rounds``) only while the interval still
    straddles the tolerance, so clear cases stay cheap.
 
 :func:`latency_gate` turns a comparison (and an optional absolute budget) into ok/warn/fail:
-timing limits warn unless the user opts into failing (``strict=True``).
+a decisive result beyond a limit fails, an undecided one warns (``strict=False``: all warn).
 :func:`timing_to_store` keeps a baseline's stored rounds while a new measurement is not
 significantly different, so updating baselines does not rewrite them on every run.
 """
@@ -243,8 +243,8 @@ class LatencyComparison(_Frozen):
     ci_low: float
     ci_high: float
     ci_level: float
-    p_slower: float  # bootstrap p-value against "not slower at all"
-    p_faster: float  # bootstrap p-value against "not faster at all"
+    p_slower: float  # bootstrap p-value against "not slower than the tolerance"
+    p_faster: float  # bootstrap p-value against "not faster than the tolerance"
     confidence: float  # share of bootstrap resamples that agree with the verdict
     quantile: float
     tolerance: float
@@ -396,7 +396,8 @@ def compare_timings(
 ) -> LatencyComparison:
     """Judge ``current`` against ``baseline``: two normalised sessions, or two raw timings.
 
-    * ``regressed``: slowdown > ``tolerance`` and the bootstrap rules out "not slower" at ``alpha``;
+    * ``regressed``: slowdown > ``tolerance`` and the bootstrap rules out "not slower than
+      ``tolerance``" at ``alpha`` (so its confidence, the share beyond it, is >= 1 - alpha);
     * ``improved``: the mirror image;
     * ``inconclusive``: the change exceeds the tolerance but the rounds are too noisy to be sure;
     * ``unchanged``: the change is within the tolerance.
@@ -420,9 +421,11 @@ def compare_timings(
     slowdown = _statistic(cur, q) / base_stat - 1.0
     reps = bootstrap_slowdown(current, baseline, quantile=q, resamples=resamples, seed=seed)
     n = len(reps)
+    # Tested at the tolerance, not at 0: the confidence figure is the share beyond the
+    # tolerance, and a "regressed" row must not carry a confidence near 50 %.
     # Add-one smoothing: a p-value from n resamples is never exactly 0.
-    p_slower = (sum(1 for r in reps if r <= 0) + 1) / (n + 1)
-    p_faster = (sum(1 for r in reps if r >= 0) + 1) / (n + 1)
+    p_slower = (sum(1 for r in reps if r <= tolerance) + 1) / (n + 1)
+    p_faster = (sum(1 for r in reps if r >= -tolerance) + 1) / (n + 1)
     tail = (1.0 - ci_level) / 2
     ci_low, ci_high = _quantile_sorted(reps, tail), _quantile_sorted(reps, 1 - tail)
     share_above = sum(1 for r in reps if r > tolerance) / n

@@ -99,7 +99,7 @@ class SweepSeries(_Frozen):
     values: list[int]
     points: list[SweepPoint]
     fits: dict[str, GrowthFit]
-    module_fits: dict[str, GrowthFit]
+    module_fits: dict[str, GrowthFit]  # per top-level module, of its FLOPs only
 
 
 class SweepResult(_Frozen):

@@ -25,25 +25,37 @@ def latency_gate(
     *,
     latency_ms: float | None = None,
     max_latency_ms: float | None = None,
-    strict: bool = False,
+    fast_ms: float | None = None,
+    strict: bool | None = None,
 ) -> GateDecision:
-    """ok / warn / fail for a timing result: timing limits warn unless ``strict`` is set.
+    """ok / warn / fail for a timing result against the limits the user wrote.
 
-    ``max_latency_ms`` is an absolute budget on the current median in milliseconds; unlike the
-    normalised comparison it depends on the runner, which is one more reason it only warns
-    by default.
+    A decisive result beyond a limit fails: a ``regressed`` comparison (sure, at ``alpha``, of
+    a slowdown beyond the tolerance), or a median over ``max_latency_ms`` whose fastest rounds
+    (``fast_ms``, the least disturbed ones) are over it too. An undecided one only warns: an
+    ``inconclusive`` comparison (a note) or a median over the budget that the fast rounds are
+    not. ``strict=False`` keeps everything warn-only; ``strict=True`` also fails a budget the
+    median alone is over.
     """
     reasons: list[str] = []
     notes: list[str] = []
+    decisive = False
     if comparison is not None and comparison.verdict == "regressed":
         reasons.append(f"latency {comparison.describe()}")
+        decisive = True
     if comparison is not None and comparison.verdict == "inconclusive":
         notes.append(f"latency not judged: {comparison.describe()}; the rounds were too noisy")
     if max_latency_ms is not None and latency_ms is not None and latency_ms > max_latency_ms:
-        reasons.append(
+        text = (
             f"latency {latency_ms:.4g} ms (median) is over the budget of {max_latency_ms:g} ms "
             f"({(latency_ms / max_latency_ms - 1) * 100:+.1f} %, measured on this runner)"
         )
+        if fast_ms is not None and fast_ms > max_latency_ms:
+            decisive = True
+            text += f"; so are the fastest rounds ({fast_ms:.4g} ms)"
+        elif fast_ms is not None:
+            text += f"; the fastest rounds ({fast_ms:.4g} ms) are within it, so not decided"
+        reasons.append(text)
     figures: dict[str, Any] = {}
     if comparison is not None:
         figures = {
@@ -51,7 +63,8 @@ def latency_gate(
             "slowdown": comparison.slowdown,
             "confidence": comparison.confidence,
         }
-    action: GateAction = "ok" if not reasons else ("fail" if strict else "warn")
+    fails = strict is True or (strict is None and decisive)
+    action: GateAction = "ok" if not reasons else ("fail" if fails else "warn")
     return GateDecision(action=action, reasons=reasons, notes=notes, **figures)
 
 

@@ -72,3 +72,72 @@ def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("compare", "merge", "report"):
         assert main([command, "--help"]) == 0
         assert f"modelprof {command} " in capsys.readouterr().out
+
+
+# -- one judge: compare gives the gate's rows (issue 17, item 4) --------------------------------
+
+
+def test_compare_fails_what_the_gate_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_modelprof.schema import CaptureInfo, UncountedOp
+
+    # The same costs, but the forward now needs real data and calls an op without a formula.
+    changed = BEFORE.model_copy(update={
+        "capture": CaptureInfo(mode="real", requested="auto", reason="data-dependent branch"),
+        "uncounted_ops": [UncountedOp(op="mylib.mystery.default", count=1, modules=["head"])],
+    })
+    (tmp_path / "old.json").write_text(BEFORE.to_json())
+    (tmp_path / "new.json").write_text(changed.to_json())
+    code = main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    rows = [" ".join(line.split()) for line in out.splitlines()]
+    assert "uncounted ops 0 1 \u2013 no new op regressed" in rows
+    assert "capture mode meta real \u2013 no fallback regressed" in rows
+    assert "another environment" not in out  # meta -> real is the model's change
+
+
+def _timing(model_ms: float) -> dict[str, object]:
+    from pytest_modelprof.runtime import NormalisedTiming
+
+    rounds = [model_ms * (1 + i / 1000) for i in range(10)]  # a steady 0.5 ms calibration
+    data: dict[str, object] = NormalisedTiming.from_samples(rounds, [0.5] * 10).model_dump(
+        mode="json"
+    )
+    return data
+
+
+def test_a_latency_limit_is_judged_from_stored_rounds_or_refused(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    old, new = str(files / "old.json"), str(files / "new.json")
+    # Profiles store no timing rounds: the limit is refused, naming the file, not "unmeasured".
+    assert main(["compare", old, new, "--max-delta", "ignore", "--limit", "max_latency_ms=5"]) == 2
+    err = capsys.readouterr().err
+    assert f"{new}: a latency limit (max_latency_ms or max_latency_delta) cannot be judged" in err
+    assert "a profile never stores timing rounds" in err
+
+    def baseline(path: Path, model_ms: float) -> str:
+        doc = BaselineDocument.from_profile(
+            BEFORE, test="t.py::test_t", name=None, settings={}, timing=_timing(model_ms)
+        )
+        path.write_text(doc.to_json())
+        return str(path)
+
+    fast, slow = baseline(files / "fast.json", 1.0), baseline(files / "slow.json", 2.0)
+    assert main(["compare", fast, fast, "--limit", "max_latency_ms=1.5"]) == 0
+    # 2 ms, even its fast rounds, is over the 1.5 ms budget: a failure, as in the gate, and a
+    # warning only when the user asked for warn-only timing.
+    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5"]) == 1
+    assert "over the budget of 1.5 ms" in capsys.readouterr().out
+    lenient = ["--limit", "timing_strict=false"]
+    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5", *lenient]) == 0
+    strict = ["--limit", "timing_strict=true"]
+    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5", *strict]) == 1
+    # The relative limit compares the two files' rounds: +100 % slower.
+    assert main(["compare", fast, slow, "--limit", "max_latency_delta=10%", *strict]) == 1
+    assert "latency regressed: 1.001 -> 2.002 ms (q10)" in capsys.readouterr().out
+    assert main(["compare", slow, fast, "--limit", "max_latency_delta=10%", *strict]) == 0

@@ -37,3 +37,25 @@ def test_a_latency_exponent_warns_unless_timing_strict() -> None:
     assert row.verdict == "warning"
     strict = limits.with_values({"timing_strict": True}, "marker")
     assert growth_checks(sweep, strict)[0].verdict == "regressed"
+
+
+def test_a_scope_is_named_only_for_the_metric_it_was_fitted_on() -> None:
+    # module_fits come from per-module FLOPs: 'attn' is where FLOPs grow fastest, which says
+    # nothing about memory or latency.
+    sweep = _sweep(1.0)
+    fits = sweep["series"][0]["fits"]  # type: ignore[index]
+    fits["memory"] = {"exponent": 1.6}
+    fits["latency_ms"] = {"exponent": 1.6}
+    limits = Limits().with_values(
+        {
+            "max_memory_growth_exponent": 1.2,
+            "max_latency_growth_exponent": 1.2,
+            "max_flops_growth_exponent": 1.2,
+        },
+        "marker",
+    )
+    rows = {row.metric: row for row in growth_checks(sweep, limits)}
+    for name in ("memory_growth[seq_len]", "latency_ms_growth[seq_len]"):
+        assert "scope" not in rows[name].reason and rows[name].detail["scope"] is None
+    flops = rows["flops_growth[seq_len]"]
+    assert flops.detail["scope"] == "attn"

@@ -122,14 +122,44 @@ def _comparison(verdict: str) -> LatencyComparison:
     return base.model_copy(update={"verdict": verdict, "slowdown": 0.2})
 
 
-def test_gate_warns_by_default_and_fails_when_strict() -> None:
+def test_gate_fails_a_decisive_regression_and_warns_only_when_told() -> None:
     regressed = _comparison("regressed")
-    assert latency_gate(regressed).action == "warn"
+    assert latency_gate(regressed).action == "fail"
     assert latency_gate(regressed, strict=True).action == "fail"
+    assert latency_gate(regressed, strict=False).action == "warn"
     assert latency_gate(_comparison("inconclusive"), strict=True).action == "ok"
-    over = latency_gate(None, latency_ms=12.0, max_latency_ms=10.0)
-    assert over.action == "warn" and "budget of 10 ms" in over.reasons[0]
     assert latency_gate(None, latency_ms=9.0, max_latency_ms=10.0).action == "ok"
+
+
+def test_a_budget_fails_when_even_the_fast_rounds_are_over_it() -> None:
+    # Median 12 ms, fastest rounds 11 ms: every undisturbed round is over a 10 ms budget.
+    over = latency_gate(None, latency_ms=12.0, fast_ms=11.0, max_latency_ms=10.0)
+    assert over.action == "fail" and "budget of 10 ms" in over.reasons[0]
+    # Median over, fastest rounds under: interference could explain it, so it warns.
+    noisy = latency_gate(None, latency_ms=12.0, fast_ms=9.0, max_latency_ms=10.0)
+    assert noisy.action == "warn" and "fastest rounds" in noisy.reasons[0]
+    assert latency_gate(None, latency_ms=12.0, fast_ms=9.0, max_latency_ms=10.0,
+                        strict=True).action == "fail"
+    assert latency_gate(None, latency_ms=12.0, fast_ms=11.0, max_latency_ms=10.0,
+                        strict=False).action == "warn"
+
+
+def _jittered(model_ms: float, *, seed: int, jitter: float) -> NormalisedTiming:
+    rng = random.Random(seed)
+    ms = [model_ms * rng.uniform(1 - jitter, 1 + jitter) for _ in range(60)]
+    cs = [rng.uniform(1 - jitter, 1 + jitter) for _ in range(60)]
+    return NormalisedTiming.from_samples(ms, cs)
+
+
+def test_a_regression_is_tested_at_the_tolerance() -> None:
+    # +9 % against a +8 % tolerance: surely slower, but not surely beyond the tolerance; the
+    # confidence figure is the share beyond the tolerance, so a "regressed" verdict must be
+    # as sure of it as alpha asks.
+    c = compare_timings(_jittered(5.45, seed=1, jitter=0.02), _jittered(5.0, seed=2, jitter=0.02))
+    assert c.verdict == "inconclusive", c.describe()
+    clear = compare_timings(_jittered(6.0, seed=1, jitter=0.02),
+                            _jittered(5.0, seed=2, jitter=0.02))
+    assert clear.verdict == "regressed" and clear.confidence >= 1 - clear.alpha
 
 
 def test_measure_normalised_alternates_and_pairs_rounds() -> None:
