@@ -300,7 +300,9 @@ def make_inputs(request: Request, module: nn.Module, device: torch.device) -> In
 
         return map_tensors(args, move), map_tensors(kwargs, move)
     if subject.spec is not None:
-        made: Inputs = subject.spec.example_inputs(request.input_shape, device=device, dtype=dtype)
+        made: Inputs = subject.spec.example_inputs(
+            request.input_shape, device=device, dtype=dtype, module=module
+        )
         return made
     if request.input_shape is None:
         raise ModelInputError(

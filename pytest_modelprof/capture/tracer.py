@@ -20,7 +20,12 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof._compat import (
+    TorchDispatchMode,
+    WeakTensorKeyDictionary,
+    has_data,
+    own_meta_rule,
+)
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture.ops import (
     OpInfo,
@@ -55,7 +60,15 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except Exception:
+            # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
+            # _grouped_mm and float32): our own shape rule, on tensors without data only.
+            rule = own_meta_rule(func)
+            if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                raise
+            out = rule(*args, **kwargs)
         if not self.tracer._paused:
             self.tracer._record(func, args, kwargs, out)
         return out

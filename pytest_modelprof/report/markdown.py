@@ -90,6 +90,8 @@ def render_markdown(view: ReportView) -> str:
         lines += [" \u00b7 ".join(facts), ""]
     if view.empty:
         return "\n".join([*lines, view.empty, ""])
+    if view.environment:
+        lines += [f"> \u26a0\ufe0f {_cell(view.environment)}", ""]
     lines += [*_overview(view), ""]
     for section in view.sections:
         lines += _detail(section)
@@ -103,6 +105,8 @@ def render_step_summary(view: ReportView) -> str:
     lines = [f"### {view.title}", "", view.count_line, ""]
     if view.empty:
         return "\n".join([*lines, view.empty, ""])
+    if view.environment:
+        lines += [f"> \u26a0\ufe0f {_cell(view.environment)}", ""]
     lines += [*_overview(view), ""]
     for section in view.sections:
         if not section.problems and not section.warnings:

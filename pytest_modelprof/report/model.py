@@ -218,4 +218,6 @@ class ReportView:
     sections: tuple[Section, ...]
     empty: str
     artifact_url: str = ""
+    environment: str = ""
+    """One line when baselines come from another environment (see ``gate.summary``)."""
     generator: str = field(default="pytest-modelprof")

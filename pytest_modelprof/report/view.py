@@ -14,7 +14,7 @@ from typing import Final
 
 from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
 from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
-from pytest_modelprof.gate.summary import summary_columns, with_change
+from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import (
     signed_count,
     time,
@@ -328,4 +328,5 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
         ),
         empty="" if ordered else "No profiled test ran: nothing to report.",
         artifact_url=results.run.artifact_url or "",
+        environment=environment_line(r.environment for r in ordered) or "",
     )
