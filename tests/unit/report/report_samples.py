@@ -87,3 +87,25 @@ def make_results() -> RunResults:
 
 def baseline_of(p: ModelProfile) -> BaselineDocument:
     return BaselineDocument.from_profile(p, test="t", name=None, settings={})
+
+
+#: What a fork's gate could put in any text of its results file.
+HOSTILE = (
+    "![x](http://evil.example/t.png) <img src=x onerror=alert(1)> @org/team **APPROVED** "
+    "[click](https://evil.example) `tick` a|b www.evil.example $x$ ~~gone~~ &amp; # head"
+)
+
+
+def hostile_results() -> RunResults:
+    """The sample results with every text a reader sees replaced by :data:`HOSTILE`."""
+    results = make_results()
+    tests = []
+    for t in results.tests:
+        checks = [c.model_copy(update={"label": HOSTILE, "reason": HOSTILE,
+                                       "limit": HOSTILE, "delta_text": HOSTILE})
+                  for c in t.checks]
+        tests.append(t.model_copy(update={
+            "checks": checks, "nodeid": HOSTILE, "model": HOSTILE,
+            "failures": [HOSTILE], "warnings": [HOSTILE]}))
+    run = results.run.model_copy(update={"ref": HOSTILE})
+    return results.model_copy(update={"tests": tests, "run": run})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from report_samples import EVIL
@@ -78,3 +79,40 @@ def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> N
     assert annotation_lines(results, rootdir=tmp_path)[0].startswith(
         "::error file=tests/test_x.py,line=12,"
     )
+
+
+def _outside_code_spans(text: str) -> str:
+    """``text`` without its code spans (CommonMark: N backticks up to the next run of N)."""
+    out, i = [], 0
+    for m in re.finditer(r"`+", text):
+        if m.start() < i:
+            continue
+        close = re.search(rf"(?<!`){m.group()}(?!`)", text[m.end():])
+        if close is None:
+            continue
+        out.append(text[i:m.start()])
+        i = m.end() + close.end()
+    return "".join(out) + text[i:]
+
+
+def _no_live_markdown(text: str) -> None:
+    """Nothing of HOSTILE is live Markdown: no image, link, HTML, mention or emphasis."""
+    assert "![x](" not in text and "[click](" not in text
+    assert not re.search(r"(?<!\\)<img", text)
+    assert "http://" not in text and "https://evil" not in text
+    assert "@org/team" not in text and "**APPROVED**" not in text
+    assert "www.evil" not in text and "~~gone~~" not in text and "$x$" not in text
+
+
+def test_reasons_and_labels_are_escaped_in_every_markdown() -> None:
+    from report_samples import hostile_results
+
+    view = build_view(hostile_results())
+    for text in (render_markdown(view), render_step_summary(view)):
+        # Code spans (ids, names) are inert; everything outside them must be escaped.
+        _no_live_markdown(_outside_code_spans(text))
+        assert "\\*\\*APPROVED\\*\\*" in text and "@\u200borg/team" in text
+    # The metric table's label column, too (a table row is one line: its pipes are escaped).
+    row = next(line for line in render_markdown(view).splitlines()
+               if line.startswith("| ") and "\\*\\*APPROVED" in line.split(" | ")[0])
+    assert row.count(" | ") == 5
