@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from pytest_modelprof.report.view import ReportView, Section
 
@@ -44,6 +45,11 @@ def text(value: str) -> str:
     flat = _AUTOLINK.sub(lambda m: "\\/\\/" if m.group() == "//" else m.group()[:3] + "\\.", flat)
     # GitHub links mentions after rendering, so no escape helps: a zero-width space breaks them.
     return flat.replace("@", "@\u200b")
+
+
+def _url(value: str) -> str:
+    """A link destination that cannot end early: brackets, spaces and the like percent-encoded."""
+    return quote(value, safe=":/?#@!$&'*+,;=%-._~")
 
 
 def _cell(value: str) -> str:
@@ -110,7 +116,7 @@ def render_markdown(view: ReportView) -> str:
     for section in view.sections:
         lines += _detail(section)
     if view.artifact_url:
-        lines += [f"[Full HTML report]({view.artifact_url})", ""]
+        lines += [f"[Full HTML report]({_url(view.artifact_url)})", ""]
     return "\n".join(lines)
 
 
@@ -134,5 +140,5 @@ def render_step_summary(view: ReportView) -> str:
     if any(s.problems or s.warnings for s in view.sections):
         lines.append("")
     if view.artifact_url:
-        lines += [f"\U0001f4ca [Full HTML report]({view.artifact_url})", ""]
+        lines += [f"\U0001f4ca [Full HTML report]({_url(view.artifact_url)})", ""]
     return "\n".join(lines)

@@ -116,3 +116,14 @@ def test_reasons_and_labels_are_escaped_in_every_markdown() -> None:
     row = next(line for line in render_markdown(view).splitlines()
                if line.startswith("| ") and "\\*\\*APPROVED" in line.split(" | ")[0])
     assert row.count(" | ") == 5
+
+
+def test_the_report_link_is_http_and_cannot_end_early(results: RunResults) -> None:
+    def link_lines(url: str) -> list[str]:
+        run = results.run.model_copy(update={"artifact_url": url})
+        text = render_markdown(build_view(results.model_copy(update={"run": run})))
+        return [line for line in text.splitlines() if "Full HTML report" in line]
+
+    assert link_lines("javascript:alert(1)") == []
+    assert link_lines("https://o.example/a)![i](http://evil.example/p.png)") == [
+        "[Full HTML report](https://o.example/a%29!%5Bi%5D%28http://evil.example/p.png%29)"]
