@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -109,3 +110,26 @@ def hostile_results() -> RunResults:
             "failures": [HOSTILE], "warnings": [HOSTILE]}))
     run = results.run.model_copy(update={"ref": HOSTILE})
     return results.model_copy(update={"tests": tests, "run": run})
+
+
+def outside_code_spans(text: str) -> str:
+    """``text`` without its code spans (CommonMark: N backticks up to the next run of N)."""
+    out, i = [], 0
+    for m in re.finditer(r"`+", text):
+        if m.start() < i:
+            continue
+        close = re.search(rf"(?<!`){m.group()}(?!`)", text[m.end():])
+        if close is None:
+            continue
+        out.append(text[i:m.start()])
+        i = m.end() + close.end()
+    return "".join(out) + text[i:]
+
+
+def no_live_markdown(text: str) -> None:
+    """Nothing of HOSTILE is live Markdown: no image, link, HTML, mention or emphasis."""
+    assert "![x](" not in text and "[click](" not in text
+    assert not re.search(r"(?<!\\)<img", text)
+    assert "http://" not in text and "https://evil" not in text
+    assert "@org/team" not in text and "**APPROVED**" not in text
+    assert "www.evil" not in text and "~~gone~~" not in text and "$x$" not in text

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from report_samples import EVIL
+from report_samples import EVIL, hostile_results, no_live_markdown, outside_code_spans
 
 from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.github import (
@@ -81,36 +80,11 @@ def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> N
     )
 
 
-def _outside_code_spans(text: str) -> str:
-    """``text`` without its code spans (CommonMark: N backticks up to the next run of N)."""
-    out, i = [], 0
-    for m in re.finditer(r"`+", text):
-        if m.start() < i:
-            continue
-        close = re.search(rf"(?<!`){m.group()}(?!`)", text[m.end():])
-        if close is None:
-            continue
-        out.append(text[i:m.start()])
-        i = m.end() + close.end()
-    return "".join(out) + text[i:]
-
-
-def _no_live_markdown(text: str) -> None:
-    """Nothing of HOSTILE is live Markdown: no image, link, HTML, mention or emphasis."""
-    assert "![x](" not in text and "[click](" not in text
-    assert not re.search(r"(?<!\\)<img", text)
-    assert "http://" not in text and "https://evil" not in text
-    assert "@org/team" not in text and "**APPROVED**" not in text
-    assert "www.evil" not in text and "~~gone~~" not in text and "$x$" not in text
-
-
 def test_reasons_and_labels_are_escaped_in_every_markdown() -> None:
-    from report_samples import hostile_results
-
     view = build_view(hostile_results())
     for text in (render_markdown(view), render_step_summary(view)):
         # Code spans (ids, names) are inert; everything outside them must be escaped.
-        _no_live_markdown(_outside_code_spans(text))
+        no_live_markdown(outside_code_spans(text))
         assert "\\*\\*APPROVED\\*\\*" in text and "@\u200borg/team" in text
     # The metric table's label column, too (a table row is one line: its pipes are escaped).
     row = next(line for line in render_markdown(view).splitlines()
