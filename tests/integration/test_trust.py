@@ -282,7 +282,8 @@ def test_a_growth_failure_is_explained_in_the_reports(pytester: pytest.Pytester)
     data = json.loads((pytester.path / "r.json").read_text())
     (row,) = [c for c in data["tests"][0]["checks"] if c["kind"] == "growth"]
     assert row["verdict"] == "regressed" and row["detail"]["axis"] == "seq_len"
-    assert "grows as seq_len^" in (pytester.path / "r.md").read_text()
+    # Reasons are plain text in Markdown: the "_" is escaped (it renders as "seq_len").
+    assert "grows as seq\\_len^" in (pytester.path / "r.md").read_text()
 
 
 # -- no churn -------------------------------------------------------------------------------------
