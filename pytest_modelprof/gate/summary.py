@@ -119,8 +119,11 @@ def summary_lines(records: Sequence[GateRecord], width: int | None = None) -> li
     lines = [line if len(line) <= width else line[: width - 1] + "\u2026" for line in lines]
     if left_out:
         names = ", ".join(rows[0][i] for i in sorted(left_out))
-        lines += fit_line(f"(left out to fit {width} columns: {names}; every figure is in "
-                          "--modelprof-report and --modelprof-json)", width)
+        lines += fit_line(
+            f"(left out to fit {width} columns: {names}; every figure is in "
+            "--modelprof-report and --modelprof-json)",
+            width,
+        )
     return lines
 
 

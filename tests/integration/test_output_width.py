@@ -84,8 +84,13 @@ else:
 """
 
 FAILING = [
-    "test_widen", "test_extra_op", "test_graph_break", "test_slowdown", "test_input_change",
-    "test_typo", "test_after_rename",
+    "test_widen",
+    "test_extra_op",
+    "test_graph_break",
+    "test_slowdown",
+    "test_input_change",
+    "test_typo",
+    "test_after_rename",
 ]
 
 
@@ -109,13 +114,13 @@ def test_the_modelprof_block_fits_the_terminal_and_says_each_failure_once(
     wide = [line for line in ours if len(line) > columns]
     assert wide == [], f"{len(wide)} lines wider than {columns}: {wide[:3]}"
     # Each failure is printed once: under FAILURES, not again under the summary table.
-    block = text[text.index("= modelprof ="):]
+    block = text[text.index("= modelprof =") :]
     assert "limit exact" not in block and "FAIL " not in block
     for name in FAILING:
         assert len(re.findall(rf"_ {name} _", text)) == 1, name
     assert text.count("test_scenarios.py::test_widen regressed against") == 1
     # The cause first: the input change heads the failure, before the rows it explains.
-    failure = text[text.index("_ test_input_change _"):]
+    failure = text[text.index("_ test_input_change _") :]
     assert failure.index("inputs changed: 1\u00d73\u00d716\u00d716") < failure.index("FLOPs:")
     # A typo names the near miss, not the marker's whole signature.
     assert "did you mean max_flops_delta" in text
