@@ -258,7 +258,7 @@ class LatencyComparison(_Frozen):
     current_ms: float = 0.0
 
     def describe(self) -> str:
-        """``"regressed: 0.412 → 0.474 ms (q10), +15.2 % ... (limit +8 %), confidence 99 % ..."``."""
+        """``"regressed: 0.412 → 0.474 ms (q10), +15.2 % slower ..., confidence 99 % ..."``."""
         if self.slowdown >= 0:
             change = f"{self.slowdown * 100:+.1f} % slower"
         else:
