@@ -70,13 +70,17 @@ def _cell(record: GateRecord, metric: str) -> str:
 
 
 def _cut_test(label: str, width: int) -> str:
-    """A test id cut in the middle, keeping the test's own name: ``test_mo…::test_widen``."""
+    """A test id cut in its file part, keeping the test's own name: ``test_mo…::test_widen``;
+    a name too long for that is cut in its middle too."""
     if len(label) <= width:
         return label
-    tail = label[label.rfind("::") :] if "::" in label else ""
-    if len(tail) > (width - 1) // 2:
-        tail = tail[: (width - 1) // 2]
-    return label[: width - 1 - len(tail)] + "\u2026" + tail
+    cut = label.rfind("::")
+    head, tail = (label[:cut], label[cut:]) if cut > 0 else ("", label)
+    keep = min(len(head), 4)  # enough of the file to tell modules apart at a glance
+    if len(tail) + 1 + keep <= width:
+        return label[: width - 1 - len(tail)] + "\u2026" + tail
+    half = (width - 1) // 2
+    return label[:half] + "\u2026" + label[len(label) - (width - 1 - half) :]
 
 
 def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
