@@ -79,8 +79,10 @@ def _cut_test(label: str, width: int) -> str:
     keep = min(len(head), 4)  # enough of the file to tell modules apart at a glance
     if len(tail) + 1 + keep <= width:
         return label[: width - 1 - len(tail)] + "\u2026" + tail
-    half = (width - 1) // 2
-    return label[:half] + "\u2026" + label[len(label) - (width - 1 - half) :]
+    room = max(1, width - 1 - keep)  # the name itself, cut in its middle: its end (a param)
+    half = (room - 1) // 2
+    name = tail[: half + 1] + "\u2026" + tail[len(tail) - (room - 2 - half) :] if room > 2 else ""
+    return (label[:keep] + "\u2026" + name)[:width]
 
 
 def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
