@@ -301,7 +301,7 @@ def test_sweep_fits_exponents_and_gates_growth(capsys: pytest.CaptureFixture[str
     # Batch is linear for a CNN: exponent 1.00; a limit of 0.5 must fail with exit 1.
     args = ["sweep", "resnet18", "--batch", "1,2,4", "--input-shape", "1,3,32,32", "--no-latency"]
     assert main(args) == 0
-    assert "flops ^1.00" in capsys.readouterr().out
+    assert "FLOPs ^1.00" in capsys.readouterr().out
     assert main([*args, "--max-flops-growth-exponent", "0.5"]) == 1
     assert "above max_flops_growth_exponent=0.5" in capsys.readouterr().err
     assert main(["sweep", "resnet18"]) == 2
