@@ -136,3 +136,30 @@ def test_untimed_graph_json_has_no_forward_ms(capsys: Capsys) -> None:
 def test_timed_with_detail_is_refused(capsys: Capsys) -> None:
     assert main(["graph", "resnet18", "--timed", "--detail"]) == 2
     assert "--timed times modules" in capsys.readouterr().err
+
+
+def _stats(median: float, low: float, high: float, std: float) -> dict[str, float | int]:
+    return {"median_ms": median, "mean_ms": median, "min_ms": low, "max_ms": high,
+            "std_ms": std, "rounds": 10}
+
+
+def test_bench_warns_when_its_rounds_spread_as_on_a_busy_machine() -> None:
+    # Issue 19: forward medians of 4.55 ms and 220 ms (std 93.5 ms) on a busy runner, no word.
+    from pytest_modelprof.cli.bench import busy_warnings
+    from pytest_modelprof.runtime.bench import BenchReport
+
+    def doc(forward: dict[str, float | int]) -> BenchReport:
+        quiet = _stats(10.0, 9.8, 10.6, 0.2)
+        return BenchReport.model_validate({
+            "runtime": {"forward": forward, "backward": quiet, "training_step": quiet},
+            "memory": {"peak_bytes": 0, "breakdown": {"parameters": 0, "gradients": 0,
+                                                       "optimizer_state": 0, "activations": 0}},
+            "flops": {"total": 0, "breakdown": {}},
+            "hardware": {"cpu": "x", "cores": 2, "torch": "t", "cuda_available": False,
+                         "gpu_name": None, "gpu_memory_bytes": None},
+            "timestamp": "2026-11-25T00:00:00Z",
+        })
+
+    (line,) = busy_warnings(doc(_stats(220.0, 4.55, 240.0, 93.5)))
+    assert line.startswith("forward rounds spread from 4.550 to 240.0 ms") and "busy" in line
+    assert busy_warnings(doc(_stats(4.6, 4.55, 5.1, 0.1))) == []
