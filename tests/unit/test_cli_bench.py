@@ -6,6 +6,7 @@ No test asserts speed: only keys, orderings and what goes to which stream.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -163,3 +164,36 @@ def test_bench_warns_when_its_rounds_spread_as_on_a_busy_machine() -> None:
     (line,) = busy_warnings(doc(_stats(220.0, 4.55, 240.0, 93.5)))
     assert line.startswith("forward rounds spread from 4.550 to 240.0 ms") and "busy" in line
     assert busy_warnings(doc(_stats(4.6, 4.55, 5.1, 0.1))) == []
+
+
+DEEP_NAMES = """
+from collections import OrderedDict
+
+import torch.nn as nn
+
+
+def make():
+    inner = OrderedDict(
+        a_rather_long_convolution_layer_name=nn.Conv2d(3, 4, 3, padding=1),
+        and_an_activation_with_a_long_name=nn.ReLU(),
+    )
+    return nn.Sequential(OrderedDict(
+        first_encoder_stage_with_a_very_long_name=nn.Sequential(inner),
+        second_encoder_stage_with_a_very_long_name=nn.Conv2d(4, 4, 1),
+    ))
+"""
+
+
+def test_timed_graph_text_fits_100_columns_with_long_module_names(
+    capsys: Capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 19: `modelprof graph --timed` had 31 of 158 lines over 100 columns.
+    (tmp_path / "deep_names.py").write_text(DEEP_NAMES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["graph", "deep_names:make", "--timed", "--format", "txt", "--input-shape",
+                 "1,3,8,8", "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "forward_ms" in out
+    wide = [line for line in out.splitlines() if len(line) > 100]
+    assert wide == []
+    assert "first_encoder" in out and "\u2026" in out  # long names cut in the middle, kept
