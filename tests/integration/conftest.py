@@ -18,7 +18,7 @@ def project(pytester: pytest.Pytester) -> Iterator[Project]:
 def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner runs write to a wide terminal: tests match what is said, not where a line wraps
     (test_output_width.py sets COLUMNS itself to check the fitting)."""
-    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setenv("COLUMNS", "1000")
 
 
 @pytest.fixture(autouse=True)
