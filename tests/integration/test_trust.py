@@ -56,9 +56,9 @@ def test_a_cheaper_model_passes_and_a_bigger_input_is_called_out(
     (pytester.path / "size.txt").write_text("20")
     bigger = pytester.runpytest_subprocess()
     bigger.assert_outcomes(failed=1)
-    bigger.stdout.fnmatch_lines(
-        ["*FLOPs: * \u2192 * (+*%, limit +2.0 %)*", "*inputs changed: 1\u00d73\u00d716\u00d716 "
-         "float32 \u2192 1\u00d73\u00d720\u00d720 float32*"]
+    bigger.stdout.fnmatch_lines(  # the cause first (issue 19), then the rows it explains
+        ["*inputs changed: 1\u00d73\u00d716\u00d716 float32 \u2192 1\u00d73\u00d720\u00d720 "
+         "float32*", "*FLOPs: * \u2192 * (+*%, limit +2.0 %)*"]
     )
 
 
