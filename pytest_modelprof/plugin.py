@@ -372,7 +372,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
     tr.write_sep("=", "modelprof")
     # Failed limits are printed under FAILURES; here only where pytest printed no traceback.
-    failures = config.option.tbstyle in ("no", "line")
+    failures = getattr(config.option, "tbstyle", "auto") in ("no", "line")
     if state.records:
         for line in summary_lines(state.records, width):
             tr.write_line(line)

@@ -6,12 +6,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from modelprof_testing import Project
 
 SCENARIOS = """
 import pathlib
 import time
 
 import pytest
+from modelprof_testing import Project
 import torch
 import torch.nn as nn
 
@@ -134,3 +136,30 @@ def test_the_modelprof_block_fits_the_terminal_and_says_each_failure_once(
     assert text.count("git mv") == 1
     assert re.search(r"git mv\s+baselines/test_scenarios/test_before_rename\.json", text)
     assert "stale baseline(s)" not in text and "have no baseline" not in text
+
+
+MARKED = """
+import pytest
+from modelprof_testing import Project
+
+@pytest.mark.profile(model="fake:tiny", input_shape=(1, 3, 8, 8))
+def test_tiny():
+    pass
+"""
+
+
+def test_a_failed_limit_is_said_once_and_under_the_table_only_without_tracebacks(
+    project: Project,
+) -> None:
+    project.pytester.makepyfile(test_models=MARKED)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=1)
+    project.set_costs(tiny={"flops": 1_100_000})
+    row = "FLOPs: 1 MFLOPs \u2192 1.1 MFLOPs (+10.0 %, limit exact)"
+    shown = project.run()
+    shown.assert_outcomes(failed=1)
+    assert shown.stdout.str().count(row) == 1  # under FAILURES only
+    # With --tb=no pytest prints no failure, so the summary lists the failed limit.
+    quiet = project.run("--tb=no")
+    quiet.assert_outcomes(failed=1)
+    assert quiet.stdout.str().count(row) == 1
+    quiet.stdout.fnmatch_lines([f"  FAIL {row}"])
