@@ -198,10 +198,15 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_modelprof.report.fit import fit_line
+
+        width = int(terminalreporter.config.get_terminal_writer().fullwidth)
         for line in self.notes:
-            terminalreporter.write_line(line)
+            for part in fit_line(line, width):
+                terminalreporter.write_line(part)
         if self.error:
-            terminalreporter.write_line(self.error, red=True)
+            for part in fit_line(self.error, width):
+                terminalreporter.write_line(part, red=True)
         for line in self.annotations:  # GitHub reads workflow commands from stdout
             terminalreporter.write_line(line)
 

@@ -13,7 +13,6 @@ import pathlib
 import time
 
 import pytest
-from modelprof_testing import Project
 import torch
 import torch.nn as nn
 
@@ -108,7 +107,7 @@ def test_the_modelprof_block_fits_the_terminal_and_says_each_failure_once(
     changed.write_text("0")
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=7)
     changed.write_text("1")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--modelprof-json=r.json")
     result.assert_outcomes(failed=len(FAILING))
     out = result.stdout.lines
     text = "\n".join(out)
@@ -140,7 +139,6 @@ def test_the_modelprof_block_fits_the_terminal_and_says_each_failure_once(
 
 MARKED = """
 import pytest
-from modelprof_testing import Project
 
 @pytest.mark.profile(model="fake:tiny", input_shape=(1, 3, 8, 8))
 def test_tiny():
