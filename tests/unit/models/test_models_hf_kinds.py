@@ -59,7 +59,9 @@ def test_whisper_gets_log_mel_features_and_decoder_ids() -> None:
     )
 
 
-@pytest.mark.parametrize(("arch", "cls_name"), [("wav2vec2", "Wav2Vec2Model"), ("hubert", "HubertModel")])
+@pytest.mark.parametrize(
+    ("arch", "cls_name"), [("wav2vec2", "Wav2Vec2Model"), ("hubert", "HubertModel")]
+)
 def test_raw_audio_models_get_one_second_of_16_khz_samples(arch: str, cls_name: str) -> None:
     spec = resolve(f"hf:{arch}")
     assert spec.input_kind == "input_values" and spec.default_input_shape == (1, 16_000)
