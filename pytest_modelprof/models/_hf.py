@@ -188,6 +188,16 @@ def _base_config(name: str, bare: str, raw: Mapping[str, Any] | None) -> Any:
     return AutoConfig.for_model(bare)
 
 
+def _fields(kwargs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+
+
+def _version() -> str:
+    import transformers
+
+    return str(transformers.__version__)
+
+
 def _vocab_size(config: Any) -> int:
     vocab = sub_field(config, "vocab_size")
     return int(vocab) if isinstance(vocab, int) and vocab > 0 else 32_000
@@ -212,7 +222,20 @@ def _build(
         cls_name, others = default_class(model_type, base, raw is not None)
     cls = load_class(name, cls_name, others)
     cfg = build_config(name, model_type, raw, kwargs, cls)
-    module = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(cfg)  # an Auto class
+    try:
+        module = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(cfg)  # Auto class
+    except Exception as exc:
+        import torch
+
+        if torch.get_default_device().type == "meta":
+            raise  # the engine retries on the CPU: the constructor may read tensor values
+        raise ModelBuildError(
+            f"model {name!r}: transformers cannot build {cls_name} from {type(cfg).__name__}"
+            f"({_fields(kwargs)}): {type(exc).__name__}: {exc}. This is the model's own error "
+            f"(raised inside transformers {_version()}; building {cls_name} by hand from that "
+            "config fails the same way), not pytest-modelprof's: try other --arch fields or "
+            "another transformers version"
+        ) from exc
     if others:
         # Say which of the mapping's classes this is; the capture reason carries it.
         setattr(

@@ -126,3 +126,16 @@ def test_clip_and_siglip_by_name_are_the_dual_tower_models(arch: str, cls_name: 
     assert type(module).__name__ == cls_name
     args, kwargs = spec.example_inputs(device="meta", module=module)
     assert set(kwargs) == {"pixel_values", "input_ids"}
+
+
+def test_the_cli_takes_seconds_of_audio(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pytest_modelprof.cli import main
+
+    argv = ["profile", "hf:wav2vec2", "--arch", "num_hidden_layers=2", "--seconds", "0.5"]
+    assert main([*argv, "--json"]) == 0
+    inputs = json.loads(capsys.readouterr().out)["inputs"]
+    assert [(i["name"], i["shape"]) for i in inputs] == [("input_values", [1, 8000])]
+    assert main(["profile", "hf:gpt2", "--seconds", "1"]) != 0
+    assert "not raw audio" in capsys.readouterr().err
