@@ -41,7 +41,12 @@ def _read_by(module_name: str) -> frozenset[str]:
 def _known(config_cls: Any, default: Any, model_cls: Any) -> set[str]:
     known = set(inspect.signature(config_cls.__init__).parameters) - {"self", "kwargs"}
     known |= set(default.to_dict()) | set(getattr(config_cls, "attribute_map", {}))
-    known |= {k for k in dir(config_cls) if not k.startswith("_")}
+    # Properties (Falcon's head_dim) but not methods (to_dict).
+    known |= {
+        k
+        for k in dir(config_cls)
+        if not k.startswith("_") and not callable(getattr(config_cls, k, None))
+    }
     if model_cls is not None:
         known |= _read_by(model_cls.__module__)
     return known
@@ -87,7 +92,14 @@ def build_config(
     fields.pop("model_type", None)
     try:
         return config_cls(**fields)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
+        derived = [k for k in overrides if isinstance(getattr(config_cls, k, None), property)]
+        hint = (
+            f"; {derived[0]} is derived from other fields (a read-only property): set those"
+            if derived
+            else ""
+        )
         raise ModelBuildError(
-            f"model {name!r}: {config_cls.__name__} refused the fields {dict(overrides)}: {exc}"
+            f"model {name!r}: {config_cls.__name__} refused the fields {dict(overrides)}: "
+            f"{exc}{hint}"
         ) from exc

@@ -139,3 +139,9 @@ def test_the_cli_takes_seconds_of_audio(capsys: pytest.CaptureFixture[str]) -> N
     assert [(i["name"], i["shape"]) for i in inputs] == [("input_values", [1, 8000])]
     assert main(["profile", "hf:gpt2", "--seconds", "1"]) != 0
     assert "not raw audio" in capsys.readouterr().err
+
+
+def test_a_derived_read_only_field_is_refused_naming_it() -> None:
+    # Falcon's head_dim is a property: hidden_size / num_attention_heads.
+    with pytest.raises(ModelBuildError, match=r"head_dim is derived from other fields"):
+        resolve("hf:falcon").build(num_hidden_layers=2, head_dim=16)
