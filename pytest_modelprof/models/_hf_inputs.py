@@ -11,7 +11,8 @@ reason names it; ``hf_class=`` picks another.
 Inputs by the class's ``main_input_name``: ``input_ids`` ``(1, 128)`` (plus
 ``decoder_input_ids`` for encoder-decoders); ``pixel_values`` at the config's ``image_size``
 (512 for segmentation heads, 224 where the config has none); ``input_features``
-``(1, num_mel_bins, 2 * max_source_positions)`` (Whisper: 30 s) plus ``decoder_input_ids``;
+``(1, num_mel_bins, 2 * max_source_positions)`` (Whisper: 30 s; Speech2Text: 3,000 frames of
+``input_feat_per_channel``) plus ``decoder_input_ids``;
 ``input_values`` of one second at 16 kHz; dual towers ``pixel_values`` and ``input_ids``.
 """
 
@@ -43,6 +44,8 @@ SEGMENTATION_FIRST: Final = frozenset({"segformer"})
 """Model types whose users mean the semantic-segmentation head, not the image classifier."""
 SEGMENTATION_SIZE: Final = 512
 FALLBACK_IMAGE_SIZE: Final = 224
+SPEECH_FRAMES: Final = 3_000
+"""Feature frames of a speech model whose config does not fix them: 30 s at a 10 ms hop."""
 
 
 def _auto() -> Any:
@@ -136,7 +139,7 @@ def _kind(main: str, config: Any) -> InputKind:
     encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
     if main == "input_ids":
         if dual:
-            return "image_text"
+            return "image_text"  # CLIP, SigLIP: both towers get their input
         return "seq2seq_ids" if encoder_decoder else "input_ids"
     if main == "input_features":
         return "speech_seq2seq" if encoder_decoder else "input_features"
@@ -195,6 +198,10 @@ def _shape_of(kind: InputKind, main: str, config: Any, segmentation: bool) -> Sh
         if isinstance(mel, int) and isinstance(positions, int):
             # Whisper's encoder halves the frames with a stride-2 convolution and checks them.
             return (1, mel, 2 * positions)
+        per_channel = getattr(config, "input_feat_per_channel", None)
+        if isinstance(per_channel, int):
+            # Speech2Text: frames first, 30 s at a 10 ms hop.
+            return (1, SPEECH_FRAMES, per_channel * int(getattr(config, "input_channels", 1)))
         return None
     if main == "pixel_values" or kind == "image_text":
         size = sub_field(config, "image_size")

@@ -106,7 +106,7 @@ _MAIN: dict[str, tuple[str, int]] = {
     "input_values": ("input_values", 2),
     "image_text": ("pixel_values", 4),
 }
-_LAYOUT = {2: "(batch, samples)", 3: "(batch, mel_bins, frames)", 4: "(batch, C, H, W)"}
+_LAYOUT = {2: "(batch, samples)", 3: "(batch, features, frames), 3-d", 4: "(batch, C, H, W)"}
 
 
 def _keyword_inputs(

@@ -1,6 +1,6 @@
 """Hugging Face transformers by name, every kind, against FlopCounterMode and exact parameters.
 
-``ZOO`` holds 45 architectures across decoders, encoders, encoder-decoders, vision, speech and
+``ZOO`` holds 49 architectures across decoders, encoders, encoder-decoders, vision, speech and
 vision-language models, each named as a new user would (``hf:NAME``) with two layers and the
 config's default widths otherwise. Each must
 
@@ -83,6 +83,7 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
     "segformer": ("SegformerForSemanticSegmentation", {"depths": [1, 1, 1, 1]}),
     # speech
     "whisper": ("WhisperModel", _ENC_DEC),
+    "speech_to_text": ("Speech2TextModel", _ENC_DEC),
     "wav2vec2": ("Wav2Vec2Model", _TWO),
     "hubert": ("HubertModel", _TWO),
     # vision-language

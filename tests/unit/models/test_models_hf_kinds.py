@@ -57,6 +57,9 @@ def test_whisper_gets_log_mel_features_and_decoder_ids() -> None:
     assert p.total_params == _params_by_hand(
         "WhisperModel", "whisper", encoder_layers=2, decoder_layers=2
     )
+    # Speech2Text puts frames first: 3,000 frames (30 s at a 10 ms hop) of 80 filterbanks.
+    s2t = resolve("hf:speech_to_text")
+    assert (s2t.input_kind, s2t.default_input_shape) == ("speech_seq2seq", (1, 3000, 80))
 
 
 @pytest.mark.parametrize(
