@@ -15,11 +15,12 @@ __all__ = [
     "has_data",
     "StorageWeakRef",
     "storage_key",
+    "dispatch_modes_below",
 ]
 
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _len_torch_dispatch_stack
 from torch.utils.weak import WeakTensorKeyDictionary
 
 
@@ -69,6 +70,12 @@ def has_data(t: Any) -> bool:
     from torch._subclasses.fake_tensor import is_fake
 
     return not t.is_meta and not is_fake(t)
+
+
+def dispatch_modes_below() -> int:
+    """How many dispatch modes an op reaches next: inside a mode's ``__torch_dispatch__``,
+    the modes entered before it (``_len_torch_dispatch_stack``)."""
+    return int(_len_torch_dispatch_stack())
 
 
 # -- storages (runtime/memory.py) ---------------------------------------------------------------
