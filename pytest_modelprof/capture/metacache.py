@@ -20,7 +20,7 @@ from torch import nn
 
 from pytest_modelprof._compat import dispatch_modes_below, op_schema, storage_key
 
-__all__ = ["run_op", "cache_stats", "clear"]
+__all__ = ["lookup", "remember", "cache_stats", "clear"]
 
 _SCALARS = (
     type(None),
@@ -94,32 +94,39 @@ def _spec(out: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
     return single, tuple(specs)
 
 
-def run_op(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``func(*args, **kwargs)``; a pure op on plain meta tensors from the table when seen."""
+def lookup(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Hashable, Any]:
+    """``(key, outputs)``: the outputs of a call seen before, else None; the key to
+    :func:`remember` them under, None for a call the table does not hold (impure, not meta).
+
+    The caller runs the kernel itself on a miss, so a kernel's error is raised from the
+    caller's frame (``classify`` reads where an error came from)."""
     if not _pure(func) or dispatch_modes_below():
-        return func(*args, **kwargs)
+        return None, None
     try:
         # The default dtype is read by ops such as true division of integer tensors.
         key = (func, _key(args), _key(tuple(kwargs.items())), torch.get_default_dtype())
     except _Uncacheable:
-        return func(*args, **kwargs)
+        return None, None
     hit = _OUTS.get(key)
-    if hit is not None:
-        _STATS["hits"] += 1
-        single, specs = hit
-        made = tuple(
-            torch.empty_strided(shape, stride, dtype=dtype, device=_META)
-            for shape, stride, dtype in specs
-        )
-        return made[0] if single else made
-    out = func(*args, **kwargs)
-    _STATS["misses"] += 1
+    if hit is None:
+        _STATS["misses"] += 1
+        return key, None
+    _STATS["hits"] += 1
+    single, specs = hit
+    made = tuple(
+        torch.empty_strided(shape, stride, dtype=dtype, device=_META)
+        for shape, stride, dtype in specs
+    )
+    return key, made[0] if single else made
+
+
+def remember(key: Hashable, out: Any) -> None:
+    """Store the outputs' shapes under ``key`` (when a fresh empty tensor would equal them)."""
     spec = _spec(out)
     if spec is not None:
         if len(_OUTS) >= _MAX:
             _OUTS.clear()
         _OUTS[key] = spec
-    return out
 
 
 def cache_stats() -> dict[str, int]:

@@ -22,7 +22,7 @@ from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
 from pytest_modelprof._tensors import flat_tensors
-from pytest_modelprof.capture.metacache import run_op
+from pytest_modelprof.capture import metacache
 from pytest_modelprof.capture.ops import (
     OpInfo,
     formula_error,
@@ -56,7 +56,11 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        out = run_op(func, args, kwargs)  # a meta kernel runs once per distinct call
+        key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
+        if out is None:
+            out = func(*args, **kwargs)
+            if key is not None:
+                metacache.remember(key, out)
         if not self.tracer._paused:
             self.tracer._record(func, args, kwargs, out)
         return out
