@@ -18,9 +18,10 @@ __all__ = [
     "dispatch_modes_below",
 ]
 
+from torch._C import _len_torch_dispatch_stack
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
-from torch.utils._python_dispatch import TorchDispatchMode, _len_torch_dispatch_stack
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
 
 
