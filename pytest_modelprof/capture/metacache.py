@@ -63,9 +63,12 @@ def _pure(func: Any) -> bool:
 
 def _key(value: Any) -> Hashable:
     if isinstance(value, torch.Tensor):
-        if type(value) not in _PLAIN or not value.is_meta:
-            raise _Uncacheable
-        return (value.dtype, tuple(value.shape), value.stride(), value.storage_offset())
+        if type(value) not in _PLAIN or not value.is_meta or value.layout is not torch.strided:
+            raise _Uncacheable  # sparse layouts keep more than shape and strides
+        try:
+            return (value.dtype, tuple(value.shape), value.stride(), value.storage_offset())
+        except (RuntimeError, NotImplementedError):  # nested tensors have no strides
+            raise _Uncacheable from None
     if isinstance(value, (list, tuple)):
         return tuple(_key(v) for v in value)
     if isinstance(value, _SCALARS):
@@ -75,6 +78,13 @@ def _key(value: Any) -> Hashable:
 
 def _spec(out: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
     """What to store for ``out``, or None when a fresh empty tensor would differ from it."""
+    try:
+        return _specs(out)
+    except (RuntimeError, NotImplementedError):  # no strides or storage (nested, opaque)
+        return None
+
+
+def _specs(out: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
     single = isinstance(out, torch.Tensor)
     outs = (out,) if single else out
     if not isinstance(outs, tuple):
@@ -82,7 +92,9 @@ def _spec(out: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
     specs: list[_Spec] = []
     storages: set[int] = set()
     for t in outs:
-        if type(t) not in _PLAIN or not t.is_meta or t.storage_offset() != 0:
+        if type(t) not in _PLAIN or not t.is_meta or t.layout is not torch.strided:
+            return None
+        if t.storage_offset() != 0:
             return None
         shape, stride = tuple(t.shape), t.stride()
         size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))

@@ -127,3 +127,22 @@ def test_a_dispatch_mode_around_the_capture_still_sees_every_op() -> None:
             profile = profile_model(module, inputs=(x,))
         counted.append(counter.get_total_flops())
     assert counted[0] == counted[1] == 2 * profile.total_macs
+
+
+def test_only_plain_strided_meta_calls_are_kept() -> None:
+    from pytest_modelprof.capture import metacache
+
+    add = torch.ops.aten.add.Tensor
+    meta = torch.empty(3, 3, device="meta")
+    key, out = metacache.lookup(add, (meta, meta), {})
+    assert key is not None and out is None  # first time: the caller runs the kernel
+    metacache.remember(key, add(meta, meta))
+    again = metacache.lookup(add, (meta, meta), {})[1]
+    assert again.is_meta and again.shape == (3, 3) and again.stride() == (3, 1)
+    indices = torch.zeros(2, 0, dtype=torch.long)
+    sparse = torch.sparse_coo_tensor(indices, torch.zeros(0), (3, 3), check_invariants=True)
+    real = torch.ones(3, 3)
+    for args in [(sparse.to("meta"), sparse.to("meta")), (real, real), (meta, real)]:
+        assert metacache.lookup(add, args, {}) == (None, None)
+    view = torch.ops.aten.t.default  # its result aliases its argument: never answered
+    assert metacache.lookup(view, (meta,), {}) == (None, None)
