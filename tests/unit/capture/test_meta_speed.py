@@ -14,6 +14,7 @@ import torchvision
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from pytest_modelprof._compat import TorchDispatchMode
 from pytest_modelprof.profile import profile_model
 
 
@@ -53,6 +54,11 @@ def test_default_mode_costs_no_more_cpu_than_flop_counter_mode() -> None:
     assert ours <= theirs, f"default mode {ours:.4f} s, FlopCounterMode {theirs:.4f} s"
 
 
+class _Passthrough(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **(kwargs or {}))
+
+
 class _Strided(nn.Module):
     """Ops whose outputs are not plain contiguous tensors, and integer true division."""
 
@@ -84,14 +90,20 @@ class _Strided(nn.Module):
 def test_repeated_meta_captures_give_identical_profiles(
     build: Callable[[], nn.Module], inputs: Callable[[], tuple[torch.Tensor, ...]]
 ) -> None:
-    # The second capture reuses what the first learnt; every number must be equal, also in
-    # training mode (backward), and equal to fake mode's.
+    # The second capture reuses what the first learnt; every number must equal those of a
+    # capture that ran every meta kernel (under another dispatch mode the table is bypassed),
+    # also in training mode (backward), and fake mode's.
     torch.manual_seed(0)
     module = build().eval()
     x = inputs()
+    with _Passthrough():  # type: ignore[no-untyped-call]
+        reference = profile_model(module, inputs=x).model_dump()
+        reference_train = profile_model(module, inputs=x, include_backward=True).model_dump()
     first = profile_model(module, inputs=x).model_dump()
+    assert first == reference
     assert profile_model(module, inputs=x).model_dump() == first
     train = profile_model(module, inputs=x, include_backward=True).model_dump()
+    assert train == reference_train
     assert profile_model(module, inputs=x, include_backward=True).model_dump() == train
     fake = profile_model(module, inputs=x, mode="fake")
     assert (fake.total_macs, fake.total_memory) == (first["total_macs"], first["total_memory"])
