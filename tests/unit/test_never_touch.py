@@ -1,14 +1,19 @@
 """Profiling never changes the user's module: in every mode, with or without backward, on failure.
 
 A property test over a zoo of aliasing patterns (a submodule at two paths, tied parameters, a
-buffer shared by two modules, parametrizations, weight norm, spectral norm, lazy modules, ...)
-and every capture mode. Before and after ``profile_model`` the module tree must hold the very
-same tensor objects with the same devices, dtypes, values, ``requires_grad``, version counters
-(no in-place write at all) and gradients, the same training flags, hooks and attributes.
+buffer shared by two modules, parametrizations, weight norm, spectral norm, lazy modules, caches
+in the module's own dicts and lists, ...) and every capture mode. Before and after
+``profile_model`` the module tree must hold the very same tensor objects with the same devices,
+dtypes, values, ``requires_grad``, version counters (no in-place write at all) and gradients,
+the same training flags, hooks and attributes. Attributes are snapshotted by value: a container
+(dict, list, set, deque, also inside a plain object) is compared by its contents, not by
+reference, so a forward that writes into the user's container is seen.
 """
 
 from __future__ import annotations
 
+import collections
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +21,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.utils import parametrize
 
 from pytest_modelprof.errors import ModelprofError
@@ -40,9 +46,62 @@ def _tensor_state(t: torch.Tensor) -> tuple[Any, ...]:
         tuple(t.shape) if not isinstance(t, _LAZY) else None,
         t.requires_grad,
         t._version,  # any in-place write bumps it, even one that restores the values
-        t.grad,
+        t.grad if t.is_leaf else None,  # a computed tensor (weight norm) has none to read
         values,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class Same:
+    """Compares by identity: the very same object must still be there."""
+
+    obj: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and self.obj is other.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+_OPAQUE = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, nn.Module)
+
+
+def by_value(value: Any, depth: int = 0) -> Any:
+    """``value`` as a snapshot that a later write into it cannot change.
+
+    A container is held by identity *and* by a copy of its contents (recursively), so both a
+    replaced and a mutated container show; a plain object's ``__dict__`` likewise. Tensors are
+    held by identity with a copy of their state; modules by identity (they are snapshotted at
+    their own path).
+    """
+    if depth > 6:
+        return Same(value)
+    if isinstance(value, torch.Tensor):
+        return (Same(value), _tensor_state(value))
+    if isinstance(value, dict):
+        items = tuple((k, by_value(v, depth + 1)) for k, v in value.items())
+        return (Same(value), type(value), items)
+    if isinstance(value, (list, collections.deque)):
+        return (Same(value), type(value), tuple(by_value(v, depth + 1) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (Same(value), type(value), frozenset(value))
+    if isinstance(value, tuple):
+        return (type(value), tuple(by_value(v, depth + 1) for v in value))
+    if isinstance(value, _OPAQUE) or not hasattr(value, "__dict__"):
+        return Same(value) if not isinstance(value, (int, float, str, bytes)) else value
+    return (Same(value), type(value), by_value(vars(value), depth + 1))
+
+
+def _dynamo_entries(m: nn.Module) -> int:
+    """Compiled entries Dynamo holds for the module's forward (a reset or recompile shows)."""
+    from pytest_modelprof._compat import dynamo_cache_entries
+
+    forward = getattr(type(m).forward, "__code__", None)
+    return dynamo_cache_entries(forward) if forward is not None else 0
+
+
+_TREE = ("_parameters", "_buffers", "_modules")
 
 
 def snapshot(model: nn.Module) -> dict[str, Any]:
@@ -52,7 +111,12 @@ def snapshot(model: nn.Module) -> dict[str, Any]:
         state[f"{path}:object"] = m
         state[f"{path}:class"] = type(m)
         state[f"{path}:training"] = m.training
-        state[f"{path}:attributes"] = {k: v for k, v in vars(m).items() if not k.startswith("_")}
+        state[f"{path}:attributes"] = {
+            k: by_value(v) for k, v in vars(m).items() if k not in _TREE and k not in _HOOK_DICTS
+        }
+        if isinstance(m, LazyModuleMixin):
+            state[f"{path}:lazy"] = m.has_uninitialized_params()
+        state[f"{path}:compiled"] = _dynamo_entries(m)
         for hooks in _HOOK_DICTS:
             state[f"{path}:{hooks}"] = list(getattr(m, hooks).items())
         for name, p in m._parameters.items():
@@ -220,6 +284,43 @@ class CountsCalls(nn.Module):
         return self.lin(x)
 
 
+class _Rotary:
+    """A plain object (not a module) holding a cache, as rotary-embedding helpers do."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, torch.Tensor] = {}
+        self.recent: collections.deque[int] = collections.deque(maxlen=4)
+
+
+class CachesInContainers(nn.Module):
+    """A forward that caches tensors in the module's own dicts and lists (issue 17, item 3).
+
+    The mask cache starts with a real tensor the user computed; the call log, the nested dict
+    of lists, the set and the plain object's dict and deque start empty.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.masks: dict[int, torch.Tensor] = {8: torch.ones(8, 8)}
+        self.calls: list[tuple[int, ...]] = []
+        self.nested: dict[str, list[torch.Tensor]] = {"outputs": []}
+        self._seen: set[int] = set()
+        self.rotary = _Rotary()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[-1]
+        self.calls.append(tuple(x.shape))
+        self._seen.add(x.shape[0])
+        table = self.rotary.tables.get(n)
+        if table is None:
+            table = self.rotary.tables[n] = torch.eye(n, device=x.device, dtype=x.dtype)
+        self.rotary.recent.append(n)
+        out = self.lin(x) * table.diagonal() + self.masks[n][0]  # elementwise: device-checked
+        self.nested["outputs"].append(out.detach())
+        return out
+
+
 def hooked() -> nn.Module:
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
     seen: list[int] = []
@@ -271,6 +372,7 @@ ZOO: dict[str, Case] = {
     "forward_raises": Case(Raises, _x, fails=True),
     "data_dependent": Case(DataDependent, _x),
     "writes_python_state": Case(CountsCalls, _x),
+    "caches_in_containers": Case(CachesInContainers, _x),
     "hooks": Case(hooked, _x),
     "frozen_and_grad": Case(frozen_and_half_trained, _x),
     "embedding_max_norm": Case(embedding_max_norm, _ids),
@@ -323,6 +425,23 @@ def test_shared_submodule_keeps_its_weights_on_meta() -> None:
     # Shared weights are counted once; the second call of the shared Linear is counted again.
     assert p.total_params == 8 * 8 + 8 + 8 * 4 + 4
     assert p.total_macs == 4 * (8 * 8 + 8 * 8 + 8 * 4)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forward_that_caches_leaves_the_users_containers_alone(mode: str) -> None:
+    # Issue 17, item 3: the copy shared the module's dicts and lists, so the capture wrote meta
+    # tensors into the user's caches and the user's own forward then failed with "Tensor on
+    # device meta is not on the expected device cpu".
+    model = CachesInContainers()
+    x = torch.randn(4, 8)
+    profile_model(model, inputs=(x,), mode=mode)  # type: ignore[arg-type]
+    out = model(x)  # the user's first forward fills the caches from scratch
+    assert out.device.type == "cpu"
+    assert model.calls == [(4, 8)] and model._seen == {4}
+    assert [t.device.type for t in model.nested["outputs"]] == ["cpu"]
+    assert list(model.masks) == [8] and not model.masks[8].is_meta
+    assert [t.device.type for t in model.rotary.tables.values()] == ["cpu"]
+    assert list(model.rotary.recent) == [8]
 
 
 def test_a_failed_capture_leaves_the_module_as_it_was() -> None:
