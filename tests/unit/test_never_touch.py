@@ -461,3 +461,54 @@ def test_timm_coat_tiny_keeps_its_weights() -> None:
     assert p.total_params == sum(t.numel() for t in model.parameters())
     assert differences(before, snapshot(model)) == []
     assert not any(t.is_meta for t in model.state_dict().values())
+
+
+def _lazy_with_caches() -> nn.Module:
+    return nn.Sequential(nn.LazyLinear(8), CachesInContainers())
+
+
+class LogsCalls(nn.Module):
+    """Writes into its containers in a way torch.jit.trace (fvcore) can follow."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.log: list[str] = []
+        self.last: dict[str, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.log.append("forward")
+        out = self.lin(x)
+        self.last["out"] = out.detach()
+        return out
+
+
+@pytest.mark.parametrize("collector", ["latency", "sweep", "fvcore", "compile"])
+def test_the_gates_measurements_run_a_copy(collector: str) -> None:
+    # Issue 17, item 3: latency, the latency sweep, the fvcore cross-check and compile health
+    # ran the user's module itself: its lazy layer got materialised, its caches filled.
+    from pytest_modelprof.gate import collect
+    from pytest_modelprof.gate.settings import Limits, ProfileRequest
+
+    lazy = collector != "fvcore"  # fvcore traces with torch.jit, which a lazy layer refuses
+    model = _lazy_with_caches() if lazy else LogsCalls()
+    before = snapshot(model)
+    request = ProfileRequest(model, (4, 8))
+    if collector == "latency":
+        limits = Limits().with_values({"max_latency_ms": 1e6, "timing_rounds": 10}, "test")
+        assert collect.measure_latency(request, limits) is not None
+    elif collector == "sweep":
+        limits = Limits().with_values({"max_latency_growth_exponent": 9.0}, "test")
+        assert collect.run_sweep(request, {"batch": [2, 4]}, limits) is not None
+    elif collector == "fvcore":
+        pytest.importorskip("fvcore")
+        limits = Limits().with_values({"fvcore": True, "max_fvcore_delta": 0.5}, "test")
+        evidence = collect.run_fvcore(request, limits)
+        assert evidence is not None and evidence.error is None, evidence
+    else:
+        limits = Limits().with_values({"max_graph_breaks": 9}, "test")
+        assert collect.measure_compile(request, limits, None) is not None
+    assert differences(before, snapshot(model)) == []
+    if lazy:
+        assert model[0].has_uninitialized_params()
+
