@@ -395,6 +395,32 @@ def test_compat_dynamo_frames_compiled_smoke() -> None:
     assert _compat.dynamo_cache_entries(g.__code__) == 0
 
 
+def test_compat_dynamo_scoped_smoke() -> None:
+    def earlier(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x - 1
+
+    def inside(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x + 1
+
+    torch.compiler.reset()
+    try:
+        torch.compile(earlier, backend="eager")(torch.ones(2))
+        breaks = _compat.dynamo_break_events()
+        assert len(breaks) == 1
+        with _compat.dynamo_scoped():
+            assert _compat.dynamo_break_events() == []  # records of its own
+            torch.compile(inside, backend="eager")(torch.ones(2))
+            assert len(_compat.dynamo_break_events()) == 1
+            assert _compat.dynamo_cache_entries(inside.__code__) == 1
+        assert _compat.dynamo_cache_entries(inside.__code__) == 0  # dropped on exit
+        assert _compat.dynamo_cache_entries(earlier.__code__) == 1  # kept
+        assert _compat.dynamo_break_events() == breaks
+    finally:
+        torch.compiler.reset()
+
+
 def test_compat_dynamo_explain_smoke() -> None:
     with torch.no_grad():  # with grad, Dynamo warns about reading .grad of non-leaf tensors
         out = _compat.dynamo_explain(Branchy())(torch.randn(2, 8))
