@@ -266,6 +266,20 @@ def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
     assert not model.lin.weight.is_meta and model.lin.weight.grad is None
 
 
+def test_a_measurements_copy_of_a_module_is_size_checked(small_limit: int) -> None:
+    # Timing, fvcore and compile health run a copy with the module's weights: same 2 GiB rule.
+    from pytest_modelprof.profile import real_model_and_inputs
+
+    model = NeedsValues()
+    with pytest.raises(ModelBuildError, match=r"the latency measurement runs a copy") as info:
+        real_model_and_inputs(model, input_shape=(2, 1024), purpose="the latency measurement")
+    assert "4.0 MiB" in str(info.value) and "model='pkg.module:factory'" in str(info.value)
+    small = nn.Linear(4, 4)
+    copy, _ = real_model_and_inputs(small, input_shape=(1, 4))
+    assert copy is not small and copy.weight is not small.weight
+    assert torch.equal(copy.weight, small.weight)  # the user's weights, copied
+
+
 def test_a_value_dependent_shape_skips_fake_tensors() -> None:
     # Boolean indexing sizes its output from the values (nonzero): fake tensors cannot either.
     p = profile_model(NeedsValues(), input_shape=(2, 1024))
