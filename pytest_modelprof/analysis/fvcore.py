@@ -104,7 +104,10 @@ def compare_with_fvcore(
     # A name is built on the CPU with random weights, a module is copied with its weights (fvcore
     # runs the copy, never the user's module); inputs are resolved as profile_model does.
     module, (args, kwargs) = real_model_and_inputs(
-        model, input_shape=input_shape, inputs=inputs, purpose="the fvcore cross-check",
+        model,
+        input_shape=input_shape,
+        inputs=inputs,
+        purpose="the fvcore cross-check",
         **arch_kwargs,
     )
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
