@@ -141,12 +141,18 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
             items = [python(v, depth + 1) for v in value]
             if all(a is b for a, b in zip(items, value, strict=True)):
                 return value
-            new_tuple = kind(*items) if hasattr(value, "_fields") else kind(items)
+            try:
+                new_tuple = kind(*items) if hasattr(value, "_fields") else kind(items)
+            except Exception:  # a tuple subclass built some other way: shared, as before
+                return value
             values[id(value)] = (value, new_tuple)
             return new_tuple
         if isinstance(value, _CONTAINERS):
             # copy.copy keeps the type and its settings (defaultdict's factory, deque's maxlen).
-            new: Any = _copy.copy(value)
+            try:
+                new: Any = _copy.copy(value)
+            except Exception:  # a container subclass that refuses to be copied: shared
+                return value
             values[id(value)] = (value, new)  # before the elements: a container may hold itself
             if isinstance(value, dict):
                 for k, v in value.items():
@@ -156,9 +162,9 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
             new.clear()
             (new.update if isinstance(new, set) else new.extend)(elements)
             return new
-        if not hasattr(value, "__dict__") or _from_stdlib(kind):
-            # No Python-level state to copy (C objects, numpy arrays), or the standard
-            # library's threads, loggers and queues: shared, as a copy would not be the same.
+        if not hasattr(value, "__dict__") or _library_object(kind):
+            # No Python-level state to copy (C objects, numpy arrays); or the standard
+            # library's threads, loggers and queues, torch's own objects (an fx Graph): shared.
             return value
         try:
             new = _copy.copy(value)
@@ -183,8 +189,10 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
     return root
 
 
-def _from_stdlib(kind: type) -> bool:
-    return kind.__module__.partition(".")[0] in sys.stdlib_module_names
+def _library_object(kind: type) -> bool:
+    """An object of the standard library or of torch: not the model's own Python state."""
+    top = kind.__module__.partition(".")[0]
+    return top == "torch" or top in sys.stdlib_module_names
 
 
 def _rebind_handle(handle: RemovableHandle, dicts: dict[int, tuple[Any, Any]]) -> RemovableHandle:
