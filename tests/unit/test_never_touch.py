@@ -373,6 +373,9 @@ ZOO: dict[str, Case] = {
     "data_dependent": Case(DataDependent, _x),
     "writes_python_state": Case(CountsCalls, _x),
     "caches_in_containers": Case(CachesInContainers, _x),
+    "fx_graph_module": Case(
+        lambda: torch.fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU())), _x
+    ),
     "hooks": Case(hooked, _x),
     "frozen_and_grad": Case(frozen_and_half_trained, _x),
     "embedding_max_norm": Case(embedding_max_norm, _ids),
