@@ -14,12 +14,16 @@ __all__ = [
     "Machine",
     "MACHINES",
     "register_model",
+    "register_formula",
+    "OpCost",
     "__version__",
 ]
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from pytest_modelprof.costs import OpCost
+    from pytest_modelprof.costs.user import register_formula
     from pytest_modelprof.machines import MACHINES, Machine
     from pytest_modelprof.models import register_model
     from pytest_modelprof.profile import profile_model
@@ -32,6 +36,8 @@ _LAZY = {
     "Machine": "pytest_modelprof.machines",
     "MACHINES": "pytest_modelprof.machines",
     "register_model": "pytest_modelprof.models",
+    "register_formula": "pytest_modelprof.costs.user",
+    "OpCost": "pytest_modelprof.costs",
 }
 
 

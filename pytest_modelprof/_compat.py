@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 __all__ = [
@@ -79,6 +81,67 @@ def dispatch_modes_below() -> int:
     return int(_len_torch_dispatch_stack())
 
 
+# -- meta kernels that refuse what the real kernel takes (capture/tracer.py) ---------------------
+
+__all__ += ["own_meta_rule"]
+
+
+def _grouped_mm_rule(
+    mat_a: Any, mat2: Any, offs: Any = None, bias: Any = None, out_dtype: Any = None
+) -> Any:
+    """Output of ``aten._grouped_mm`` from shapes alone, for any floating dtype.
+
+    torch 2.14's meta kernel (``torch._meta_registrations._meta_grouped_mm_common``) checks the
+    CUDA kernel's dtypes and refuses float32, which the CPU kernel takes; MoE experts in
+    transformers 5 call it. The shapes follow ``_create_grouped_mm_output_tensor``.
+    """
+    import torch
+
+    a, b = mat_a, mat2
+
+    def need(ok: bool, what: str) -> None:
+        if not ok:
+            raise RuntimeError(
+                f"_grouped_mm: {what} (mat_a {tuple(a.shape)} {a.dtype}, "
+                f"mat2 {tuple(b.shape)} {b.dtype})"
+            )
+
+    need(a.dim() in (2, 3) and b.dim() in (2, 3), "operands must be 2-D or 3-D")
+    need(a.is_floating_point() and b.dtype == a.dtype, "operands must share a floating dtype")
+    need(a.shape[-1] == b.shape[-2], "the contraction dimensions differ")
+    if a.dim() == 2 or b.dim() == 2:
+        need(
+            offs is not None and offs.dim() == 1 and offs.dtype == torch.int32,
+            "a 2-D operand needs 1-D int32 offsets",
+        )
+    if a.dim() == 2 and b.dim() == 2:
+        out_size = [offs.shape[0], a.shape[0], b.shape[1]]
+    elif a.dim() == 2:
+        need(offs.shape[0] == b.shape[0], "offsets and mat2 groups differ")
+        out_size = [a.shape[0], b.shape[-1]]
+    elif b.dim() == 2:
+        need(offs.shape[0] == a.shape[0], "offsets and mat_a groups differ")
+        out_size = [a.shape[1], b.shape[1]]
+    else:
+        need(a.shape[0] == b.shape[0], "the batch dimensions differ")
+        out_size = [a.shape[0], a.shape[1], b.shape[-1]]
+    dtype: torch.dtype = out_dtype or a.dtype
+    return a.new_empty(out_size, dtype=dtype)
+
+
+def own_meta_rule(func: Any) -> Any:
+    """Our shape rule for ``func`` (an ``OpOverload``) where its meta/fake kernel refuses
+    arguments the real kernel takes; ``None`` for every other op.
+
+    The tracer calls it only after the native kernel raised on meta or fake tensors, so a torch
+    whose kernel accepts the arguments never reaches it.
+    """
+    return _OWN_META_RULES.get(str(func))
+
+
+_OWN_META_RULES: dict[str, Any] = {"aten._grouped_mm.default": _grouped_mm_rule}
+
+
 # -- storages (runtime/memory.py) ---------------------------------------------------------------
 
 # A weak reference to a C++ storage: ``expired()`` once the storage is freed (untyped upstream).
@@ -101,6 +164,7 @@ __all__ += [
     "dynamo_frames_compiled",
     "dynamo_explain",
     "dynamo_cache_entries",
+    "dynamo_scoped",
     "inductor_kernel_count",
     "reset_inductor_metrics",
     "inductor_caches_disabled",
@@ -143,6 +207,42 @@ def dynamo_cache_entries(code: Any) -> int:
     from torch._dynamo import eval_frame
 
     return len(eval_frame._debug_get_cache_entry_list(code))
+
+
+@contextlib.contextmanager
+def dynamo_scoped() -> Iterator[None]:
+    """Compile with Dynamo state of its own, leaving the process's compiled code as it was.
+
+    Inside, Dynamo's graph-break records and its profile-guided dynamic-shape state start
+    empty (as after ``torch.compiler.reset()``); on exit both are put back and the compiled
+    entries made inside are dropped. Code that held compiled entries before (the user's
+    ``torch.compile``d functions) keeps them: nothing of the process recompiles. (Entries made
+    inside for such code, when the user compiled the very same forward, stay beside the
+    user's; their backend guard never matches the user's calls.)
+    """
+    from torch._C._dynamo.eval_frame import reset_code
+    from torch._dynamo import convert_frame, pgo, utils
+
+    def codes() -> list[Any]:
+        refs = [*convert_frame.input_codes.seen, *convert_frame.output_codes.seen]
+        return [code for code in (ref() for ref in refs) if code is not None]
+
+    # Code with compiled entries now is the process's own; any other code compiled inside is
+    # ours (also code Dynamo saw before whose entries a reset or a finished scope dropped).
+    kept = {id(code) for code in codes() if dynamo_cache_entries(code)}
+    code_state = (pgo._CODE_STATE, pgo._INIT_CODE_STATE)
+    breaks = list(utils.graph_break_reasons)
+    pgo.reset_code_state()
+    utils.graph_break_reasons.clear()
+    try:
+        yield
+    finally:
+        with convert_frame.compile_lock:
+            for code in codes():
+                if id(code) not in kept:
+                    reset_code(code)
+            pgo._CODE_STATE, pgo._INIT_CODE_STATE = code_state
+            utils.graph_break_reasons[:] = breaks
 
 
 def inductor_kernel_count() -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -10,8 +11,22 @@ __all__ = ["write_text_atomic"]
 
 
 def _umask() -> int:
-    # The only portable way to read the umask is to set it; put it straight back.
-    mask = os.umask(0)
+    """The process umask, without changing it where the OS lets us read it (Linux 4.7+)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _probed_umask()
+
+
+@functools.cache
+def _probed_umask() -> int:
+    # Elsewhere the only way to read the umask is to set it and put it back, and a thread that
+    # creates a file in between gets mode 0666: so do it once per process, not per write.
+    mask = os.umask(0o077)
     os.umask(mask)
     return mask
 

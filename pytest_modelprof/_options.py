@@ -62,7 +62,8 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         dest="modelprof_prune",
         help="delete the baselines that no test uses any more (they are listed at the end of "
-        "every run that finds them)",
+        "every run that finds them; only a complete run, with the gate on and nothing "
+        "deselected or stopped, can find them)",
     )
     _add_report_options(group, parser)
     parser.addini(

@@ -58,4 +58,4 @@ class ReportError(ModelprofError):
 
 
 class FormulaError(ModelprofError):
-    """A cost formula that failed on an op: a bug in pytest-modelprof, never the user's input."""
+    """A cost formula that failed on an op or could not be registered; names whose it is."""

@@ -7,11 +7,16 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.gate.settings import ProfileRequest
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["pytest_modelprof_profile", "pytest_modelprof_record"]
+__all__ = [
+    "pytest_modelprof_profile",
+    "pytest_modelprof_record",
+    "pytest_modelprof_register_formulas",
+]
 
 
 @pytest.hookspec(firstresult=True)
@@ -27,4 +32,19 @@ def pytest_modelprof_profile(
 
 @pytest.hookspec()
 def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
-    """Called once per gated profile, on the xdist controller (or the only process)."""
+    """Called once per gated profile, on the xdist controller (or the only process); a gated
+    test that failed before its gate judged it gives one record with status ``error``."""
+
+
+@pytest.hookspec()
+def pytest_modelprof_register_formulas(config: pytest.Config, registry: CostRegistry) -> None:
+    """Add cost formulas for ops that have none (custom ops): ``registry.register(...)``.
+
+    Called once per session (on each xdist worker) before the first profile, with a copy of
+    the built-in registry that every profile of the session uses::
+
+        def pytest_modelprof_register_formulas(registry):
+            @registry.register("mylib::attn", family="attention")
+            def attn(args, out):
+                return OpCost(flops=4 * args["q"].numel)
+    """

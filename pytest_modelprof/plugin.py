@@ -7,10 +7,8 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Generator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,23 @@ import pytest
 
 from pytest_modelprof import hookspecs
 from pytest_modelprof._options import add_options
+from pytest_modelprof._plugin_parts import (
+    ITEM_KEY,
+    JUDGED_ATTR,
+    REPORT_ATTR,
+    SESSION_KEY,
+    WORKER_OUTPUT_KEY,
+    Formulas,
+    Gatherer,
+    ItemState,
+    Reports,
+    SessionState,
+    XdistHooks,
+    error_row,
+    is_worker,
+    session_formulas,
+    uses_gate,
+)
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.settings import (
@@ -25,45 +40,16 @@ from pytest_modelprof.gate.settings import (
     MARKER_SIGNATURE,
     MarkerSpec,
     ProfileRequest,
-    SessionSettings,
     ini_key,
     resolve_marker,
     resolve_session,
 )
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.gate.record import GateRecord
-    from pytest_modelprof.report.session import SessionReports
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
-
-REPORT_ATTR = "modelprof_records"  # JSON string on the call-phase TestReport (xdist transport)
-WORKER_OUTPUT_KEY = "modelprof_collected"
-
-
-@dataclass
-class _Session:
-    settings: SessionSettings
-    cache: ProfileCache | None = None
-    records: list[GateRecord] = field(default_factory=list)
-    expanded: dict[str, set[str]] = field(default_factory=dict)  # collector -> children
-    completed: set[str] = field(default_factory=set)
-    stale: list[Path] = field(default_factory=list)
-
-
-@dataclass
-class _Item:
-    spec: MarkerSpec | None = None
-    profiles: TestProfiles | None = None
-    records: list[GateRecord] = field(default_factory=list)
-
-
-SESSION_KEY = pytest.StashKey[_Session]()
-ITEM_KEY = pytest.StashKey[_Item]()
-
 
 # -- options -------------------------------------------------------------------------------------
 
@@ -114,11 +100,16 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
-    config.stash[SESSION_KEY] = _Session(settings)
-    config.pluginmanager.register(_Gatherer(config), "modelprof-gatherer")
+    config.stash[SESSION_KEY] = SessionState(settings)
+    if not settings.disable:  # a disabled gate proves nothing about baselines: never prune
+        from pytest_modelprof.baseline.stale import RunCoverage
+
+        config.stash[SESSION_KEY].coverage = RunCoverage()
+    config.pluginmanager.register(Gatherer(config), "modelprof-gatherer")
+    config.pluginmanager.register(Formulas(config), "modelprof-formulas")
     _configure_reports(config)
     if config.pluginmanager.hasplugin("xdist"):
-        config.pluginmanager.register(_XdistHooks(config), "modelprof-xdist")
+        config.pluginmanager.register(XdistHooks(config), "modelprof-xdist")
 
 
 def _configure_reports(config: pytest.Config) -> None:
@@ -131,19 +122,15 @@ def _configure_reports(config: pytest.Config) -> None:
         )
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
-    if not _is_worker(config) and reports.active(os.environ):
+    if not is_worker(config) and reports.active(os.environ):
         from pytest_modelprof.report.session import SessionReports
 
         collector = SessionReports(reports, Path(config.rootpath))
-        config.pluginmanager.register(_Reports(collector), "modelprof-reports")
+        config.pluginmanager.register(Reports(collector), "modelprof-reports")
 
 
 def pytest_report_header(config: pytest.Config) -> str:
     return config.stash[SESSION_KEY].settings.header()
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
 
 
 # -- the gate ------------------------------------------------------------------------------------
@@ -151,7 +138,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def _spec(item: pytest.Item) -> MarkerSpec:
     """The item's marker resolved over the session settings (once per item)."""
-    state = item.stash.setdefault(ITEM_KEY, _Item())
+    state = item.stash.setdefault(ITEM_KEY, ItemState())
     if state.spec is None:
         marker = item.get_closest_marker("profile")
         base = item.config.stash[SESSION_KEY].settings.limits
@@ -164,7 +151,7 @@ def _spec(item: pytest.Item) -> MarkerSpec:
 def _profiles(item: pytest.Item) -> TestProfiles:
     from pytest_modelprof.gate.fixture import TestProfiles
 
-    state = item.stash.setdefault(ITEM_KEY, _Item())
+    state = item.stash.setdefault(ITEM_KEY, ItemState())
     if state.profiles is None:
         state.profiles = TestProfiles()
     return state.profiles
@@ -206,8 +193,13 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
 
         # Disabled: the fixture still returns a profile (tests may assert on it) but nothing
         # is registered for the gate and no baseline is read or written.
-        return ModelprofFixture(None, lambda req: profile_model(req.model, **req.engine_kwargs()),
-                                defaults)
+        return ModelprofFixture(
+            None,
+            lambda req: profile_model(
+                req.model, registry=session_formulas(item.config), **req.engine_kwargs()
+            ),
+            defaults,
+        )
     return ModelprofFixture(
         _profiles(item), lambda req: _profile(item.config, req), defaults, _short_failure
     )
@@ -219,16 +211,9 @@ def _short_failure(message: str) -> None:
     pytest.fail(message, pytrace=False)
 
 
-def _uses_gate(item: pytest.Item) -> bool:
-    if item.config.stash[SESSION_KEY].settings.disable:
-        return False
-    fixturenames = getattr(item, "fixturenames", ())
-    return item.get_closest_marker("profile") is not None or "modelprof" in fixturenames
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
-    if not _uses_gate(item):
+    if not uses_gate(item):
         return (yield)
     problem: str | None = None
     try:
@@ -251,7 +236,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     profiles = _profiles(item)
     try:
         if spec.request is not None:
+            profiles.current = spec.request
             profiles.add(spec.name, spec.request, _profile(config, spec.request))
+        if not profiles.entries and item.get_closest_marker("profile") is None:
+            item.stash[ITEM_KEY].judged = True
+            return result  # the fixture was requested but never called: nothing to judge
         if not profiles.entries:
             raise SettingsError(
                 f"marker on {item.nodeid}: @pytest.mark.profile has no model= and the test did "
@@ -260,6 +249,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
+            profiles.current = request
             outcome = evaluate(
                 profile,
                 nodeid=item.nodeid,
@@ -277,6 +267,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
             records.append(outcome.record)
             if outcome.failure:
                 failures.append(outcome.failure)
+        item.stash[ITEM_KEY].judged = True
     except ModelprofError as exc:
         problem = f"modelprof: {exc}"
     if problem is not None:
@@ -291,46 +282,22 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
-    if call.when == "call":
+    # The records ride on the call report, or on the setup report when setup failed.
+    if call.when == "call" or (call.when == "setup" and report.failed):
         state = item.stash.get(ITEM_KEY, None)
+        if report.failed and uses_gate(item):
+            # A red test is never missing from the reports: when no record explains the
+            # failure (the gate never judged it), it becomes an error row with its message.
+            state = item.stash.setdefault(ITEM_KEY, ItemState())
+            if not any(r.failed for r in state.records):
+                state.records.append(error_row(item, call, report))
         if state is not None and state.records:
             from pytest_modelprof.gate.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
+        if state is not None and state.judged:
+            setattr(report, JUDGED_ATTR, True)
     return report
-
-
-class _Gatherer:
-    """Collects records from call-phase reports; an object because the hook gets no config."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    @pytest.hookimpl
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        """Remember what each module and class holds (before deselection), to spot stale
-        baselines. Directory reports are left out: with path arguments they list only the
-        matching entries, so a missing module there proves nothing."""
-        if report.passed and (report.nodeid.endswith(".py") or "::" in report.nodeid):
-            children = self.config.stash[SESSION_KEY].expanded.setdefault(report.nodeid, set())
-            children.update(node.nodeid for node in report.result)
-
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call":
-            return
-        payload = getattr(report, REPORT_ATTR, None)
-        state = self.config.stash[SESSION_KEY]
-        if report.passed or payload is not None:
-            state.completed.add(report.nodeid)  # the body ran to the end: its gate ran
-        if payload is None:
-            return
-        from pytest_modelprof.gate.record import records_from_json
-
-        for record in records_from_json(payload):
-            state.records.append(record)
-            if not _is_worker(self.config):
-                self.config.hook.pytest_modelprof_record(config=self.config, record=record)
 
 
 # -- end of session ------------------------------------------------------------------------------
@@ -341,19 +308,25 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is None:
         return
-    if _is_worker(config):
+    coverage = state.coverage
+    if coverage is None or config.option.collectonly:
+        return  # disabled, or nothing ran: no listing, no pruning
+    if is_worker(config):
         workeroutput: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
-        workeroutput[WORKER_OUTPUT_KEY] = json.dumps(
-            {k: sorted(v) for k, v in sorted(state.expanded.items())}
-        )
+        workeroutput[WORKER_OUTPUT_KEY] = coverage.worker_json()
         return
     from pytest_modelprof.baseline.stale import find_stale, prune
 
+    why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
+    if why is not None:
+        if state.settings.prune:  # asked to prune: say why nothing was
+            state.stale_unchecked = why
+        return
     state.stale = find_stale(
         state.settings.baseline_dir,
         used={r.baseline_path for r in state.records},
-        expanded=state.expanded,
-        completed=state.completed,
+        expanded=coverage.expanded,
+        completed=coverage.completed,
         rootdir=Path(config.rootpath),
     )
     if state.settings.prune and state.stale:
@@ -362,7 +335,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     state = config.stash.get(SESSION_KEY, None)
-    if state is None or _is_worker(config) or not (state.records or state.stale):
+    if state is None or is_worker(config):
+        return
+    if not (state.records or state.stale or state.stale_unchecked):
         return
     from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
@@ -382,6 +357,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         ids = sorted(set(by_status.get(status, [])))
         if ids:
             tr.write_line(f"{len(ids)} test(s) {verb}; run: {update_command(ids)}", yellow=True)
+    if state.stale_unchecked:
+        tr.write_line(
+            f"stale baselines not checked, nothing removed: {state.stale_unchecked}", yellow=True
+        )
     if state.stale:
         root = state.settings.baseline_dir
         rel = [p.relative_to(root).as_posix() for p in state.stale]
@@ -395,57 +374,3 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             )
         for path in rel:
             tr.write_line(f"  {path}")
-
-
-class _Reports:
-    """Registered on the controller when a report is asked for (or GitHub Actions is detected)."""
-
-    def __init__(self, collector: SessionReports) -> None:
-        self.collector = collector
-        self.notes: list[str] = []
-        self.annotations: list[str] = []
-        self.error: str | None = None
-
-    @pytest.hookimpl
-    def pytest_modelprof_record(self, record: GateRecord) -> None:
-        self.collector.add_record(record)
-
-    @pytest.hookimpl
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" and getattr(report, REPORT_ATTR, None) is not None:
-            path, line, _ = report.location
-            self.collector.add_location(report.nodeid, path, line)
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        try:
-            self.notes, self.annotations = self.collector.finish(int(exitstatus))
-        except (ModelprofError, OSError) as exc:
-            self.error = f"modelprof: could not write the reports: {exc}"
-            if session.exitstatus == pytest.ExitCode.OK:
-                session.exitstatus = pytest.ExitCode.TESTS_FAILED
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        for line in self.notes:
-            terminalreporter.write_line(line)
-        if self.error:
-            terminalreporter.write_line(self.error, red=True)
-        for line in self.annotations:  # GitHub reads workflow commands from stdout
-            terminalreporter.write_line(line)
-
-
-class _XdistHooks:
-    """Registered only when pytest-xdist is installed."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-    @pytest.hookimpl
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-        if payload:
-            state = self.config.stash[SESSION_KEY]
-            for collector, children in json.loads(payload).items():
-                state.expanded.setdefault(collector, set()).update(children)
-

@@ -42,6 +42,7 @@ from pytest_modelprof.capture.run import (
 from pytest_modelprof.capture.tracer import tensor_meta
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
+from pytest_modelprof.costs.user import REGISTER_HINT, active_registry
 from pytest_modelprof.errors import (
     ModelBuildError,
     ModelForwardError,
@@ -98,7 +99,7 @@ def profile_model(
         dtype=resolve_dtype(dtype),
         include_backward=include_backward,
         warmup=warmup,
-        registry=registry or default_registry(),
+        registry=registry if registry is not None else active_registry(),
     )
     with _gc_paused():
         captured, capture_mode, attempts = _first_that_works(request, plan_modes(mode, real_device))
@@ -113,8 +114,8 @@ def profile_model(
     if strict and profile.uncounted_ops:
         listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
         raise UncountedOpsError(
-            f"{subject.label}: ops without a cost formula ran: {listing}. Register a formula "
-            "(pytest_modelprof.costs) or run without strict=True to record them only."
+            f"{subject.label}: ops without a cost formula ran: {listing}; {REGISTER_HINT}, or "
+            "run without strict=True to record them only."
         )
     return profile
 
@@ -203,15 +204,18 @@ def real_model_and_inputs(
     inputs: Any = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
+    purpose: str = "the measurement",
     **arch_kwargs: Any,
 ) -> tuple[nn.Module, Inputs]:
     """The model as it runs on real tensors, and its inputs as ``(args, kwargs)``.
 
-    A name is built with random weights on ``device`` (default: the CPU); a module is used as
-    given. Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a
-    name: the same resolution :func:`profile_model` uses, for timing and cross-checks.
+    A name is built with random weights on ``device`` (default: the CPU); a module is copied
+    with its weights (:func:`~pytest_modelprof.capture.run.real_copy`, size-checked; ``purpose``
+    names the measurement in its error), so what runs it never changes the user's module.
+    Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a name:
+    the same resolution :func:`profile_model` uses, for timing and cross-checks.
     """
-    from pytest_modelprof.capture.run import build_real
+    from pytest_modelprof.capture.run import build_real, real_copy
 
     subject = make_subject(model, None, arch_kwargs)
     real_device = torch.device(device) if device is not None else None
@@ -227,7 +231,7 @@ def real_model_and_inputs(
         registry=default_registry(),
     )
     if subject.module is not None:
-        module = subject.module
+        module = real_copy(subject.module, subject.label, purpose)
     else:
         module = build_real(request, real_device)
         if request.dtype is not None:

@@ -112,6 +112,8 @@ class UncountedOp(_Frozen):
     op: str
     count: int
     modules: list[str]
+    # Bytes its calls read and wrote: an uncounted op that moves far more data hides cost too.
+    memory: int = 0
 
 
 class PartitionSummary(_Frozen):

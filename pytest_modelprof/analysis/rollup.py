@@ -118,16 +118,20 @@ def family_breakdown(ops: Iterable[OpRecord]) -> list[OpFamilyStats]:
 
 
 def uncounted(ops: Iterable[OpRecord]) -> list[UncountedOp]:
-    seen: dict[str, tuple[int, list[str]]] = {}
+    """Ops without a cost formula: calls, bytes moved and (the first ten) modules, by op."""
+    seen: dict[str, tuple[int, int, list[str]]] = {}
     for op in ops:
         if op.family is not None:
             continue
-        count, modules = seen.get(op.op, (0, []))
+        count, memory, modules = seen.get(op.op, (0, 0, []))
         where = op.module or ROOT
         if where not in modules:
             modules.append(where)
-        seen[op.op] = (count + 1, modules)
-    return [UncountedOp(op=k, count=c, modules=m[:10]) for k, (c, m) in sorted(seen.items())]
+        seen[op.op] = (count + 1, memory + op.memory, modules)
+    return [
+        UncountedOp(op=k, count=c, memory=b, modules=m[:10])
+        for k, (c, b, m) in sorted(seen.items())
+    ]
 
 
 def module_tree_totals(capture: Capture) -> dict[str, Totals]:

@@ -89,6 +89,9 @@ class BaselineDocument(_Frozen):
     # Ops without a cost formula (op -> calls): a new one hides cost, so it fails the gate.
     # ``None`` in documents migrated from v1, which did not record them.
     uncounted_ops: dict[str, int] | None = None
+    # Bytes each uncounted op moved (op -> bytes), compared like its calls. Left out of the file
+    # when no op is uncounted (older files lack it: their bytes are unknown, not zero).
+    uncounted_memory: dict[str, int] | None = None
     # torch.compile health, only for tests with a compile limit: the breaks a later run names
     # as new. Left out of the file when absent, so other baselines do not change.
     compile: CompileHealth | None = None
@@ -137,6 +140,8 @@ class BaselineDocument(_Frozen):
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
+            uncounted_memory={u.op: u.memory for u in sorted(profile.uncounted_ops, key=_op)}
+            or None,
             compile=profile.compile_health,
         )
 
@@ -145,6 +150,8 @@ class BaselineDocument(_Frozen):
         data = self.model_dump(mode="json")
         if data.get("compile") is None:
             data.pop("compile", None)
+        if data.get("uncounted_memory") is None:
+            data.pop("uncounted_memory", None)
         return dumps_deterministic(data)
 
     @classmethod

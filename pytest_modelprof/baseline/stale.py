@@ -1,22 +1,78 @@
 """Stale baselines: files that no test uses any more.
 
-A baseline is stale when no profile of this run used it and we *know* its test no longer needs
-it: its test ran to the end without using it (a ``name=`` went away), or a collector that
-would contain the test (its module or class) was collected and the test is not among its
-children (it was renamed or deleted), or its module file is gone. Tests that were
-deselected, skipped or failed early keep their baselines, so a partial run (``-k``, one file,
-one node id, ``-x``) never reports the baselines of tests it did not look at.
+Detection trusts only a run that looked at everything (:class:`RunCoverage`): nothing
+deselected (``-k``, ``-m``, ``--deselect``, ``--lf``), every selected test ran (no ``-x`` or
+``--maxfail`` stop, no interrupt, no lost xdist worker) and every module collected. A disabled
+gate proves nothing and is not asked. In such a run a baseline is stale when no profile used it
+and we *know* its test no longer needs it: its test ran to the end, gate included, without using
+it (a ``name=`` went away), or a collector that would contain the test (its module or class) was
+collected and the test is not among its children (it was renamed or deleted), or its module file
+is gone. Tests that were skipped or failed before their gate finished keep their baselines.
+
+Only files this plugin wrote are candidates: a baseline document (with our ``schema_version``)
+at the very path its ``test`` and ``name`` map to, so ``--modelprof-baseline-dir=.`` never
+touches anyone else's JSON.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_modelprof.baseline.store import iter_baseline_files
+from pytest_modelprof.baseline.store import baseline_relpath, iter_baseline_files
+from pytest_modelprof.errors import BaselineError
 
-__all__ = ["find_stale", "prune", "parent_nodeid"]
+__all__ = ["RunCoverage", "find_stale", "prune", "parent_nodeid"]
+
+
+@dataclass
+class RunCoverage:
+    """What one run looked at, gathered by the plugin (and sent from xdist workers)."""
+
+    expanded: dict[str, set[str]] = field(default_factory=dict)  # collector -> children
+    completed: set[str] = field(default_factory=set)  # ran to the end, gate included
+    selected: set[str] = field(default_factory=set)  # items left after deselection
+    ran: set[str] = field(default_factory=set)  # items that reported at least a setup
+    deselected: int = 0
+    collect_errors: int = 0
+    workers_started: int = 0  # xdist workers that came up ...
+    workers_reported: int = 0  # ... and those that finished and sent their collection back
+
+    def worker_json(self) -> str:
+        """What a worker knows and the controller does not (collection happens on workers)."""
+        return json.dumps(
+            {
+                "expanded": {k: sorted(v) for k, v in sorted(self.expanded.items())},
+                "selected": sorted(self.selected),
+                "deselected": self.deselected,
+            }
+        )
+
+    def merge_worker_json(self, text: str) -> None:
+        """Add one worker's :meth:`worker_json`; every worker collects (and deselects) alike."""
+        data = json.loads(text)
+        for collector, children in data["expanded"].items():
+            self.expanded.setdefault(collector, set()).update(children)
+        self.selected.update(data["selected"])
+        self.deselected = max(self.deselected, int(data["deselected"]))
+
+    def incomplete(self, subset_option: str | None = None) -> str | None:
+        """Why this run cannot prove a baseline unused (one line), or ``None`` when it can."""
+        if self.collect_errors:
+            return f"{self.collect_errors} collection error(s)"
+        if self.deselected:
+            return f"{self.deselected} test(s) deselected (-k, -m, --deselect or --lf)"
+        if subset_option:
+            return f"{subset_option} runs a subset of the tests"
+        lost = self.workers_started - self.workers_reported
+        if lost:
+            return f"{lost} xdist worker(s) crashed or sent nothing back"
+        missing = len(self.selected - self.ran)
+        if missing:
+            return f"{missing} test(s) did not run (-x, --maxfail or an interrupt stopped the run)"
+        return None
 
 
 def parent_nodeid(nodeid: str) -> str:
@@ -39,14 +95,39 @@ def _gone(test: str, expanded: Mapping[str, Set[str]]) -> bool:
     return False
 
 
-def _owner(path: Path) -> str | None:
-    """The node id stored in a baseline file (plain ``json``: no pydantic at session end)."""
+def _owner(path: Path, directory: Path) -> str | None:
+    """The node id a file names as its test, if the file sits where we would write its baseline.
+
+    Plain ``json`` (pydantic only for files about to be called stale: see :func:`_is_ours`).
+    """
+    if path.is_symlink() or not path.resolve().is_relative_to(directory.resolve()):
+        return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None  # unreadable: a test that uses it reports it; never delete what we can't read
+    if not isinstance(data, dict):
         return None
-    test = data.get("test") if isinstance(data, dict) else None
-    return test if isinstance(test, str) else None
+    test, name = data.get("test"), data.get("name")
+    if not isinstance(test, str) or not (name is None or isinstance(name, str)):
+        return None
+    try:
+        if baseline_relpath(test, name) != path.relative_to(directory):
+            return None  # not where we would have written it: a copy, or someone else's file
+    except BaselineError:
+        return None
+    return test
+
+
+def _is_ours(path: Path) -> bool:
+    """Whether ``path`` is a baseline document of a schema version we know (or migrate)."""
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    try:
+        BaselineDocument.from_json(path.read_text(encoding="utf-8"), source=str(path))
+    except (OSError, UnicodeDecodeError, BaselineError):
+        return False
+    return True
 
 
 def find_stale(
@@ -57,20 +138,22 @@ def find_stale(
     completed: Set[str],
     rootdir: Path,
 ) -> list[Path]:
-    """The stale baseline files under ``directory``.
+    """The stale baseline files under ``directory``, judged as if the run were complete.
 
     ``used`` holds relative posix paths, ``expanded`` maps each collected collector's node id
-    to its children's node ids (before deselection), ``completed`` the tests that ran through.
+    to its children's node ids (before deselection), ``completed`` the tests that ran through
+    their gate. Ask :meth:`RunCoverage.incomplete` first: only a complete run may act on this.
     """
     stale = []
     for path in iter_baseline_files(directory):
         if path.relative_to(directory).as_posix() in used:
             continue
-        test = _owner(path)
+        test = _owner(path, directory)
         if test is None:
-            continue  # unreadable: a test that uses it reports it; never delete what we can't read
+            continue
         module = test.partition("::")[0]
-        if test in completed or _gone(test, expanded) or not (rootdir / module).is_file():
+        unused = test in completed or _gone(test, expanded) or not (rootdir / module).is_file()
+        if unused and _is_ours(path):
             stale.append(path)
     return stale
 

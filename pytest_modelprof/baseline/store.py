@@ -10,6 +10,7 @@ text is appended, so distinct node ids never share a file and the result is the 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,9 +107,13 @@ def write_atomic(path: Path, text: str) -> bool:
 
 
 def iter_baseline_files(directory: Path) -> Iterator[Path]:
-    """Every baseline file under ``directory``, sorted (temporary files are skipped)."""
+    """Every baseline file under ``directory``, sorted. Hidden files (temporary ones) and hidden
+    directories (``.git``, ``.venv`` when the folder is the project) are skipped: no baseline
+    path has a hidden component. Symlinked directories are not followed."""
     if not directory.is_dir():
         return
-    for path in sorted(directory.rglob("*" + SUFFIX)):
-        if path.is_file() and not path.name.startswith("."):
-            yield path
+    found: list[Path] = []
+    for root, dirs, files in os.walk(directory):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found += [Path(root, f) for f in files if f.endswith(SUFFIX) and not f.startswith(".")]
+    yield from (path for path in sorted(found) if path.is_file())

@@ -4,7 +4,7 @@ The traceback tells where the exception started. Inside the tracer's ``__torch_d
 an ATen op failed (its kernel refused the arguments) or our own pricing code did; outside it,
 Python code raised — the model's (a ``raise`` in its forward) or torch's (a functional's
 argument check). An op whose meta/fake kernel refused arguments that the real kernel accepts
-(``aten._grouped_mm`` only takes half types on meta) is a limitation of the mode, found by
+(a kernel that checks CUDA-only dtypes) is a limitation of the mode, found by
 running that one op on small real zeros; data-dependent ops (``.item()``, ``nonzero``) are
 limitations too. Only a limitation makes the capture try the next mode.
 """

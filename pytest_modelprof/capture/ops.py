@@ -171,9 +171,18 @@ def formula_error(
     shapes = ", ".join(
         f"{k}={v.shape}" for k, v in named.items() if isinstance(v, TensorMeta)
     )
-    return FormulaError(
+    failed = (
         f"the cost formula {where} for {func} failed with {type(exc).__name__}: {exc} "
-        f"(arguments: {shapes or 'no tensors'}). This is a bug in pytest-modelprof, not in "
+        f"(arguments: {shapes or 'no tensors'})."
+    )
+    if entry.origin is not None:  # registered by the user: theirs to fix
+        return FormulaError(
+            f"{failed} It was registered with {entry.origin}, not by pytest-modelprof; fix it "
+            "there: a formula gets the op's arguments by name (tensors as TensorMeta) and "
+            "returns an OpCost."
+        )
+    return FormulaError(
+        f"{failed} This is a bug in pytest-modelprof, not in "
         "your model or its inputs; please report it (with this message) at the project's "
         "issue tracker."
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.overrides import TorchFunctionMode
@@ -11,10 +11,21 @@ from pytest_modelprof._compat import op_schema
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.errors import FormulaError
 
-if TYPE_CHECKING:
-    from pytest_modelprof.capture.tracer import Tracer
+__all__ = ["OpSink", "RecurrentOnMeta", "record_recurrent"]
 
-__all__ = ["RecurrentOnMeta", "record_recurrent"]
+
+class OpSink(Protocol):
+    """What recording one op needs from the tracer (``capture.tracer.Tracer`` is one).
+
+    A protocol, so this module depends on nothing in ``tracer`` and the import runs one way.
+    """
+
+    _paused: bool
+
+    def _record(
+        self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None: ...
+
 
 # torch.lstm & co. On CPU and CUDA they reach the dispatcher as fused
 # kernels (mkldnn_rnn_layer, _cudnn_rnn); on meta tensors they decompose into a dozen ops per
@@ -29,7 +40,7 @@ class RecurrentOnMeta(TorchFunctionMode):
     so the backward graph exists. The outputs are empty meta tensors of the right shapes.
     """
 
-    def __init__(self, tracer: Tracer) -> None:
+    def __init__(self, tracer: OpSink) -> None:
         super().__init__()
         self.tracer = tracer
 
@@ -46,7 +57,7 @@ class RecurrentOnMeta(TorchFunctionMode):
 
 
 def record_recurrent(
-    tracer: Tracer, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    tracer: OpSink, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[torch.Tensor, ...] | None:
     """One op for a whole recurrent module on meta tensors; ``None``: let it run."""
     if not args or not isinstance(args[0], torch.Tensor) or not args[0].is_meta:

@@ -20,7 +20,12 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import TorchDispatchMode, WeakTensorKeyDictionary
+from pytest_modelprof._compat import (
+    TorchDispatchMode,
+    WeakTensorKeyDictionary,
+    has_data,
+    own_meta_rule,
+)
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture import metacache
 from pytest_modelprof.capture.ops import (
@@ -58,7 +63,15 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs = kwargs or {}
         key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
         if out is None:
-            out = func(*args, **kwargs)
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
+                # _grouped_mm and float32): our own shape rule, on tensors without data only.
+                rule = own_meta_rule(func)
+                if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                    raise
+                out = rule(*args, **kwargs)
             if key is not None:
                 metacache.remember(key, out)
         if not self.tracer._paused:
@@ -280,6 +293,8 @@ class Tracer:
             out_m = to_meta(out, known)
             try:
                 cost = info.entry.formula(named, out_m)
+                if not isinstance(cost, OpCost):  # a formula of the user's returned an int
+                    raise TypeError(f"it returned {cost!r}, not an OpCost(flops, macs)")
             except Exception as exc:  # the formula's bug, not the model's nor its inputs'
                 raise formula_error(func, info.entry, named, exc) from exc
             family = info.entry.family

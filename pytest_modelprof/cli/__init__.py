@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pytest_modelprof import __version__
 from pytest_modelprof.cli import (
     bench,
+    comment,
     compare,
     fvcore,
     graph,
@@ -47,6 +48,7 @@ COMMANDS: tuple[Command, ...] = (
     compare.COMMAND,
     merge.COMMAND,
     report.COMMAND,
+    comment.COMMAND,
 )
 
 

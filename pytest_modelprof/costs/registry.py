@@ -78,6 +78,9 @@ class FormulaEntry:
     family: str
     formula: Formula
     values: tuple[str, ...] = ()  # arguments whose values (not just shapes) it reads
+    # Who registered it when not pytest-modelprof ("register_formula", the hook's name), so a
+    # formula that fails is reported as the user's to fix, not as our bug.
+    origin: str | None = None
 
 
 def prod(values: Any) -> int:
@@ -106,7 +109,7 @@ class CostRegistry:
         self._entries: dict[str, FormulaEntry] = {}
 
     def register(
-        self, *ops: Any, family: str, values: tuple[str, ...] = ()
+        self, *ops: Any, family: str, values: tuple[str, ...] = (), origin: str | None = None
     ) -> Callable[[Formula], Formula]:
         """Decorator: ``@registry.register(aten.mm, aten.bmm, family="matmul")``.
 
@@ -118,19 +121,33 @@ class CostRegistry:
 
         def decorate(formula: Formula) -> Formula:
             for op in ops:
-                self.add(op, formula, family=family, values=values)
+                self.add(op, formula, family=family, values=values, origin=origin)
             return formula
 
         return decorate
 
-    def add(self, op: Any, formula: Formula, *, family: str, values: tuple[str, ...] = ()) -> None:
+    def add(
+        self,
+        op: Any,
+        formula: Formula,
+        *,
+        family: str,
+        values: tuple[str, ...] = (),
+        origin: str | None = None,
+    ) -> None:
         name = _op_name(op)
         if name in self._entries:
             raise ValueError(
                 f"a cost formula for {name} is already registered "
                 f"(family {self._entries[name].family!r}); remove one of the two"
             )
-        self._entries[name] = FormulaEntry(name, family, formula, tuple(values))
+        self._entries[name] = FormulaEntry(name, family, formula, tuple(values), origin)
+
+    def remove(self, op: Any) -> None:
+        """Forget ``op``'s formula (a ``KeyError`` naming it when it has none)."""
+        name = _op_name(op)
+        if self._entries.pop(name, None) is None:
+            raise KeyError(f"no cost formula is registered for {name}")
 
     def lookup(self, op: Any) -> FormulaEntry | None:
         return self._entries.get(_op_name(op))

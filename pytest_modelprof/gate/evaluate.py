@@ -162,7 +162,9 @@ def evaluate(
     inputs_line = _input_change(current, baseline)
     notes = [n for n in (env_line, inputs_line and f"  {inputs_line}") if n]
 
-    def record(status: Status, failed: bool, failures: Sequence[Check]) -> GateRecord:
+    def record(
+        status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
+    ) -> GateRecord:
         measured = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
@@ -182,7 +184,7 @@ def evaluate(
             profile=profile.model_dump(mode="json"),
             baseline=baseline.model_dump(mode="json") if baseline else None,
             warnings=[c.describe() for c in comparison.warnings],
-            failures=[c.describe() for c in failures],
+            failures=[c.describe() for c in failures] + ([error] if error else []),
             environment=env,
             timing=dict(timing) if timing is not None else None,
             sweep=dict(sweep) if sweep is not None else None,
@@ -206,7 +208,8 @@ def evaluate(
         return Outcome(record(status, False, ()), None, None, comparison)
 
     if load_error is not None:
-        return Outcome(record("error", True, ()), f"{who}: {load_error}", None, comparison)
+        message = f"{who}: {load_error}"  # the reason travels to every report
+        return Outcome(record("error", True, (), message), message, None, comparison)
 
     if baseline is None:
         message = failure_text(

@@ -25,6 +25,8 @@ class TestProfiles:
 
     def __init__(self) -> None:
         self.entries: list[tuple[str | None, ProfileRequest, ModelProfile]] = []
+        # The request being profiled or judged right now: names the model of an error row.
+        self.current: ProfileRequest | None = None
 
     def check_free(self, name: str | None) -> None:
         """Raise :class:`SettingsError` if a profile under ``name`` is already registered."""
@@ -98,6 +100,7 @@ class ModelprofFixture:
         )
         if self._profiles is not None:
             self._profiles.check_free(name)
+            self._profiles.current = request
         fail = self._fail
         problem: ModelprofError | None = None
         try:
@@ -111,6 +114,7 @@ class ModelprofFixture:
             raise problem  # only if ``fail`` returned
         if self._profiles is not None:
             self._profiles.add(name, request, result)
+            self._profiles.current = None
         return result
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
+from pytest_modelprof.costs.user import REGISTER_HINT
 from pytest_modelprof.gate.settings import Limits
 
 if TYPE_CHECKING:
@@ -285,35 +286,100 @@ def fvcore_check(evidence: FvcoreEvidence | None, limits: Limits) -> list[Check]
     ]
 
 
+def _uncounted_changes(
+    now: Mapping[str, int],
+    before: Mapping[str, int],
+    now_bytes: Mapping[str, int],
+    before_bytes: Mapping[str, int],
+) -> tuple[list[str], list[str], list[str]]:
+    """Per op in both: ``(ops whose calls grew, ops that only moved more bytes, ops that shrank)``
+    as figures, e.g. ``mylib.attn.default \u00d71 \u2192 \u00d750, 128 B \u2192 6.4 KB moved``."""
+    from pytest_modelprof.units import format_bytes
+
+    calls_grew, bytes_grew, shrank = [], [], []
+    for op in sorted(set(now) & set(before)):
+        n, b = now[op], before[op]
+        # Bytes are compared only where the baseline recorded them (older files did not).
+        nb, bb = now_bytes.get(op), before_bytes.get(op)
+        moved, more_bytes, fewer_bytes = "", False, False
+        if nb is not None and bb is not None and nb != bb:
+            moved = f"{format_bytes(bb)} \u2192 {format_bytes(nb)} moved"
+            more_bytes, fewer_bytes = nb > bb, nb < bb
+        calls = f"{op} \u00d7{b} \u2192 \u00d7{n}" + (f", {moved}" if moved else "")
+        if n > b:
+            calls_grew.append(calls)
+        elif more_bytes:
+            bytes_grew.append(f"{op} {moved} (\u00d7{n})")
+        elif n < b or fewer_bytes:
+            shrank.append(calls)
+    return calls_grew, bytes_grew, shrank
+
+
+def _calls_text(ops: Mapping[str, int]) -> str:
+    """``\u00d750 (1 op)``: the calls of all uncounted ops and how many ops they are."""
+    return f"\u00d7{sum(ops.values())} ({len(ops)} op{'' if len(ops) == 1 else 's'})"
+
+
 def uncounted_check(
-    current: BaselineDocument, baseline: BaselineDocument | None, limits: Limits
+    current: BaselineDocument,
+    baseline: BaselineDocument | None,
+    limits: Limits,
+    *,
+    env_changed: bool = False,
 ) -> list[Check]:
-    """Ops without a cost formula. A new one hides cost (FLOPs would simply drop), so it fails;
-    with ``strict`` any uncounted op fails."""
+    """Ops without a cost formula, per op: calls and bytes against the baseline's.
+
+    Their cost is missing from every total, so a new one, more calls of one or more bytes
+    moved by one fails; with ``strict`` any uncounted op fails. Bytes depend on kernels: with
+    ``env_changed`` (another torch, device, ...) more bytes alone only warn, as the byte
+    metrics do.
+    """
     now = dict(current.uncounted_ops or {})
     before = baseline.uncounted_ops if baseline is not None else None
     if not now and not before:
         return []
     listing = ", ".join(f"{op} \u00d7{n}" for op, n in sorted(now.items())) or "none"
     detail: dict[str, Any] = {"ops": now}
+    missing_cost = "no cost formula, so their cost is missing from every total"
     if limits.strict and now:
         verdict, reason = "regressed", (
-            f"{listing} have no cost formula (strict=True); register a formula "
-            f"(pytest_modelprof_register_formulas) or drop strict"
+            f"{listing} have no cost formula (strict=True); {REGISTER_HINT}, or drop strict"
         )
-    elif before is not None and (new := sorted(set(now) - set(before))):
-        verdict = "regressed"
-        reason = (
-            f"newly uncounted: {', '.join(new)} (no cost formula, so its cost is missing from "
-            f"every total); all uncounted: {listing}"
-        )
-        detail = {"ops": now, "new": new}
-    elif before is not None and set(before) - set(now):
-        verdict, reason = "improved", (
-            f"now counted: {', '.join(sorted(set(before) - set(now)))}; still uncounted: {listing}"
-        )
+    elif baseline is None or before is None:
+        why = "no baseline yet" if baseline is None else "the baseline did not record them"
+        verdict, reason = "new", f"{listing} ({why})"
     else:
-        verdict, reason = "ok", f"unchanged: {listing}"
+        new = sorted(set(now) - set(before))
+        calls_grew, bytes_grew, shrank = _uncounted_changes(
+            now, before, current.uncounted_memory or {}, baseline.uncounted_memory or {}
+        )
+        gone = sorted(set(before) - set(now))
+        parts = []
+        if new:
+            parts.append(f"newly uncounted: {', '.join(new)}")
+            detail["new"] = new
+        if calls_grew:
+            parts.append(f"more calls: {'; '.join(calls_grew)}")
+        if bytes_grew:
+            parts.append(f"more bytes: {'; '.join(bytes_grew)}")
+        if parts:
+            # More bytes alone in another environment may be the kernels': warn, as bytes do.
+            soft = not new and not calls_grew and env_changed
+            verdict = "warning" if soft else "regressed"
+            reason = (
+                f"{'; '.join(parts)} ({missing_cost}; {REGISTER_HINT}); all uncounted: {listing}"
+            )
+            if soft:
+                reason += "; the baseline was recorded in another environment"
+        elif gone or shrank:
+            verdict = "improved"
+            reason = "; ".join(
+                [f"now counted: {', '.join(gone)}"] * bool(gone)
+                + [f"less: {'; '.join(shrank)}"] * bool(shrank)
+                + [f"still uncounted: {listing}"]
+            )
+        else:
+            verdict, reason = "ok", f"unchanged: {listing}"
     return [
         Check(
             metric="uncounted_ops",
@@ -321,11 +387,17 @@ def uncounted_check(
             kind="uncounted",
             verdict=verdict,  # type: ignore[arg-type]
             reason=reason,
-            current=float(len(now)),
-            baseline=float(len(before)) if before is not None else None,
-            limit="strict" if limits.strict else "no new op",
-            current_text=str(len(now)),
-            baseline_text=str(len(before)) if before is not None else DASH,
+            # The figures are calls (all uncounted ops together), as the reason's are.
+            current=float(sum(now.values())),
+            baseline=float(sum(before.values())) if before is not None else None,
+            limit="strict" if limits.strict else "no new op, no more calls or bytes",
+            current_text=_calls_text(now),
+            baseline_text=_calls_text(before) if before is not None else DASH,
+            delta_text=(
+                f"{sum(now.values()) - sum(before.values()):+d} calls"
+                if before is not None and sum(now.values()) != sum(before.values())
+                else DASH
+            ),
             hard=limits.strict and bool(now),
             detail=detail,
         )
@@ -377,7 +449,12 @@ def judge(
         *latency_checks(evidence.timing, baseline.timing if baseline else None, limits),
         *growth_checks(evidence.sweep, limits),
         *fvcore_check(evidence.fvcore, limits),
-        *uncounted_check(evidence.document, baseline, limits),
+        *uncounted_check(
+            evidence.document,
+            baseline,
+            limits,
+            env_changed=bool(comparison.environment) and not env_strict,
+        ),
         *capture_check(evidence.document, baseline),
     ]
     from pytest_modelprof.compile.gate import explain_compile_rows

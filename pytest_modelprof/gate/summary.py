@@ -6,7 +6,13 @@ from collections.abc import Iterable, Sequence
 
 from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
 
-__all__ = ["summary_lines", "problem_lines", "summary_columns", "with_change"]
+__all__ = [
+    "summary_lines",
+    "problem_lines",
+    "summary_columns",
+    "with_change",
+    "environment_line",
+]
 
 
 def summary_columns(rows: Iterable[tuple[str, str, bool]]) -> list[tuple[str, str]]:
@@ -24,6 +30,25 @@ def with_change(current_text: str, delta_text: str) -> str:
     if "(" in delta_text:
         return f"{current_text} {delta_text[delta_text.index('('):]}"
     return current_text
+
+
+def environment_line(differences: Iterable[Sequence[str]]) -> str | None:
+    """The run's one line on baselines from another environment; ``None`` when none is.
+
+    ``differences``: each gated profile's ``environment`` ("torch 2.99.0 -> 2.14.1", ...). Said
+    on a pass too: the gate is weaker (kernel-dependent counts only warn) until re-recorded.
+    """
+    per_profile = [tuple(d) for d in differences]
+    changes = dict.fromkeys(c for d in per_profile for c in d)  # distinct, first-seen order
+    if not changes:
+        return None
+    n = sum(1 for d in per_profile if d)
+    return (
+        f"{n} baseline{'s' if n != 1 else ''} recorded in another environment "
+        f"({'; '.join(changes)}): kernel-dependent counts warn until you re-record "
+        "(bytes, peak memory, subgraphs, stages; --modelprof-update-baselines re-records, "
+        "--modelprof-env-strict fails them instead)"
+    )
 
 
 def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
@@ -54,15 +79,19 @@ def summary_lines(records: Sequence[GateRecord]) -> list[str]:
 
 
 def problem_lines(records: Sequence[GateRecord]) -> list[str]:
-    """Every failed limit and warning of the run, one line each, under its test."""
+    """Every failed limit and warning of the run, one line each, under its test; then one
+    line for the run if baselines come from another environment (:func:`environment_line`)."""
     lines = []
     ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
     for r in ordered:
-        if not (r.failures or r.warnings):
+        # An error's message is the test's failure, printed above; once is enough.
+        failures = [] if r.status == "error" else r.failures
+        if not (failures or r.warnings):
             continue
         lines.append(f"{r.label}:")
-        lines += [f"  FAIL {f}" for f in r.failures]
+        lines += [f"  FAIL {f}" for f in failures]
         lines += [f"  warn {w}" for w in r.warnings]
-        if r.environment:
-            lines.append(f"  note baseline from another environment: {'; '.join(r.environment)}")
+    env = environment_line(r.environment for r in ordered)
+    if env is not None:
+        lines.append(f"note: {env}")
     return lines

@@ -14,7 +14,8 @@ image classifiers their ``...ForImageClassification`` (ViT), everything else the
 Text models take ``input_ids`` of shape ``(1, DEFAULT_SEQ_LEN)`` (``--seq-len`` or
 ``input_shape=(batch, seq_len)`` changes it); encoder-decoder models also get
 ``decoder_input_ids`` of the same shape; vision models ``pixel_values`` at the config's
-``image_size``.
+``image_size``. The built model's own config decides (vocabulary, positions, image size,
+channels), so ``--arch vocab_size=1000`` draws ids below 1000.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
-from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape
+from pytest_modelprof.models._spec import BuiltInputs, InputKind, ModelSpec, Shape
 
 if TYPE_CHECKING:
     from torch import nn
@@ -121,6 +122,7 @@ def hf_spec(name: str) -> ModelSpec:
         group="hf",
         shape_kwargs=functools.partial(_shape_kwargs, kind, shape),
         vocab_size=_vocab_size(base),
+        built_inputs=functools.partial(_built_inputs, kind),
     )
 
 
@@ -254,13 +256,34 @@ def _vocab_size(config: Any) -> int:
 def _inputs_for(name: str, cls_name: str, config: Any) -> tuple[InputKind, Shape | None]:
     main = _class_input(cls_name)
     if main == "input_ids":
+        encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+        kind: InputKind = "seq2seq_ids" if encoder_decoder else "input_ids"
+        return kind, _shape_of(main, config)
+    return "tensor", _shape_of(main, config)
+
+
+def _built_inputs(kind: InputKind, module: Any) -> BuiltInputs:
+    """Vocabulary and default shape from the built model's own config (``--arch`` included)."""
+    config = getattr(module, "config", None)
+    if config is None:
+        return BuiltInputs()
+    main = str(getattr(module, "main_input_name", "input_ids"))
+    expected = "pixel_values" if kind == "tensor" else "input_ids"
+    vocab = _sub(config, "vocab_size")
+    return BuiltInputs(
+        default_shape=_shape_of(main, config) if main == expected else None,
+        vocab_size=int(vocab) if isinstance(vocab, int) and vocab > 0 else None,
+    )
+
+
+def _shape_of(main: str, config: Any) -> Shape | None:
+    """The default shape of a model's main input under ``config``; ``None``: no default."""
+    if main == "input_ids":
         limit = _sub(config, "max_position_embeddings")
         seq = DEFAULT_SEQ_LEN
         if isinstance(limit, int) and 0 < limit < seq:
             seq = limit
-        encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
-        kind: InputKind = "seq2seq_ids" if encoder_decoder else "input_ids"
-        return kind, (1, seq)
+        return (1, seq)
     if main == "pixel_values":
         size = _sub(config, "image_size")
         channels = _sub(config, "num_channels") or 3
@@ -269,10 +292,10 @@ def _inputs_for(name: str, cls_name: str, config: Any) -> tuple[InputKind, Shape
         elif isinstance(size, int):
             height = width = size
         else:
-            return "tensor", None
-        return "tensor", (1, int(channels), height, width)
+            return None
+        return (1, int(channels), height, width)
     # Audio and other inputs: no default; example_inputs asks for input_shape / inputs.
-    return "tensor", None
+    return None
 
 
 def _shape_kwargs(kind: InputKind, default: Shape | None, shape: Shape) -> dict[str, Any]:

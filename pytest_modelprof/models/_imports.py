@@ -62,6 +62,7 @@ def import_spec(name: str) -> ModelSpec:
             default_arch_kwargs=target.default_arch_kwargs,
             shape_kwargs=target.shape_kwargs,
             vocab_size=target.vocab_size,
+            built_inputs=target.built_inputs,
         )
     if not callable(target):
         raise ModelNotFoundError(

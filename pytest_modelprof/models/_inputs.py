@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_modelprof.errors import ModelInputError
 
 if TYPE_CHECKING:
     import torch
 
-    from pytest_modelprof.models._spec import InputKind, Shape
+__all__ = ["InputKind", "Shape", "make_inputs"]
 
-__all__ = ["make_inputs"]
+InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_ids", "seq2seq_ids"]
+"""How ``input_shape`` becomes the forward arguments.
+
+- ``tensor``: one float tensor of exactly that shape.
+- ``image_list``: ``(N, C, H, W)`` means a list of ``N`` images of ``C x H x W`` (detection).
+- ``image_pair``: two float tensors of that shape (optical flow: ``raft_*``).
+- ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
+- ``input_ids``: the same tensor, passed as the keyword ``input_ids=`` (Hugging Face).
+- ``seq2seq_ids``: ``input_ids=`` and ``decoder_input_ids=``, both of that shape (T5, BART).
+"""
+
+Shape = tuple[int, ...]
 
 
 def make_inputs(

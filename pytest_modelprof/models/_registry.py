@@ -216,6 +216,7 @@ class Registry:
                 default_arch_kwargs=target.default_arch_kwargs,
                 shape_kwargs=target.shape_kwargs,
                 vocab_size=target.vocab_size,
+                built_inputs=target.built_inputs,
             )
         elif callable(target):
             spec = ModelSpec(name=name, source="registered", builder=target, group=REGISTERED_GROUP)

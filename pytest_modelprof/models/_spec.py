@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from pytest_modelprof.errors import ModelBuildError, ModelInputError
+from pytest_modelprof.models._inputs import InputKind, Shape, make_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -20,31 +21,38 @@ __all__ = [
     "Shape",
     "BuildFn",
     "ShapeKwargsFn",
+    "BuiltInputs",
+    "BuiltInputsFn",
     "TOKEN_KINDS",
 ]
 
 Source = Literal["torchvision", "ultralytics", "timm", "hf", "import", "registered"]
 """Where a name came from."""
 
-InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_ids", "seq2seq_ids"]
-"""How ``input_shape`` becomes the forward arguments.
-
-- ``tensor``: one float tensor of exactly that shape.
-- ``image_list``: ``(N, C, H, W)`` means a list of ``N`` images of ``C x H x W`` (detection).
-- ``image_pair``: two float tensors of that shape (optical flow: ``raft_*``).
-- ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
-- ``input_ids``: the same tensor, passed as the keyword ``input_ids=`` (Hugging Face).
-- ``seq2seq_ids``: ``input_ids=`` and ``decoder_input_ids=``, both of that shape (T5, BART).
-"""
-
 TOKEN_KINDS = frozenset({"token_ids", "input_ids", "seq2seq_ids"})
 """Input kinds whose shape is ``(batch, seq_len)``."""
 
-Shape = tuple[int, ...]
 BuildFn = Callable[..., Any]
 """Called with the merged architecture kwargs; returns the module (checked: an ``nn.Module``)."""
 ShapeKwargsFn = Callable[[Shape], Mapping[str, Any]]
 """Architecture kwargs an input shape implies, e.g. ``image_size=384`` for ``vit_b_16``."""
+
+
+@final
+@dataclass(frozen=True)
+class BuiltInputs:
+    """What a built module says its inputs are (a Hugging Face model's own config).
+
+    ``None`` fields fall back to the spec's, which come from the *default* config and miss
+    what ``--arch`` changed (``vocab_size``, ``image_size``, ...).
+    """
+
+    default_shape: Shape | None = None
+    vocab_size: int | None = None
+
+
+BuiltInputsFn = Callable[[Any], BuiltInputs]
+"""Reads :class:`BuiltInputs` from the built module."""
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
@@ -74,6 +82,8 @@ class ModelSpec:
     shape_kwargs: ShapeKwargsFn = field(default=_no_shape_kwargs, repr=False, compare=False)
     vocab_size: int = 32_000
     """Upper bound (exclusive) of generated ids when ``input_kind == "token_ids"``."""
+    built_inputs: BuiltInputsFn | None = field(default=None, repr=False, compare=False)
+    """Inputs read from the built module; they win over ``default_input_shape``/``vocab_size``."""
 
     def __post_init__(self) -> None:
         # Specs are cached and shared: freeze the kwargs so no caller can edit another's defaults.
@@ -111,15 +121,23 @@ class ModelSpec:
         input_shape: Shape | None = None,
         device: torch.device | str = "cpu",
         dtype: torch.dtype | None = None,
+        module: nn.Module | None = None,
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Random ``(args, kwargs)`` for ``module(*args, **kwargs)`` on ``device`` (meta works).
 
         ``dtype`` defaults to ``torch.float32``; it is ignored for ``token_ids`` (always int64).
+        ``module``: the model as built; its own config decides the vocabulary and the default
+        shape (sequence length, image size, channels), whatever the architecture kwargs changed.
         """
         import torch
 
-        from pytest_modelprof.models._inputs import make_inputs
-
+        built = (
+            self.built_inputs(module)
+            if module is not None and self.built_inputs is not None
+            else BuiltInputs()
+        )
+        if input_shape is None and built.default_shape is not None:
+            input_shape = built.default_shape
         shape = self._shape(input_shape, required=True)
         assert shape is not None  # required=True raised otherwise
         return make_inputs(
@@ -128,7 +146,7 @@ class ModelSpec:
             shape,
             device=torch.device(device),
             dtype=torch.float32 if dtype is None else dtype,
-            vocab_size=self.vocab_size,
+            vocab_size=built.vocab_size or self.vocab_size,
         )
 
     def input_shape_for(

@@ -27,7 +27,7 @@ ANNOTATION_TITLE = "modelprof regression"
 _TITLES = {
     "regressed": ANNOTATION_TITLE,
     "missing": "modelprof: no baseline",
-    "error": "modelprof: unreadable baseline",
+    "error": "modelprof error",
     "improved": "modelprof: improved beyond tolerance",
 }
 
@@ -60,7 +60,7 @@ def _workspace_path(path: str, rootdir: Path, workspace: str | None) -> str:
 def annotation_lines(
     results: RunResults, *, rootdir: Path, workspace: str | None = None
 ) -> list[str]:
-    """One ``::error`` line per failed profile (regressions, missing or unreadable baselines)."""
+    """One ``::error`` line per failed profile (regressions, missing baselines, errors)."""
     lines = []
     for test in results.ordered():
         if not test.failed:
@@ -72,6 +72,8 @@ def annotation_lines(
         title = _TITLES.get(test.status, ANNOTATION_TITLE)
         props.append(f"title={escape_property(title)}")
         problems = [c.describe() for c in test.checks if c.failed] or list(test.failures)
+        if test.status == "error":  # the message the test failed with, then any failed row
+            problems = list(dict.fromkeys([*test.failures, *problems]))
         message = f"{test.label}: " + ("\n".join(problems) if problems else headline(test))
         if test.environment:
             message += "\nbaseline from another environment: " + "; ".join(test.environment)

@@ -2,16 +2,20 @@
 
 Lays out the :class:`~pytest_modelprof.report.view.ReportView`; every number is formatted there.
 Test ids and module names can hold any text, so each one goes into a code span (no Markdown or
-HTML inside is interpreted) with ``|`` escaped for GitHub's tables.
+HTML inside is interpreted) with ``|`` escaped for GitHub's tables. Every other text a results
+file carries (labels, reasons, limits) goes through :func:`text`: a pull request from a fork
+writes its own results file, and its Markdown must show as plain text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from pytest_modelprof.report.view import ReportView, Section
 
-__all__ = ["code", "render_markdown", "render_step_summary"]
+__all__ = ["code", "render_markdown", "render_step_summary", "text"]
 
 #: Problems listed per test in the job summary before "and N more".
 SUMMARY_PROBLEMS = 3
@@ -29,9 +33,28 @@ def code(text: str) -> str:
     return f"{fence}{pad}{flat}{pad}{fence}"
 
 
-def _cell(text: str) -> str:
-    """Plain text (numbers and our own words) in a table cell."""
-    return " ".join(text.splitlines()).replace("|", "\\|")
+#: Characters that start Markdown or HTML (emphasis, links, images, tags, entities, tables, math).
+_SPECIAL = re.compile(r"([\\`*_\[\]<>!#~|&$])")
+#: What GitHub turns into a link without any special character: URLs and www. addresses.
+_AUTOLINK = re.compile(r"(?i)(?<=:)//|\bwww\.")
+
+
+def text(value: str) -> str:
+    """``value`` as plain text on one line: no Markdown, HTML, link, image or @mention in it."""
+    flat = _SPECIAL.sub(r"\\\1", " ".join(value.splitlines()))
+    flat = _AUTOLINK.sub(lambda m: "\\/\\/" if m.group() == "//" else m.group()[:3] + "\\.", flat)
+    # GitHub links mentions after rendering, so no escape helps: a zero-width space breaks them.
+    return flat.replace("@", "@\u200b")
+
+
+def _url(value: str) -> str:
+    """A link destination that cannot end early: brackets, spaces and the like percent-encoded."""
+    return quote(value, safe=":/?#@!$&'*+,;=%-._~")
+
+
+def _cell(value: str) -> str:
+    """Any text in a table cell or list item (see :func:`text`)."""
+    return text(value)
 
 
 def _row(cells: Sequence[str]) -> str:
@@ -39,7 +62,7 @@ def _row(cells: Sequence[str]) -> str:
 
 
 def _overview(view: ReportView) -> list[str]:
-    headers = ["", "test", "model", *view.summary_headers, "why"]
+    headers = ["", "test", "model", *(_cell(h) for h in view.summary_headers), "why"]
     lines = [_row(headers), _row(["---"] * len(headers))]
     for s in view.sections:
         m = s.summary
@@ -67,11 +90,12 @@ def _detail(section: Section) -> list[str]:
         lines += [f"{_cell(title)}:", ""]
         lines += [f"- {code(e)}" for e in entries]
         lines.append("")
-    lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
-              _row(["---", "---:", "---:", "---:", "---:", "---"])]
+    if section.metrics:
+        lines += [_row(["check", "baseline", "current", "delta", "limit", "verdict"]),
+                  _row(["---", "---:", "---:", "---:", "---:", "---"])]
     for r in section.metrics:
         verdict = f"**{r.verdict}**" if r.verdict == "regressed" else r.verdict
-        lines.append(_row([r.label, _cell(r.baseline), _cell(r.current), _cell(r.delta),
+        lines.append(_row([_cell(r.label), _cell(r.baseline), _cell(r.current), _cell(r.delta),
                            _cell(r.limit), verdict]))
     if section.top_layers:
         lines += ["", "Layers whose FLOPs changed most:", ""]
@@ -89,11 +113,13 @@ def render_markdown(view: ReportView) -> str:
         lines += [" \u00b7 ".join(facts), ""]
     if view.empty:
         return "\n".join([*lines, view.empty, ""])
+    if view.environment:
+        lines += [f"> \u26a0\ufe0f {_cell(view.environment)}", ""]
     lines += [*_overview(view), ""]
     for section in view.sections:
         lines += _detail(section)
     if view.artifact_url:
-        lines += [f"[Full HTML report]({view.artifact_url})", ""]
+        lines += [f"[Full HTML report]({_url(view.artifact_url)})", ""]
     return "\n".join(lines)
 
 
@@ -102,6 +128,8 @@ def render_step_summary(view: ReportView) -> str:
     lines = [f"### {view.title}", "", view.count_line, ""]
     if view.empty:
         return "\n".join([*lines, view.empty, ""])
+    if view.environment:
+        lines += [f"> \u26a0\ufe0f {_cell(view.environment)}", ""]
     lines += [*_overview(view), ""]
     for section in view.sections:
         if not section.problems and not section.warnings:
@@ -117,5 +145,5 @@ def render_step_summary(view: ReportView) -> str:
     if any(s.problems or s.warnings for s in view.sections):
         lines.append("")
     if view.artifact_url:
-        lines += [f"\U0001f4ca [Full HTML report]({view.artifact_url})", ""]
+        lines += [f"\U0001f4ca [Full HTML report]({_url(view.artifact_url)})", ""]
     return "\n".join(lines)

@@ -8,7 +8,7 @@ from typing import Final, Literal
 STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
     "regressed": ("regressed", "\u274c"),
     "missing": ("no baseline", "\u26a0\ufe0f"),
-    "error": ("baseline error", "\u26a0\ufe0f"),
+    "error": ("error", "\u274c"),
     "warning": ("warning", "\u26a0\ufe0f"),
     "improved": ("improved", "\U0001f7e2"),
     "updated": ("baseline updated", "\U0001f504"),
@@ -218,4 +218,6 @@ class ReportView:
     sections: tuple[Section, ...]
     empty: str
     artifact_url: str = ""
+    environment: str = ""
+    """One line when baselines come from another environment (see ``gate.summary``)."""
     generator: str = field(default="pytest-modelprof")

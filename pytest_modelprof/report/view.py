@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
+from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
 from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
-from pytest_modelprof.gate.summary import summary_columns, with_change
+from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import (
     signed_count,
     time,
@@ -54,6 +55,7 @@ from pytest_modelprof.schema import describe_inputs
 
 __all__ = [
     "STATUS_LABELS",
+    "http_url",
     "Fact",
     "StatusCount",
     "MetricRow",
@@ -87,8 +89,11 @@ def _problem(check: CheckResult) -> str:
 
 
 def _problems(result: ProfileResult) -> tuple[str, ...]:
-    """One line per failed limit (the rows; the record's texts for files without rows)."""
+    """One line per failed limit (the rows; the record's texts for files without rows); an
+    error's message comes first."""
     rows = tuple(_problem(c) for c in result.checks if c.failed)
+    if result.status == "error":
+        return (*result.failures, *rows)
     if result.status == "improved" and not rows:
         rows = tuple(_problem(c) for c in result.checks if c.verdict == "improved")
     return rows or tuple(result.failures)
@@ -221,19 +226,25 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         if d.delta("flops") != 0
     )
     loc = f"{result.location.path}:{result.location.line}" if result.location else ""
+    # A test that failed before it was profiled has nothing to draw: its message is the section.
+    charts = (
+        ()
+        if result.profile is None and result.status == "error"
+        else (
+            layer_chart(result, diffs),
+            op_chart(result.profile),
+            roofline_chart(result),
+            *((t,) if (t := timing_chart(result)) is not None else ()),
+            *sweep_charts(result),
+        )
+    )
     return Section(
         summary=summary,
         location=loc,
         facts=_facts(result),
         metrics=_metric_rows(result),
         layers=layer_table(result, diffs),
-        charts=(
-            layer_chart(result, diffs),
-            op_chart(result.profile),
-            roofline_chart(result),
-            *((t,) if (t := timing_chart(result)) is not None else ()),
-            *sweep_charts(result),
-        ),
+        charts=charts,
         notes=_notes(result),
         problems=problems,
         top_layers=top,
@@ -269,11 +280,24 @@ def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
 
 
 
+def http_url(url: str | None) -> str:
+    """``url`` if it is an absolute http(s) URL, else ``""``: the only links a report makes.
+
+    A results file is written by whoever ran the gate (a fork's pull request, say), so a
+    ``javascript:`` or ``data:`` URL in it must not become a link.
+    """
+    if not url:
+        return ""
+    parts = urlsplit(url.strip())
+    return url.strip() if parts.scheme.lower() in ("http", "https") and parts.netloc else ""
+
+
 def _run_facts(results: RunResults) -> tuple[Fact, ...]:
     run = results.run
     facts = []
     if run.commit:
-        href = f"{run.repository_url}/commit/{run.commit}" if run.repository_url else ""
+        repo = http_url(run.repository_url)
+        href = http_url(f"{repo}/commit/{run.commit}") if repo else ""
         facts.append(Fact("commit", run.commit[:12], href))
     if run.ref:
         facts.append(Fact("ref", run.ref))
@@ -290,7 +314,7 @@ def _run_facts(results: RunResults) -> tuple[Fact, ...]:
     if run.shards > 1:
         facts.append(Fact("shards", str(run.shards)))
     if run.run_url:
-        facts.append(Fact("CI run", run.run_url, run.run_url))
+        facts.append(Fact("CI run", run.run_url, http_url(run.run_url)))
     return tuple(facts)
 
 
@@ -318,5 +342,6 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
             _section(i, r, [name for name, _ in columns]) for i, r in enumerate(ordered, start=1)
         ),
         empty="" if ordered else "No profiled test ran: nothing to report.",
-        artifact_url=results.run.artifact_url or "",
+        artifact_url=http_url(results.run.artifact_url),
+        environment=environment_line(r.environment for r in ordered) or "",
     )

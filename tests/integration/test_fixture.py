@@ -99,3 +99,18 @@ def test_profiles_are_reused_within_a_session(project: Project) -> None:
     project.run("--modelprof-update-baselines").assert_outcomes(passed=2)
     assert project.calls() == ["tiny (1, 8)", "tiny (2, 8)"]  # (1, 8) profiled once
 
+
+def test_fixture_requested_but_never_called_gates_nothing(project: Project) -> None:
+    project.pytester.makepyfile(
+        test_a="""
+        import os
+
+        def test_maybe(modelprof):
+            if os.environ.get("PROFILE_IT"):
+                modelprof("fake:tiny")
+        """
+    )
+    result = project.run("--modelprof-update-baselines")
+    result.assert_outcomes(passed=1)  # no marker asked for a profile, so there is nothing to judge
+    assert "no model=" not in result.stdout.str()
+    assert not (project.root / "baselines").exists()  # no baseline written

@@ -65,3 +65,20 @@ def test_n2_stale_baselines_are_found(project: Project) -> None:
     project.pytester.makepyfile(test_zoo=ZOO.replace("range(6)", "range(5)"))
     result = project.pytester.runpytest_subprocess("-n", "2")
     result.stdout.fnmatch_lines(["1 stale baseline(s)*", "  test_zoo/test_many[[]5].json"])
+
+
+def test_n2_disabled_or_deselected_runs_delete_nothing(project: Project) -> None:
+    project.pytester.makepyfile(test_zoo=ZOO)
+    project.pytester.runpytest_subprocess("-n", "2", "--modelprof-update-baselines")
+    before = project.baselines()
+    disabled = project.pytester.runpytest_subprocess(
+        "-n", "2", "--modelprof-disable", "--modelprof-prune-baselines"
+    )
+    assert "stale baseline" not in disabled.stdout.str() and "removed" not in disabled.stdout.str()
+    deselected = project.pytester.runpytest_subprocess(
+        "-n", "2", "-k", "not fixture", "--modelprof-prune-baselines"
+    )
+    deselected.stdout.fnmatch_lines(
+        ["stale baselines not checked, nothing removed: 1 test(s) deselected*"]
+    )
+    assert project.baselines() == before

@@ -93,7 +93,10 @@ def test_compare_fails_what_the_gate_fails(
     out = capsys.readouterr().out
     assert code == 1, out
     rows = [" ".join(line.split()) for line in out.splitlines()]
-    assert "uncounted ops 0 1 \u2013 no new op regressed" in rows
+    assert (
+        "uncounted ops \u00d70 (0 ops) \u00d71 (1 op) +1 calls "
+        "no new op, no more calls or bytes regressed"
+    ) in rows
     assert "capture mode meta real \u2013 no fallback regressed" in rows
     assert "another environment" not in out  # meta -> real is the model's change
 

@@ -250,6 +250,36 @@ def test_a_module_built_on_meta_gets_real_tensors_only_within_the_limit(
     assert model.lin.weight.is_meta  # the user's module is still on meta
 
 
+def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
+    small_limit: int,
+) -> None:
+    # Issue 17, item 9: real tensors clone a module's real weights; auto did so at any size.
+    model = NeedsValues()  # 4 MiB of real weights, a forward that needs their values
+    with pytest.raises(ModelBuildError, match=r"copy its 4\.0 MiB of weights") as info:
+        profile_model(model, input_shape=(2, 1024))
+    message = str(info.value)
+    assert "more than the 1.0 MiB" in message
+    assert "mode='real'" in message and "mode='fake'" in message
+    assert "tried before: meta:" in message  # the fallback was what needed the copy
+    p = profile_model(model, input_shape=(2, 1024), mode="real")  # asked for: allowed
+    assert p.capture.mode == "real" and p.total_macs == 2 * 1024 * 1024
+    assert not model.lin.weight.is_meta and model.lin.weight.grad is None
+
+
+def test_a_measurements_copy_of_a_module_is_size_checked(small_limit: int) -> None:
+    # Timing, fvcore and compile health run a copy with the module's weights: same 2 GiB rule.
+    from pytest_modelprof.profile import real_model_and_inputs
+
+    model = NeedsValues()
+    with pytest.raises(ModelBuildError, match=r"the latency measurement runs a copy") as info:
+        real_model_and_inputs(model, input_shape=(2, 1024), purpose="the latency measurement")
+    assert "4.0 MiB" in str(info.value) and "model='pkg.module:factory'" in str(info.value)
+    small = nn.Linear(4, 4)
+    copy, _ = real_model_and_inputs(small, input_shape=(1, 4))
+    assert copy is not small and copy.weight is not small.weight
+    assert torch.equal(copy.weight, small.weight)  # the user's weights, copied
+
+
 def test_a_value_dependent_shape_skips_fake_tensors() -> None:
     # Boolean indexing sizes its output from the values (nonzero): fake tensors cannot either.
     p = profile_model(NeedsValues(), input_shape=(2, 1024))
@@ -277,11 +307,9 @@ def test_mixtral_grouped_experts_fall_back_in_the_default_mode() -> None:
         with torch.device(built_on):
             model = tf.MixtralForCausalLM(config).eval()
         p = profile_model(model, inputs={"input_ids": torch.randint(0, 1000, (1, 16))})
-        # torch 2.14's meta kernel of aten._grouped_mm takes half types only: real tensors;
-        # torch 2.15's takes float32 too: meta. Either way the default mode profiles it.
-        if p.capture.mode != "meta":
-            assert p.capture.mode == "real", built_on
-            assert "refuses arguments the real kernel accepts" in p.capture.attempts[0]
+        # torch 2.14's meta kernel of aten._grouped_mm takes half types only; our own shape
+        # rule takes over there (issue 18, item 6), so meta works on every torch.
+        assert p.capture.mode == "meta", (built_on, p.capture.attempts)
         assert p.total_params == sum(t.numel() for t in model.parameters())
 
 
@@ -299,3 +327,45 @@ def test_a_broken_cost_formula_is_reported_as_ours() -> None:
     text = str(info.value)
     assert not isinstance(info.value, ModelInputError) and "rejected input" not in text
     assert "pytest-modelprof" in text and "aten.addmm" in text and "KeyError" in text
+
+
+# Issue 18, item 6: every mixture-of-experts decoder by name, in float32, on meta tensors.
+# Small widths: d 64, 4 heads of 16 (2 KV heads), 4 experts of 32, 2 per token, 16 tokens.
+_MOE_ARCH: dict[str, dict[str, int]] = {
+    "hf:mixtral": {"num_local_experts": 4, "intermediate_size": 32},
+    "hf:qwen2_moe": {
+        "num_experts": 4,
+        "moe_intermediate_size": 32,
+        "shared_expert_intermediate_size": 48,
+    },
+    "hf:qwen3_moe": {"num_experts": 4, "moe_intermediate_size": 32},
+    "hf:olmoe": {"num_experts": 4, "intermediate_size": 32},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MOE_ARCH))
+def test_moe_decoders_by_name_profile_on_meta_with_active_expert_macs(name: str) -> None:
+    arch = dict(
+        num_hidden_layers=2,
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_experts_per_tok=2,
+        vocab_size=1000,
+        **_MOE_ARCH[name],
+    )
+    p = profile_model(name, input_shape=(1, 16), **arch)  # type: ignore[arg-type]
+    assert p.capture.mode == "meta", p.capture.attempts
+    assert p.uncounted_ops == []
+    t, d, kv, ffn, experts = 16, 64, 2 * 16, 32, 4
+    attention = 2 * d * d + 2 * d * kv  # q, o; k, v
+    scores = 2 * 4 * t * t * 16  # q @ k^T and p @ v over 4 heads of 16
+    moe = d * experts + 2 * 3 * d * ffn  # router, then gate/up/down of the 2 active experts
+    if name == "hf:qwen2_moe":
+        moe += 3 * d * 48 + d  # the shared expert and its one-output gate
+    # 2 layers; the LM head reads every token (1000-word vocabulary).
+    assert p.total_macs == 2 * (t * (attention + moe) + scores) + t * d * 1000
+    # The same counts on fake tensors, where the same kernel refuses float32 on torch 2.14.
+    assert profile_model(name, input_shape=(1, 16), mode="fake", **arch).total_macs == (  # type: ignore[arg-type]
+        p.total_macs
+    )

@@ -3,6 +3,7 @@ stand-in for GitHub's REST API, with a report the gate step wrote from a real py
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +24,9 @@ from workflow_support import (  # noqa: E402
 
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 from modelprof_testing import FAKE_ENGINE  # noqa: E402
+
+sys.path.insert(0, str(REPO / "tests" / "unit" / "report"))
+from report_samples import no_live_markdown, outside_code_spans  # noqa: E402
 
 MARKER = "<!-- modelprof-comment: modelprof-report -->"
 SHA_1, SHA_2 = "1" * 40, "2" * 40
@@ -84,11 +88,11 @@ def _api() -> FakeGitHub:
 
 
 def _rendered(results: Path, out: Path) -> str:
-    """``modelprof report RESULTS --markdown OUT``: the Markdown report of a results file."""
-    done = subprocess.run(["bash", "-c", 'modelprof report "$1" --markdown "$2"', "-",
+    """``modelprof comment RESULTS --out OUT``: the comment's Markdown of a results file."""
+    done = subprocess.run(["bash", "-c", 'modelprof comment "$1" --out "$2"', "-",
                            str(results), str(out)], env=base_env(), capture_output=True,
                           text=True, timeout=120, check=False)
-    assert done.returncode == 1, done.stdout + done.stderr  # the results hold a regression
+    assert done.returncode == 0, done.stdout + done.stderr
     return out.read_text()
 
 
@@ -107,8 +111,8 @@ def test_the_comment_is_the_markdown_report_and_one_per_pull_request(
     ours = [c for c in api.comments[7] if c["id"] != foreign]
     assert len(ours) == 1
     body = ours[0]["body"]
-    # The comment is the Markdown report that `modelprof report` renders from the same results,
-    # after the marker line, then the links: the HTML report artifact and the run.
+    # The comment is what `modelprof comment` renders from the gate's results (the Markdown
+    # report, escaped and capped), after the marker line, then our links: the artifact and run.
     assert body == (
         f"{MARKER}\n{rendered.strip()}\n\n"
         "[HTML report](https://github.com/o/r/actions/runs/42/artifacts/555) "
@@ -157,12 +161,14 @@ def test_a_gate_without_a_report_still_gets_a_comment(tmp_path: Path) -> None:
     assert comment["body"].startswith(MARKER + "\n**modelprof**: the cost gate wrote no report")
 
 
-def test_a_long_report_is_cut_to_fit_a_comment(tmp_path: Path) -> None:
+def test_a_long_report_is_cut_to_fit_a_comment(project: Path, tmp_path: Path) -> None:
     """GitHub refuses a comment over 65,536 characters: cut at a line, say where the rest is."""
-    report = tmp_path / "report"
-    report.mkdir()
-    lines = [f"| `test_{i}` | regressed | +{i}.0 % |" for i in range(4000)]
-    (report / "report.md").write_text("\n".join(lines) + "\n")
+    _gate(project, 1_200_000)
+    report = project / "modelprof-report"
+    data = json.loads((report / "results.json").read_text())
+    data["tests"] = [dict(data["tests"][0], nodeid=f"test_m.py::test_{i:04}_" + "x" * 250)
+                     for i in range(400)]
+    (report / "results.json").write_text(json.dumps(data))
     api = _api()
     with serve(api) as url:
         done = run_step(step("modelprof-comment.yml", "comment"), tmp_path,
@@ -170,10 +176,8 @@ def test_a_long_report_is_cut_to_fit_a_comment(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     (comment,) = api.comments[7]
     body = comment["body"]
-    assert 60000 < len(body) <= 65536
-    kept = body.split("\n")[1:]
-    assert kept[: kept.index("")] == lines[: len(kept[: kept.index("")])]  # whole lines only
-    assert "longer than a comment holds; the rest is in the HTML report" in body
+    assert 50000 < len(body) <= 65536
+    assert "(400 profiles, regressions first): the rest is in the HTML report" in body
     assert body.rstrip().endswith("[workflow run](https://github.com/o/r/actions/runs/42)")
 
 
@@ -187,20 +191,82 @@ def test_a_deleted_fork_gets_no_comment(tmp_path: Path) -> None:
 
 
 def test_the_comment_workflow_never_runs_code_from_the_pull_request() -> None:
-    """workflow_run with a write token: no checkout, no install, no pytest; data only."""
+    """workflow_run with a write token: no checkout; one install, of pytest-modelprof from the
+    source the install input pins, before the artifact is downloaded; the artifact is data."""
     wf = workflow("modelprof-comment.yml")
     assert wf["permissions"] == {}
     (job,) = wf["jobs"].values()
     assert job["permissions"] == {"actions": "read", "pull-requests": "write"}
+    ids = [s.get("id") for s in job["steps"]]
+    assert ids.index("install") < ids.index("download") < ids.index("comment")
+    default = wf["on"]["workflow_call"]["inputs"]["install"]["default"]
+    assert "--no-deps \"pytest-modelprof @ git+https://github.com/pytest-modelprof/" in default
     for s in job["steps"]:
         assert not s.get("uses", "").startswith("actions/checkout@"), s
+        assert "cache" not in s.get("with", {}), s
+        if s.get("id") == "install":
+            assert s["env"] == {"INSTALL": "${{ inputs.install }}"}
+            continue
         script = s.get("run", "")
-        for word in ("pip install", "pytest", "modelprof report", "modelprof merge", "eval",
-                     "exec(", "subprocess", "os.system", "git "):
+        for word in ("pip install", "-m pytest", "modelprof report", "modelprof merge", "eval",
+                     "exec(", "os.system", "git ", "report.md"):
             assert word not in script, f"{s.get('name')}: {word!r}"
+        # The one command it runs: `modelprof comment` over the results, into a file of ours.
+        assert script.count("subprocess.") == script.count(
+            'subprocess.run(["modelprof", "comment", str(results), "--out", str(out)],')
     caller = workflow("cost-comment.yml")
     assert caller["on"] == {"workflow_run": {"workflows": ["cost gate"], "types": ["completed"]}}
     assert workflow("cost-gate.yml")["name"] == "cost gate"
     (call,) = caller["jobs"].values()
     assert call["uses"] == "$/.github/workflows/modelprof-comment.yml"
     assert call["permissions"] == job["permissions"]
+
+
+HOSTILE = ("![x](http://evil.example/t.png) <img src=x> @org/team **APPROVED** "
+           "[click](https://evil.example) `tick` a|b")
+
+
+def test_the_artifact_is_data_never_the_comment(project: Path, tmp_path: Path) -> None:
+    """A fork's gate writes the artifact: its report.md is never posted, and every text of its
+    results reaches the comment escaped."""
+    gate = _gate(project, 1_200_000)
+    assert gate.returncode == 1, gate.stdout + gate.stderr
+    report_dir = project / "modelprof-report"
+    (report_dir / "report.md").write_text(f"# \u2705 {HOSTILE}\n\nAll good, merge it.\n")
+    data = json.loads((report_dir / "results.json").read_text())
+    for test in data["tests"]:
+        test["nodeid"] = test["nodeid"] + HOSTILE
+        for check in test["checks"]:
+            check["reason"] = check["label"] = HOSTILE
+    data["run"]["run_url"] = "javascript:alert(1)"
+    (report_dir / "results.json").write_text(json.dumps(data))
+    api = _api()
+    with serve(api) as url:
+        done = run_step(step("modelprof-comment.yml", "comment"), tmp_path,
+                        _comment_env(url, report_dir, SHA_1, tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (comment,) = api.comments[7]
+    body = comment["body"]
+    assert "merge it" not in body and "javascript" not in body
+    no_live_markdown(outside_code_spans(body))
+    assert "\\*\\*APPROVED\\*\\*" in body and "**regressed**" in body
+
+
+def test_results_that_do_not_validate_get_a_comment_that_says_so(tmp_path: Path) -> None:
+    report = tmp_path / "report"
+    report.mkdir()
+    (report / "report.md").write_text("**APPROVED**\n")
+    (report / "results.json").write_text(
+        '{"kind": "pytest-modelprof-results", "tests": [], "\\n::error::x @org/team": 1}')
+    api = _api()
+    with serve(api) as url:
+        done = run_step(step("modelprof-comment.yml", "comment"), tmp_path,
+                        _comment_env(url, report, SHA_1, tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    (comment,) = api.comments[7]
+    assert comment["body"].startswith(
+        MARKER + "\n**modelprof**: the cost gate's results file is not valid")
+    assert "APPROVED" not in comment["body"] and "@org" not in comment["body"]
+    # The reason is in the log, on one line that no workflow command can start.
+    assert "results.json: not a valid RunResults" in done.stdout
+    assert not any(line.startswith("::error::x") for line in done.stdout.splitlines())

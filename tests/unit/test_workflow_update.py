@@ -208,3 +208,25 @@ def test_a_bad_mode_stops_before_the_tests_run(tmp_path: Path, mode: str, status
     assert done.returncode == status
     if status:
         assert "mode must be commit or pull-request, got 'push'" in done.stdout
+
+
+@pytest.mark.parametrize("bad", ["../outside", "baselines/../../outside", "./..", "..",
+                                 "baselines/..", "link"])
+def test_publish_removes_only_a_strict_sub_folder_of_the_checkout(tmp_path: Path,
+                                                                  bad: str) -> None:
+    """The folder from the regenerate job is re-checked before ``rm -rf``: relative, no ``..``,
+    strictly inside the checkout (symlinks resolved), not the working directory or above it."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    _project(root, None)
+    work = _clone(tmp_path, root)
+    (tmp_path / "out" / "baselines").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("the user's file")
+    (work / "link").symlink_to(outside)
+    done = _publish(work, tmp_path, "commit", bad)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "must be a folder strictly inside the checkout" in done.stdout
+    assert (outside / "keep.txt").read_text() == "the user's file"
+    assert (work / "test_m.py").is_file() and (work / "baselines").is_dir()

@@ -13,7 +13,7 @@ from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
 from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
-from pytest_modelprof.gate.summary import summary_lines
+from pytest_modelprof.gate.summary import problem_lines, summary_lines
 from pytest_modelprof.schema import LayerStats, ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]
@@ -165,6 +165,22 @@ def test_summary_puts_regressions_first() -> None:
     assert lines[0].split()[:3] == ["status", "test", "FLOPs"]
     assert [line.split()[0] for line in lines[1:]] == ["regressed", "missing", "ok"]
     assert "2 GFLOPs (+100.0 %)" in lines[1]
+
+
+def test_another_environment_is_one_line_per_run_on_a_pass_too() -> None:
+    # Issue 18, item 1: two passing tests on another torch, one also on another torchvision.
+    torch_change, vision_change = "torch 2.99.0 \u2192 2.14.1", "torchvision 0.99 \u2192 0.29.1"
+    rows = [
+        GateRecord("t::a", None, "m", "ok", "a", environment=[torch_change]),
+        GateRecord("t::b", None, "m", "ok", "b", environment=[torch_change, vision_change]),
+        GateRecord("t::c", None, "m", "ok", "c"),
+    ]
+    (line,) = problem_lines(rows)
+    assert line.startswith(
+        f"note: 2 baselines recorded in another environment ({torch_change}; {vision_change}): "
+        "kernel-dependent counts warn until you re-record"
+    )
+    assert problem_lines(rows[2:]) == []
 
 
 def test_update_command_quotes() -> None:

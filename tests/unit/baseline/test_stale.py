@@ -5,13 +5,32 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pytest_modelprof.baseline.stale import find_stale, parent_nodeid, prune
+from pytest_modelprof.baseline.document import (
+    BASELINE_SCHEMA_VERSION,
+    BaselineDocument,
+    BaselineEnvironment,
+)
+from pytest_modelprof.baseline.stale import RunCoverage, find_stale, parent_nodeid, prune
+from pytest_modelprof.baseline.store import baseline_relpath
 
 
-def put(root: Path, rel: str, test: str) -> Path:
+def put(root: Path, rel: str, test: str, name: str | None = None) -> Path:
+    """A baseline as the gate writes it (``rel`` must be where ``test`` and ``name`` map)."""
+    assert baseline_relpath(test, name).as_posix() == rel
     path = root / "baselines" / rel
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"test": test}))
+    env = BaselineEnvironment(torch_version="2", device="cpu", dtype="float32", capture_mode="meta")
+    doc = BaselineDocument(
+        test=test,
+        name=name,
+        model="m",
+        inputs=[],
+        metrics={},
+        layers=[],
+        settings={},
+        environment=env,
+    )
+    path.write_text(doc.to_json())
     return path
 
 
@@ -21,7 +40,9 @@ def test_find_stale(tmp_path: Path) -> None:
         (tmp_path / "tests" / name).write_text("")
     bdir = tmp_path / "baselines"
     used = put(tmp_path, "tests/test_a/test_used.json", "tests/test_a.py::test_used")
-    gone_name = put(tmp_path, "tests/test_a/test_used@old.json", "tests/test_a.py::test_used")
+    gone_name = put(
+        tmp_path, "tests/test_a/test_used@old.json", "tests/test_a.py::test_used", name="old"
+    )
     renamed = put(tmp_path, "tests/test_a/test_renamed.json", "tests/test_a.py::test_renamed")
     deselected = put(tmp_path, "tests/test_a/test_desel.json", "tests/test_a.py::test_desel")
     other_module = put(tmp_path, "tests/test_b/test_x.json", "tests/test_b.py::test_x")
@@ -63,3 +84,58 @@ def test_parent_nodeid() -> None:
     assert parent_nodeid("d/t.py::C") == "d/t.py"
     assert parent_nodeid("d/t.py") == "d"
     assert parent_nodeid("t.py") == ""
+
+
+def test_only_our_documents_at_their_own_path_are_candidates(tmp_path: Path) -> None:
+    bdir = tmp_path / "baselines"
+    ours = put(tmp_path, "test_gone/test_x.json", "test_gone.py::test_x")  # module deleted
+    text = ours.read_text()
+    foreign = bdir / "data" / "case.json"  # a "test" key, but not our schema
+    foreign.parent.mkdir()
+    foreign.write_text(json.dumps({"test": "test_gone.py::test_x", "rows": [1]}))
+    copy = bdir / "backup" / "test_gone" / "test_x.json"  # ours, but not where we write it
+    copy.parent.mkdir(parents=True)
+    copy.write_text(text)
+    newer = bdir / "test_gone" / "test_y.json"  # a newer schema: not ours to judge
+    newer.write_text(
+        text.replace(
+            f'"schema_version": {BASELINE_SCHEMA_VERSION}',
+            f'"schema_version": {BASELINE_SCHEMA_VERSION + 1}',
+        ).replace("test_gone.py::test_x", "test_gone.py::test_y")
+    )
+    hidden = bdir / ".venv" / "test_gone" / "test_x.json"
+    hidden.parent.mkdir(parents=True)
+    hidden.write_text(text)
+    link = bdir / "test_gone" / "test_z.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    (tmp_path / "elsewhere.json").write_text(text.replace("test_x", "test_z"))
+    stale = find_stale(bdir, used=set(), expanded={}, completed=set(), rootdir=tmp_path)
+    assert stale == [ours]
+
+
+def test_run_coverage_says_why_a_run_proves_nothing() -> None:
+    full = RunCoverage(selected={"t.py::a", "t.py::b"}, ran={"t.py::a", "t.py::b"})
+    assert full.incomplete() is None
+    assert full.incomplete("--lf") == "--lf runs a subset of the tests"
+    stopped = RunCoverage(selected={"t.py::a", "t.py::b"}, ran={"t.py::a"})
+    assert stopped.incomplete() == (
+        "1 test(s) did not run (-x, --maxfail or an interrupt stopped the run)"
+    )
+    assert RunCoverage(deselected=2).incomplete() == (
+        "2 test(s) deselected (-k, -m, --deselect or --lf)"
+    )
+    assert RunCoverage(collect_errors=1).incomplete() == "1 collection error(s)"
+    assert RunCoverage(workers_started=2, workers_reported=1).incomplete() == (
+        "1 xdist worker(s) crashed or sent nothing back"
+    )
+
+
+def test_worker_coverage_round_trip() -> None:
+    worker = RunCoverage(
+        expanded={"t.py": {"t.py::a", "t.py::b"}}, selected={"t.py::a"}, deselected=1
+    )
+    controller = RunCoverage()
+    controller.merge_worker_json(worker.worker_json())
+    controller.merge_worker_json(worker.worker_json())  # every worker collects the same
+    assert controller.expanded == worker.expanded
+    assert controller.selected == {"t.py::a"} and controller.deselected == 1

@@ -194,6 +194,18 @@ def test_compat_private_apis_smoke() -> None:
     real = torch.ones(4)
     assert _compat.has_data(real) and not _compat.has_data(t)
     assert not _compat.has_data(torch.empty(2, device="meta"))
+    # Our shape rule of aten._grouped_mm, for the meta kernel that refuses float32 (torch 2.14).
+    rule = _compat.own_meta_rule(torch.ops.aten._grouped_mm.default)
+    assert _compat.own_meta_rule(torch.ops.aten.mm.default) is None
+    offs = torch.empty(3, dtype=torch.int32, device="meta")
+    a, b = torch.empty(10, 16, device="meta"), torch.empty(3, 16, 8, device="meta")
+    out = rule(a, b, offs=offs)
+    assert out.is_meta and out.shape == (10, 8) and out.dtype == torch.float32
+    assert rule(torch.empty(3, 5, 16, device="meta"), b).shape == (3, 5, 8)
+    with pytest.raises(RuntimeError, match="contraction"):
+        rule(torch.empty(10, 4, device="meta"), b, offs=offs)
+    with pytest.raises(RuntimeError, match="int32 offsets"):
+        rule(a, b, offs=offs.long())
     key = _compat.storage_key(real.untyped_storage())
     assert key == _compat.storage_key(real[1:].untyped_storage())  # views share the storage
     ref = _compat.StorageWeakRef(real.untyped_storage())

@@ -224,3 +224,44 @@ def test_nothing_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
     assert profile_model("hf:gpt2", input_shape=(1, 8)).total_params == 124_439_808
     with pytest.raises(ModelNotFoundError, match="never downloads"):
         resolve("hf:openai-community/gpt2")
+
+
+# Issue 18, item 3: a named model's inputs follow the model as built, whatever --arch changed.
+TINY_GPT2 = {"n_layer": 1, "n_embd": 64, "n_head": 4}
+TINY_VIT = {
+    "num_hidden_layers": 1,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 128,
+}
+
+
+def test_token_ids_come_from_the_built_models_vocabulary() -> None:
+    # A 1,000-word GPT-2 takes ids below 1,000; the default config's vocabulary has 50,257.
+    p = profile_model("hf:gpt2", mode="real", vocab_size=1000, **TINY_GPT2)  # type: ignore[arg-type]
+    assert p.capture.mode == "real"
+    spec = resolve("hf:gpt2")
+    module = spec.build(vocab_size=1000, **TINY_GPT2)
+    _, kwargs = spec.example_inputs(module=module)
+    assert int(kwargs["input_ids"].max()) < 1000
+
+
+def test_the_default_sequence_follows_the_built_models_positions() -> None:
+    # 32 learned positions: the default 128 tokens would index past them (silently on meta).
+    p = profile_model("hf:gpt2", n_positions=32, **TINY_GPT2)  # type: ignore[arg-type]
+    assert [(s.name, s.shape) for s in p.inputs] == [("input_ids", [1, 32])]
+    real = profile_model("hf:gpt2", mode="real", n_positions=32, **TINY_GPT2)  # type: ignore[arg-type]
+    assert real.total_macs == p.total_macs
+
+
+@pytest.mark.parametrize(
+    ("arch", "shape"),
+    [({"image_size": 64}, [1, 3, 64, 64]), ({"num_channels": 1}, [1, 1, 224, 224])],
+)
+def test_the_default_image_follows_the_built_models_size_and_channels(
+    arch: dict[str, int], shape: list[int]
+) -> None:
+    # ViT checks its input against its config: the default config's 3 x 224 x 224 is refused.
+    p = profile_model("hf:vit", **TINY_VIT, **arch)  # type: ignore[arg-type]
+    assert p.capture.mode == "meta"
+    assert [s.shape for s in p.inputs] == [shape]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 
@@ -87,3 +88,48 @@ def make_results() -> RunResults:
 
 def baseline_of(p: ModelProfile) -> BaselineDocument:
     return BaselineDocument.from_profile(p, test="t", name=None, settings={})
+
+
+#: What a fork's gate could put in any text of its results file.
+HOSTILE = (
+    "![x](http://evil.example/t.png) <img src=x onerror=alert(1)> @org/team **APPROVED** "
+    "[click](https://evil.example) `tick` a|b www.evil.example $x$ ~~gone~~ &amp; # head"
+)
+
+
+def hostile_results() -> RunResults:
+    """The sample results with every text a reader sees replaced by :data:`HOSTILE`."""
+    results = make_results()
+    tests = []
+    for t in results.tests:
+        checks = [c.model_copy(update={"label": HOSTILE, "reason": HOSTILE,
+                                       "limit": HOSTILE, "delta_text": HOSTILE})
+                  for c in t.checks]
+        tests.append(t.model_copy(update={
+            "checks": checks, "nodeid": HOSTILE, "model": HOSTILE,
+            "failures": [HOSTILE], "warnings": [HOSTILE]}))
+    run = results.run.model_copy(update={"ref": HOSTILE})
+    return results.model_copy(update={"tests": tests, "run": run})
+
+
+def outside_code_spans(text: str) -> str:
+    """``text`` without its code spans (CommonMark: N backticks up to the next run of N)."""
+    out, i = [], 0
+    for m in re.finditer(r"`+", text):
+        if m.start() < i:
+            continue
+        close = re.search(rf"(?<!`){m.group()}(?!`)", text[m.end():])
+        if close is None:
+            continue
+        out.append(text[i:m.start()])
+        i = m.end() + close.end()
+    return "".join(out) + text[i:]
+
+
+def no_live_markdown(text: str) -> None:
+    """Nothing of HOSTILE is live Markdown: no image, link, HTML, mention or emphasis."""
+    assert "![x](" not in text and "[click](" not in text
+    assert not re.search(r"(?<!\\)<img", text)
+    assert "http://" not in text and "https://evil" not in text
+    assert "@org/team" not in text and "**APPROVED**" not in text
+    assert "www.evil" not in text and "~~gone~~" not in text and "$x$" not in text

@@ -51,6 +51,19 @@ def test_everything_user_supplied_is_escaped(results: RunResults) -> None:
     assert "alert" not in "".join(parsed.scripts)
 
 
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "JavaScript:alert(1)//https://x",
+                                 "data:text/html,<b>x</b>", "//evil.example/x", "ftp://x/y"])
+def test_only_http_links_are_links(results: RunResults, url: str) -> None:
+    """A results file is written by whoever ran the gate: its URLs are links only if http(s)."""
+    run = results.run.model_copy(update={"run_url": url, "repository_url": url})
+    page = render_html(build_view(results.model_copy(update={"run": run})))
+    parsed = _Collect()
+    parsed.feed(page)
+    hrefs = [attrs.get("href") or "" for _, attrs in parsed.tags]
+    assert all(h.startswith("#") for h in hrefs if h), hrefs
+    assert "alert(1)" in page or "&lt;b&gt;" in page or "evil.example" in page or "ftp:" in page
+
+
 def test_page_is_self_contained(results: RunResults) -> None:
     page = render_html(build_view(results))
     parsed = _Collect()

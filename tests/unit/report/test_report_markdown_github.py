@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_samples import EVIL
+from report_samples import EVIL, hostile_results, no_live_markdown, outside_code_spans
 
 from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.github import (
@@ -78,3 +78,26 @@ def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> N
     assert annotation_lines(results, rootdir=tmp_path)[0].startswith(
         "::error file=tests/test_x.py,line=12,"
     )
+
+
+def test_reasons_and_labels_are_escaped_in_every_markdown() -> None:
+    view = build_view(hostile_results())
+    for text in (render_markdown(view), render_step_summary(view)):
+        # Code spans (ids, names) are inert; everything outside them must be escaped.
+        no_live_markdown(outside_code_spans(text))
+        assert "\\*\\*APPROVED\\*\\*" in text and "@\u200borg/team" in text
+    # The metric table's label column, too (a table row is one line: its pipes are escaped).
+    row = next(line for line in render_markdown(view).splitlines()
+               if line.startswith("| ") and "\\*\\*APPROVED" in line.split(" | ")[0])
+    assert row.count(" | ") == 5
+
+
+def test_the_report_link_is_http_and_cannot_end_early(results: RunResults) -> None:
+    def link_lines(url: str) -> list[str]:
+        run = results.run.model_copy(update={"artifact_url": url})
+        text = render_markdown(build_view(results.model_copy(update={"run": run})))
+        return [line for line in text.splitlines() if "Full HTML report" in line]
+
+    assert link_lines("javascript:alert(1)") == []
+    assert link_lines("https://o.example/a)![i](http://evil.example/p.png)") == [
+        "[Full HTML report](https://o.example/a%29!%5Bi%5D%28http://evil.example/p.png%29)"]

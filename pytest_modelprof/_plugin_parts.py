@@ -1,0 +1,243 @@
+"""The plugin's state and the hook objects it registers (wiring only, like :mod:`.plugin`).
+
+Split from :mod:`pytest_modelprof.plugin` to keep each module readable: the session and item
+state under their stash keys, the record gatherer (with stale-baseline coverage), the report
+writer, the session's cost formulas and the xdist hooks. Loads no torch at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.gate.settings import MarkerSpec, SessionSettings
+
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.stale import RunCoverage
+    from pytest_modelprof.costs.registry import CostRegistry
+    from pytest_modelprof.gate.cache import ProfileCache
+    from pytest_modelprof.gate.fixture import TestProfiles
+    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.report.session import SessionReports
+
+__all__: list[str] = []
+
+REPORT_ATTR = "modelprof_records"  # JSON string on the call-phase TestReport (xdist transport)
+JUDGED_ATTR = "modelprof_judged"  # True on the call report when the gate judged every profile
+WORKER_OUTPUT_KEY = "modelprof_collected"
+
+
+@dataclass
+class SessionState:
+    settings: SessionSettings
+    cache: ProfileCache | None = None
+    records: list[GateRecord] = field(default_factory=list)
+    coverage: RunCoverage | None = None  # what the run looked at (None: the gate is disabled)
+    stale: list[Path] = field(default_factory=list)
+    formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
+    stale_unchecked: str | None = None  # why stale detection could not prove anything
+
+
+@dataclass
+class ItemState:
+    spec: MarkerSpec | None = None
+    profiles: TestProfiles | None = None
+    records: list[GateRecord] = field(default_factory=list)
+    judged: bool = False  # the gate judged every profile (it may still have failed the test)
+
+
+SESSION_KEY = pytest.StashKey[SessionState]()
+ITEM_KEY = pytest.StashKey[ItemState]()
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def uses_gate(item: pytest.Item) -> bool:
+    if item.config.stash[SESSION_KEY].settings.disable:
+        return False
+    fixturenames = getattr(item, "fixturenames", ())
+    return item.get_closest_marker("profile") is not None or "modelprof" in fixturenames
+
+
+def session_formulas(config: pytest.Config) -> CostRegistry:
+    """The session's cost formulas: the hook ``pytest_modelprof_register_formulas`` adds to a
+    copy of the built-in ones, on first use (so a run without profiles never imports torch)."""
+    from pytest_modelprof.costs.user import session_registry
+
+    state = config.stash[SESSION_KEY]
+    if state.formulas is None:
+        state.formulas = session_registry(
+            lambda registry: config.hook.pytest_modelprof_register_formulas(
+                config=config, registry=registry
+            )
+        )
+    return state.formulas
+
+
+def error_row(
+    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+) -> GateRecord:
+    """The error row of a gated test that failed before its gate judged it."""
+    from pytest_modelprof.baseline.store import baseline_relpath
+    from pytest_modelprof.gate.record import error_record
+
+    excinfo = call.excinfo
+    if excinfo is None:  # failed without an exception (a strict xfail that passed)
+        message = report.longreprtext.strip() or "failed"
+    elif isinstance(excinfo.value, pytest.fail.Exception):
+        message = excinfo.value.msg or excinfo.exconly()  # our short failures, as printed
+    else:  # the line pytest's short summary shows; the traceback stays in the terminal
+        message = excinfo.exconly(tryshort=True).splitlines()[0]
+    state = item.stash.get(ITEM_KEY, None)
+    current = state.profiles.current if state is not None and state.profiles else None
+    marker = item.get_closest_marker("profile")  # raw: it may be the marker that failed
+    kwargs = dict(marker.kwargs) if marker else {}
+    model = marker.args[0] if marker and marker.args else kwargs.get("model")
+    name = kwargs.get("name") if isinstance(kwargs.get("name"), str) else None
+    if current is not None:
+        name, model = current.name, current.model
+    # The file this profile uses, so a test that failed early never makes it look stale.
+    try:
+        path = baseline_relpath(item.nodeid, name).as_posix()
+    except ModelprofError:
+        path = ""
+    return error_record(item.nodeid, message, name=name, model=model, baseline_path=path)
+
+
+class Gatherer:
+    """Collects records from call-phase reports; an object because the hook gets no config."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        """Remember what each module and class holds (before deselection), to spot stale
+        baselines. Directory reports are left out: with path arguments they list only the
+        matching entries, so a missing module there proves nothing."""
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is None:
+            return
+        if report.failed:
+            coverage.collect_errors += 1
+        elif report.passed and (report.nodeid.endswith(".py") or "::" in report.nodeid):
+            children = coverage.expanded.setdefault(report.nodeid, set())
+            children.update(node.nodeid for node in report.result)
+
+    @pytest.hookimpl
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.deselected += len(items)
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.selected.update(item.nodeid for item in session.items)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        state = self.config.stash[SESSION_KEY]
+        if state.coverage is not None:
+            state.coverage.ran.add(report.nodeid)
+        payload = getattr(report, REPORT_ATTR, None)  # error rows travel on setup reports too
+        if (
+            report.when == "call"
+            and state.coverage is not None
+            and (report.passed or getattr(report, JUDGED_ATTR, False))
+        ):
+            state.coverage.completed.add(report.nodeid)  # ran to the end, its gate included
+        if payload is None:
+            return
+        from pytest_modelprof.gate.record import records_from_json
+
+        for record in records_from_json(payload):
+            state.records.append(record)
+            if not is_worker(self.config):
+                self.config.hook.pytest_modelprof_record(config=self.config, record=record)
+
+
+class Reports:
+    """Registered on the controller when a report is asked for (or GitHub Actions is detected)."""
+
+    def __init__(self, collector: SessionReports) -> None:
+        self.collector = collector
+        self.notes: list[str] = []
+        self.annotations: list[str] = []
+        self.error: str | None = None
+
+    @pytest.hookimpl
+    def pytest_modelprof_record(self, record: GateRecord) -> None:
+        self.collector.add_record(record)
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, REPORT_ATTR, None) is not None:
+            path, line, _ = report.location
+            self.collector.add_location(report.nodeid, path, line)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        try:
+            self.notes, self.annotations = self.collector.finish(int(exitstatus))
+        except (ModelprofError, OSError) as exc:
+            self.error = f"modelprof: could not write the reports: {exc}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        for line in self.notes:
+            terminalreporter.write_line(line)
+        if self.error:
+            terminalreporter.write_line(self.error, red=True)
+        for line in self.annotations:  # GitHub reads workflow commands from stdout
+            terminalreporter.write_line(line)
+
+
+class Formulas:
+    """Runs each gated test, its body and its gate, with the session's cost formulas; a
+    wrapper of its own so that it encloses the gate's wrapper (``tryfirst``)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        if not uses_gate(item):
+            return (yield)
+        from pytest_modelprof.costs.user import using_registry
+
+        # Built on the first profile of the session, not here: a gated test that never
+        # profiles (a cached profile, another engine) imports no torch for it.
+        with using_registry(lambda: session_formulas(self.config)):
+            return (yield)
+
+
+class XdistHooks:
+    """Registered only when pytest-xdist is installed."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl
+    def pytest_testnodeready(self, node: Any) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        if coverage is not None:
+            coverage.workers_started += 1
+
+    @pytest.hookimpl
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        coverage = self.config.stash[SESSION_KEY].coverage
+        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        if coverage is not None and payload and error is None:
+            coverage.merge_worker_json(payload)
+            coverage.workers_reported += 1
