@@ -17,8 +17,10 @@ __all__ = [
     "has_data",
     "StorageWeakRef",
     "storage_key",
+    "dispatch_modes_below",
 ]
 
+from torch._C import _len_torch_dispatch_stack
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -71,6 +73,12 @@ def has_data(t: Any) -> bool:
     from torch._subclasses.fake_tensor import is_fake
 
     return not t.is_meta and not is_fake(t)
+
+
+def dispatch_modes_below() -> int:
+    """How many dispatch modes an op reaches next: inside a mode's ``__torch_dispatch__``,
+    the modes entered before it (``_len_torch_dispatch_stack``)."""
+    return int(_len_torch_dispatch_stack())
 
 
 # -- meta kernels that refuse what the real kernel takes (capture/tracer.py) ---------------------
