@@ -34,6 +34,8 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input-dtype", type=parse_input_dtype, metavar="DTYPE",
                    help="dtype of the input tensor: int64 (token ids, all 0) or int32, or a float "
                         "dtype; with --input-shape or --seq-len")
+    p.add_argument("--seconds", type=float, metavar="N",
+                   help="seconds of 16 kHz raw audio (hf:wav2vec2, hf:hubert ...; default 1)")
     p.add_argument("--device", type=parse_device, metavar="DEVICE",
                    help="device for real-tensor captures (cpu, cuda; with --mode real or when "
                         "auto falls back); meta forces meta tensors")
@@ -72,7 +74,13 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
     shape = args.input_shape
     dtype = args.input_dtype
-    if args.seq_len is not None:
+    if args.seconds is not None:  # the model's default audio shape, its length set
+        from pytest_modelprof.models import resolve
+
+        if shape is not None or args.seq_len is not None:
+            raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
+        shape = resolve(args.model).input_shape_for(seconds=args.seconds)
+    elif args.seq_len is not None:
         from pytest_modelprof.models import TOKEN_KINDS, resolve
 
         if shape is not None:
