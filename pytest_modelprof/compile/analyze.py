@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 import time
 import warnings
@@ -117,6 +118,31 @@ def _headline(reason: str) -> str:
     return "graph break"
 
 
+# Dynamo's reasons name its own internals ("generic_jump TensorVariable()"); these say what the
+# user's code did. Matched on the headline and the "Developer debug context"; others pass as is.
+_SKIPPED = re.compile(r"module: ([\w.]+), qualname: ([\w.<>]+)")
+_BUILTIN = re.compile(r"builtin operator `([^`]+)`")
+
+
+def plain_reason(reason: str) -> str:
+    """One line in the user's words for Dynamo's multi-line reason of one graph break."""
+    head = _headline(reason)
+    if head.startswith("generic_jump") or head.startswith("Data-dependent branching"):
+        return "data-dependent `if` on a tensor (Python branches on a tensor's value)"
+    if "marked as skipped" in head:
+        found = _SKIPPED.search(reason)
+        if found:
+            return f"call to `{found[1]}.{found[2]}`, which Dynamo skips"
+        return "call to a function Dynamo skips (a builtin or a C extension)"
+    if head.startswith("Failed to trace builtin operator"):
+        found = _BUILTIN.search(reason)
+        what = f"`{found[1]}`" if found else "a builtin"
+        return f"call to {what}, which Dynamo cannot trace"
+    if "Tensor.item()" in head:
+        return "`.item()` reads a tensor's value into Python"
+    return head
+
+
 # -- running -----------------------------------------------------------------------------------
 
 
@@ -135,6 +161,9 @@ def _quiet() -> Iterator[None]:
         with warnings.catch_warnings():
             # force_disable_caches makes Dynamo warn once that profile-guided caching is off.
             warnings.filterwarnings("ignore", message=".*force disabled by.*force_disable_caches")
+            # Dynamo repeats a skipped call's reason as a multi-line UserWarning, which
+            # pytest would list again under "warnings summary"; the break reports it once.
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"torch\._dynamo")
             yield
     finally:
         for logger, level in saved:
@@ -187,7 +216,7 @@ def _count(
         call_model(compiled, calls[0])
         ops = [sum(n.op in _OP_NODES for n in gm.graph.nodes) for gm in graphs]
         breaks = [
-            BreakReason(reason=_headline(reason), location=user_location(stack))
+            BreakReason(reason=plain_reason(reason), location=user_location(stack))
             for reason, stack in _compat.dynamo_break_events()
         ]
         frames1 = _compat.dynamo_frames_compiled()

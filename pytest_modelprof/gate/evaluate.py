@@ -64,9 +64,12 @@ def _row_lines(check: Check) -> list[str]:
     return lines
 
 
-def failure_text(head: str, rows: Sequence[Check], footer: str | None = None) -> str:
-    """The one message of a failed gate: a head line, one line per failed row, a footer."""
-    lines = [head]
+def failure_text(
+    head: str, rows: Sequence[Check], footer: str | None = None, cause: Sequence[str] = ()
+) -> str:
+    """The one message of a failed gate: a head line, what changed outside the model (the
+    inputs, the environment: ``cause``) first, one line per failed row, a footer."""
+    lines = [head, *cause]
     for row in rows:
         lines += _row_lines(row)
     if footer:
@@ -160,7 +163,8 @@ def evaluate(
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
     )
     inputs_line = _input_change(current, baseline)
-    notes = [n for n in (env_line, inputs_line and f"  {inputs_line}") if n]
+    # What changed outside the model comes first: it explains every row below it.
+    notes = [n for n in (inputs_line and f"  {inputs_line}", env_line) if n]
 
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
@@ -224,7 +228,8 @@ def evaluate(
         message = failure_text(
             f"{who} regressed against {shown} ({n} problem{'s' if n > 1 else ''}):",
             failures,
-            "\n".join([*notes, fix]),
+            fix,
+            notes,
         )
         return Outcome(record("regressed", True, failures), message, None, comparison)
 
@@ -236,7 +241,8 @@ def evaluate(
                 f"{who} improved beyond tolerance against {shown} "
                 f"(--modelprof-strict keeps baselines tight):",
                 rows,
-                "\n".join([*notes, tighten]),
+                tighten,
+                notes,
             )
             return Outcome(record("improved", True, rows), message, None, comparison)
         hint = failure_text(f"{who} improved against {shown}:", rows, tighten)

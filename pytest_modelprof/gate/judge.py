@@ -143,8 +143,11 @@ def latency_checks(
         if baseline_ms is not None
         else metric.format(current.latency_ms)
     )
+    # One pair of figures per reason: a comparison gives its own (the quantile it judged), a
+    # budget its median; the medians lead only a row that has neither.
+    said = [r.removeprefix("latency ") for r in decision.reasons]
     if decision.action in ("fail", "warn"):
-        reason = f"{figures}; " + "; ".join(decision.reasons)
+        reason = "; ".join(said)
         if decision.action == "warn" and limits.timing_strict is False:
             reason += "; timing_strict=False keeps this a warning"
         elif decision.action == "warn":
@@ -154,11 +157,11 @@ def latency_checks(
         verdict = "regressed" if decision.action == "fail" else "warning"
     elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
         verdict = "warning"
-        reason = f"{figures}; " + "; ".join(decision.notes)
+        reason = "; ".join(n.removeprefix("latency ") for n in decision.notes)
     elif comparison is not None and comparison.verdict == "improved":
-        verdict, reason = "improved", f"{figures}; {comparison.describe()}"
+        verdict, reason = "improved", comparison.describe()
     elif comparison is not None:
-        verdict, reason = "ok", f"{figures}; {comparison.describe()}"
+        verdict, reason = "ok", comparison.describe()
     else:
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
     delta = DASH

@@ -258,18 +258,25 @@ class LatencyComparison(_Frozen):
     current_ms: float = 0.0
 
     def describe(self) -> str:
-        """``"regressed: 0.412 -> 0.474 ms (q10), +15.2 % (limit +8 %), confidence 99 % ..."``."""
+        """``"regressed: 0.412 → 0.474 ms (q10), +15.2 % slower ..., confidence 99 % ..."``."""
         if self.slowdown >= 0:
             change = f"{self.slowdown * 100:+.1f} % slower"
         else:
             change = f"{-self.slowdown * 100:.1f} % faster"
         p = self.p_slower if self.slowdown >= 0 else self.p_faster
+        # How sure a change is goes with a change; "unchanged" beside "confidence 100 %" read
+        # as a contradiction, so an unchanged result gives its interval only.
+        sure = (
+            f", confidence {self.confidence * 100:.0f} % ("
+            if self.verdict in ("regressed", "improved")
+            else " ("
+        )
         return (
-            f"{self.verdict}: {self.baseline_ms:.4g} -> {self.current_ms:.4g} ms "
+            f"{self.verdict}: {self.baseline_ms:.4g} \u2192 {self.current_ms:.4g} ms "
             f"(q{self.quantile * 100:.0f}), {change} "
             f"{'calibration-normalised' if self.normalised else 'in raw ms'} "
-            f"(limit {self.tolerance * 100:+.0f} %), confidence {self.confidence * 100:.0f} % "
-            f"({self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
+            f"(limit {self.tolerance * 100:+.0f} %){sure}"
+            f"{self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
             f"{self.ci_high * 100:+.1f} %, p={p:.2g}, "
             f"{self.rounds_current} vs {self.rounds_baseline} rounds)"
         )

@@ -86,3 +86,18 @@ def test_a_growth_limit_set_to_off_sweeps_nothing() -> None:
     assert spec.limits.growth == {}
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None
+
+
+def test_a_latency_reason_gives_one_pair_of_figures_with_one_arrow() -> None:
+    # Issue 19: the medians, then the q10 pair, with two arrow styles, in one reason.
+    (row,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
+    assert row.reason.count(" ms") == 1 and row.reason.count("\u2192") == 1, row.reason
+    assert "->" not in row.reason and "(q10)" in row.reason
+    assert not row.reason.startswith("latency")  # the row's label says it: "latency: ..."
+
+
+def test_an_unchanged_latency_claims_no_confidence() -> None:
+    # Issue 19: "unchanged" beside "confidence 100 %" read as a contradiction.
+    (row,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
+    assert row.verdict == "ok" and "unchanged" in row.reason
+    assert "confidence" not in row.reason and "% CI" in row.reason

@@ -10,6 +10,8 @@ import argparse
 import inspect
 import json
 import logging
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -459,3 +461,34 @@ def test_the_gate_compiles_as_the_test_asks() -> None:
     assert recompiles(False) == 2
     assert recompiles(True) == 0
     assert recompiles("auto") == 1  # one recompile, then the batch dimension is dynamic
+
+
+class Worded(nn.Module):
+    """Three breaks a user writes: a branch on a tensor, a skipped call, a print."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc(x)
+        if x.sum() > 0:
+            x = x * 2
+        time.sleep(0)
+        print("", end="")
+        return x + 1
+
+
+def test_break_reasons_are_in_the_users_words_and_dynamo_warns_nothing() -> None:
+    # Issue 19: "generic_jump TensorVariable()", "Attempted to call function marked as skipped",
+    # and a multi-line UserWarning of Dynamo's in pytest's warnings summary.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        health = analyze_compile(Worded(), torch.randn(2, 8))
+    reasons = [br.reason for br in health.break_reasons]
+    assert len(reasons) == 3, reasons
+    assert "data-dependent `if` on a tensor" in reasons[0]
+    assert "`time.sleep`, which Dynamo skips" in reasons[1]
+    assert "`print`" in reasons[2]
+    assert not any("TensorVariable" in r or "marked as skipped" in r for r in reasons)
+    assert [str(w.message) for w in caught if "Dynamo" in str(w.message)] == []
