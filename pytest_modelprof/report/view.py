@@ -9,6 +9,7 @@ draws them. Nothing here escapes text: each renderer escapes for its own medium.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
@@ -73,6 +74,7 @@ __all__ = [
     "Section",
     "ReportView",
     "build_view",
+    "breakable",
     "headline",
 ]
 
@@ -124,6 +126,15 @@ def headline(result: ProfileResult) -> str:
         "regressed": "regressed",
         "improved": "improved",
     }[result.status]
+
+
+
+_BREAKS: Final = re.compile(r"(?<=/|:|\[|\]|,|-|_)(?=[^:\]])")
+
+
+def breakable(label: str) -> tuple[str, ...]:
+    """``label`` cut after each separator: the places a long test id may wrap."""
+    return tuple(part for part in _BREAKS.split(label) if part) or (label,)
 
 
 
@@ -217,6 +228,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         css=css,
         cells=tuple(_summary_cell(result, name) for name in columns),
         headline=headline(result),
+        label_parts=breakable(result.label),
     )
     diffs = layer_diffs(result)
     problems = _problems(result)
