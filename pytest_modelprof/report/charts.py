@@ -309,12 +309,18 @@ def timing_chart(result: ProfileResult) -> Chart | None:
     samples = [float(v) for _, t in rows for v in t["model"]["samples"]]
     if not samples:
         return Chart(title, "", num(CHART_W), "60", legend, empty="No timing rounds recorded.")
-    top_ms = max(samples) * 1.05 or 1.0
+    # The axis runs to the far fence of the rounds (q3 + 3 IQR, at least 1.25 x the median), not
+    # to the slowest round: one round of a busy machine would squeeze the rest into a corner.
+    fence = max(max(t["model"]["q3"] + 3 * (t["model"]["q3"] - t["model"]["q1"]),
+                    1.25 * t["model"]["median"]) for _, t in rows)
+    slowest = max(samples)
+    top_ms = min(slowest, fence) * 1.05 or 1.0
+    beyond = sum(1 for v in samples if v > top_ms)
     left, right, row_h, top = LABEL_W, CHART_W - 30.0, 44.0, 10.0
     axis_y = top + row_h * len(rows) + 4
 
     def x(ms: float) -> float:
-        return left + ms / top_ms * (right - left)
+        return left + min(ms, top_ms) / top_ms * (right - left)  # beyond the axis: at its end
 
     rects, lines, circles, texts = [], [], [], []
     lines.append(SvgLine(num(left), num(axis_y), num(right), num(axis_y), "axis"))
@@ -346,6 +352,9 @@ def timing_chart(result: ProfileResult) -> Chart | None:
         + (f", baseline {base_timing['normalised']:.4g}" if base_timing is not None else "")
         + change
         + ". The gate compares the normalised rounds, not these raw times."
+        + (f" {beyond} slow round{'s' if beyond > 1 else ''} beyond the axis (slowest "
+           f"{slowest:.3g} ms) {'are' if beyond > 1 else 'is'} drawn at its end."
+           if beyond else "")
     )
     height = axis_y + 22
     return Chart(title, caption, num(CHART_W), num(height), legend, tuple(rects), tuple(lines),
