@@ -28,8 +28,7 @@ def _line(marker: str) -> str:
 
 
 def _sites(profile: object) -> dict[tuple[str, str], list[str]]:
-    return {(r.module, r.op): [s.rpartition("/")[2] for s in r.sites]
-            for r in profile.op_calls}  # type: ignore[attr-defined]
+    return {(r.module, r.op): [s.rpartition("/")[2] for s in r.sites] for r in profile.op_calls}  # type: ignore[attr-defined]
 
 
 def test_each_forward_op_names_the_model_line_that_called_it() -> None:

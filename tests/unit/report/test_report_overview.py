@@ -19,8 +19,13 @@ BREAKS = [{"location": "model.py:12", "reason": "data-dependent if on a tensor"}
 
 def _compile_row(metric: str, label: str, current: float) -> CheckResult:
     return CheckResult(
-        metric=metric, label=label, kind="delta", verdict="regressed",
-        reason=f"{label}: 0 \u2192 {current:g}", current=current, baseline=0.0,
+        metric=metric,
+        label=label,
+        kind="delta",
+        verdict="regressed",
+        reason=f"{label}: 0 \u2192 {current:g}",
+        current=current,
+        baseline=0.0,
         detail={"breaks": BREAKS, "graphs": 2, "baseline_graphs": 1},
     )
 
@@ -28,9 +33,14 @@ def _compile_row(metric: str, label: str, current: float) -> CheckResult:
 def test_graph_breaks_are_one_section_per_card() -> None:
     # Both compile rows (breaks and graphs) carry the breaks in their detail.
     result = ProfileResult(
-        nodeid="t.py::test_compiles", model="net", status="regressed", failed=True,
-        checks=[_compile_row("graph_breaks", "graph breaks", 1),
-                _compile_row("graphs", "graphs", 2)],
+        nodeid="t.py::test_compiles",
+        model="net",
+        status="regressed",
+        failed=True,
+        checks=[
+            _compile_row("graph_breaks", "graph breaks", 1),
+            _compile_row("graphs", "graphs", 2),
+        ],
     )
     view = build_view(RunResults(tests=[result]))
     assert [title for title, _ in view.sections[0].details] == [
@@ -51,13 +61,20 @@ def test_one_slow_round_does_not_stretch_the_latency_axis() -> None:
     # 99 rounds near 1 ms and one at 9.65 ms (a busy machine for a moment).
     rounds = [0.95 + (i % 10) / 100 for i in range(99)] + [9.65]
     result = ProfileResult(
-        nodeid="t.py::test_timed", model="net", status="ok",
-        profile=profile("net", [layer("fc", 1000, 100)]), timing=_timing(rounds),
+        nodeid="t.py::test_timed",
+        model="net",
+        status="ok",
+        profile=profile("net", [layer("fc", 1000, 100)]),
+        timing=_timing(rounds),
     )
     view = build_view(RunResults(tests=[result]))
     chart = next(c for c in view.sections[0].charts if c.title.startswith("Latency"))
-    ticks = [float(m.group(1)) for t in chart.texts if t.css == "tick"
-             if (m := re.fullmatch(r"([\d.]+) ms", t.text))]
+    ticks = [
+        float(m.group(1))
+        for t in chart.texts
+        if t.css == "tick"
+        if (m := re.fullmatch(r"([\d.]+) ms", t.text))
+    ]
     assert max(ticks) < 3.0, ticks  # the axis fits the mass of the rounds, not the outlier
     # The median sits in the middle part of the strip, not in its first tenth.
     left, right = float(chart.lines[0].x1), float(chart.lines[0].x2)
