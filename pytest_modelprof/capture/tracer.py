@@ -27,6 +27,7 @@ from pytest_modelprof._compat import (
     own_meta_rule,
 )
 from pytest_modelprof._tensors import flat_tensors
+from pytest_modelprof.capture import metacache
 from pytest_modelprof.capture.ops import (
     OpInfo,
     formula_error,
@@ -61,15 +62,19 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        try:
-            out = func(*args, **kwargs)
-        except Exception:
-            # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
-            # _grouped_mm and float32): our own shape rule, on tensors without data only.
-            rule = own_meta_rule(func)
-            if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
-                raise
-            out = rule(*args, **kwargs)
+        key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
+        if out is None:
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
+                # _grouped_mm and float32): our own shape rule, on tensors without data only.
+                rule = own_meta_rule(func)
+                if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                    raise
+                out = rule(*args, **kwargs)
+            if key is not None:
+                metacache.remember(key, out)
         if not self.tracer._paused:
             self.tracer._record(func, args, kwargs, out)
         return out

@@ -321,6 +321,7 @@ def sweep(
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
     (or a named model's example inputs) with the swept dimensions changed.
     """
+    from pytest_modelprof.capture.run import real_copy
     from pytest_modelprof.profile import profile_model
 
     if not over:
@@ -368,9 +369,14 @@ def sweep(
         spec = resolve(model)
     run_device = torch.device(device) if device is not None else torch.device("cpu")
 
+    # Timing runs the module: a user's module is timed as a copy, so the forward cannot change it.
+    timed: nn.Module | None = None
+    if latency and isinstance(model, nn.Module):
+        timed = real_copy(model, label, "the latency sweep")
+
     def build(arch: dict[str, int], shape: tuple[int, ...] | None) -> nn.Module:
         if isinstance(model, nn.Module):
-            return model
+            return timed if timed is not None else model
         with torch.device(run_device):
             if spec is not None:
                 built: nn.Module = spec.build(input_shape=shape, **fixed, **arch)

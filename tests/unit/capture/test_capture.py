@@ -162,17 +162,24 @@ def test_compat_private_apis_smoke() -> None:
     from pytest_modelprof import _compat
 
     seen: list[str] = []
+    below: list[int] = []
 
     class Spy(_compat.TorchDispatchMode):  # type: ignore[no-untyped-call]
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             seen.append(str(func))
+            below.append(_compat.dispatch_modes_below())
             return func(*args, **(kwargs or {}))
 
     with Spy():  # type: ignore[no-untyped-call]
         torch.ones(2) + 1
     assert "aten.add.Tensor" in seen
+    assert set(below) == {0}
+    below.clear()
+    with Spy(), Spy():  # type: ignore[no-untyped-call]
+        torch.ones(2) * 2  # the inner mode sees the outer one below it; the outer sees none
+    assert below[-2:] == [1, 0]
     assert _compat.fake_fallback_errors()
     with _compat.FakeTensorMode():
         t = torch.empty(2, 3)

@@ -193,7 +193,38 @@ def test_no_compiled_state_is_left_behind_and_the_model_is_unchanged() -> None:
     assert torch.is_grad_enabled()
 
 
-def test_dynamo_state_of_the_caller_is_reset_too() -> None:
+def test_compiled_functions_of_the_process_keep_their_compiled_code() -> None:
+    # Issue 17, item 3: analyze_compile called torch.compiler.reset() before and after, which
+    # dropped every compiled function of the test process: each recompiled on its next call.
+    compiles: list[int] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: object) -> object:
+        compiles.append(1)
+        return gm.forward
+
+    def users(x: torch.Tensor) -> torch.Tensor:
+        y = torch.sin(x)
+        torch._dynamo.graph_break()  # one break record of the caller's own
+        return y + 1
+
+    compiled = torch.compile(users, backend=counting)
+    x = torch.randn(4)
+    try:
+        compiled(x)
+        assert len(compiles) == 2  # the two halves around the break
+        caller_breaks = _compat.dynamo_break_events()
+        health = analyze_compile(Branchy(), torch.randn(2, 8))
+        assert health.graphs == 2 and health.graph_breaks == 1  # the caller's break not counted
+        compiled(x)
+        assert len(compiles) == 2  # no recompilation: its compiled code was still there
+        assert _compat.dynamo_cache_entries(users.__code__) == 1
+        assert _compat.dynamo_break_events() == caller_breaks  # its records are back
+        assert _compat.dynamo_cache_entries(Branchy.forward.__code__) == 0  # ours dropped
+    finally:
+        torch.compiler.reset()
+
+
+def test_dynamo_state_of_the_caller_does_not_decide_the_counts() -> None:
     # Compiled state made before the analysis must not decide its counts.
     model = Branchy()
     with torch.no_grad():
@@ -362,6 +393,32 @@ def test_compat_dynamo_frames_compiled_smoke() -> None:
     finally:
         torch.compiler.reset()
     assert _compat.dynamo_cache_entries(g.__code__) == 0
+
+
+def test_compat_dynamo_scoped_smoke() -> None:
+    def earlier(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x - 1
+
+    def inside(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x + 1
+
+    torch.compiler.reset()
+    try:
+        torch.compile(earlier, backend="eager")(torch.ones(2))
+        breaks = _compat.dynamo_break_events()
+        assert len(breaks) == 1
+        with _compat.dynamo_scoped():
+            assert _compat.dynamo_break_events() == []  # records of its own
+            torch.compile(inside, backend="eager")(torch.ones(2))
+            assert len(_compat.dynamo_break_events()) == 1
+            assert _compat.dynamo_cache_entries(inside.__code__) == 1
+        assert _compat.dynamo_cache_entries(inside.__code__) == 0  # dropped on exit
+        assert _compat.dynamo_cache_entries(earlier.__code__) == 1  # kept
+        assert _compat.dynamo_break_events() == breaks
+    finally:
+        torch.compiler.reset()
 
 
 def test_compat_dynamo_explain_smoke() -> None:
