@@ -1,9 +1,9 @@
 """Where an op was called from: the innermost line of the model's own code above the dispatch.
 
-The tracer asks once per forward op. Walking the stack is a few frame hops; what each code object
-is (torch's, ours, the standard library's, or the model's) is decided once per code object and
-cached, and each distinct ``file:line`` is formatted once, so the per-op work is a handful of
-dictionary lookups.
+The tracer asks once per forward op. What each code object is (torch's, ours, the standard
+library's, or the model's) is decided once per code object, each distinct ``file:line`` is
+formatted once, and the depth of the model frame is remembered per layer and op, so the per-op
+work is two frame lookups and a few dictionary lookups.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import functools
 import os
 import sys
 import sysconfig
+from collections.abc import Hashable
 from pathlib import Path
 from types import CodeType, FrameType
 from typing import Final
@@ -80,28 +81,58 @@ class CallSites:
         self.locations: list[str] = []
         self._kinds: dict[CodeType, int] = {}
         self._ids: dict[tuple[CodeType, int], int] = {}
+        # key -> how deep the model frame was last time (see here()).
+        self._depths: dict[Hashable, int] = {}
 
-    def here(self) -> int:
+    def _kind(self, code: CodeType) -> int:
+        kind = self._kinds.get(code)
+        if kind is None:
+            kind = self._kinds[code] = _kind(code.co_filename)
+        return kind
+
+    def _site(self, frame: FrameType) -> int:
+        code, line = frame.f_code, frame.f_lineno
+        site = self._ids.get((code, line))
+        if site is None:
+            site = self._ids[code, line] = len(self.locations)
+            self.locations.append(_location(code.co_filename, line))
+        return site
+
+    def here(self, key: Hashable) -> int:
         """The site of the op being recorded: the innermost frame of model code between the
-        dispatch and our capture driver, or :data:`NO_SITE` when there is none."""
-        kinds = self._kinds
-        frame: FrameType | None = sys._getframe(1)
-        inside = True  # still in our own dispatch hook and tracer
-        while frame is not None:
-            code = frame.f_code
-            kind = kinds.get(code)
-            if kind is None:
-                kind = kinds[code] = _kind(code.co_filename)
+        dispatch and our capture driver, or :data:`NO_SITE` when there is none.
+
+        Called by the tracer's ``_record`` (depth 1), itself called by the dispatch hook.
+        ``key`` (the layer's type and the op) remembers how deep the model frame was: an op of
+        one kind of layer almost always comes the same way, and ``sys._getframe(depth)`` reaches
+        that frame without building the frames in between (each hop of a walk builds one: most
+        of its cost). The guess is taken when that frame is model code and the one below it is
+        not.
+        NB: a model -> torch -> model -> op path of the same layer type and op at another depth
+        would be named by its outer model line; the full walk runs whenever the guess fails.
+        """
+        depth = self._depths.get(key)
+        if depth is not None:
+            try:
+                frame = sys._getframe(depth)
+                below = sys._getframe(depth - 1).f_code
+            except ValueError:  # a shallower stack than last time
+                pass
+            else:
+                if self._kind(frame.f_code) == _MODEL and self._kind(below) != _MODEL:
+                    return self._site(frame)
+        found: FrameType | None = sys._getframe(2)  # the dispatch hook
+        depth = 2
+        inside = True  # still in our own dispatch hook
+        while found is not None:
+            kind = self._kind(found.f_code)
             if kind == _MODEL:
-                key = (code, frame.f_lineno)
-                site = self._ids.get(key)
-                if site is None:
-                    site = self._ids[key] = len(self.locations)
-                    self.locations.append(_location(code.co_filename, frame.f_lineno))
-                return site
+                self._depths[key] = depth
+                return self._site(found)
             if kind == _OURS and not inside:
                 return NO_SITE  # back in the code that called the model: torch's code only
             if kind == _LIBRARY:
                 inside = False
-            frame = frame.f_back
+            found = found.f_back
+            depth += 1
         return NO_SITE

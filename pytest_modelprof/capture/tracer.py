@@ -375,7 +375,7 @@ class Tracer:
                 input_producers=tuple(slots),
                 # Views move nothing and backward ops have no line of model code above them.
                 site=(
-                    self._sites.here()
+                    self._sites.here((self._types.get(self.current_module), func))
                     if self.phase == "forward" and not info.is_view
                     else NO_SITE
                 ),

@@ -50,3 +50,29 @@ def test_a_model_made_of_torch_modules_only_names_no_line() -> None:
     assert p.op_calls and all(r.sites == [] for r in p.op_calls)
     calls = {(r.module, r.op): r.count for r in p.op_calls}
     assert calls[("1", "aten.relu.default")] == 1
+
+
+def _helper(x: torch.Tensor) -> torch.Tensor:
+    return torch.relu(x)  # helper
+
+
+class Paths(nn.Module):
+    """One op reached at three depths: directly, through torch's functional, through a helper."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.relu(x)  # direct
+        x = nn.functional.relu(x)  # functional
+        return _helper(x)
+
+
+def test_one_op_reached_at_several_depths_names_each_line() -> None:
+    p = profile_model(Paths(), input_shape=(2, 4), mode="meta")
+    (relu,) = [r for r in p.op_calls if r.op == "aten.relu.default"]
+    lines, start = inspect.getsourcelines(Paths.forward)
+    direct, functional = (
+        f"test_sites.py:{start + next(i for i, t in enumerate(lines) if f'# {m}' in t)}"
+        for m in ("direct", "functional")
+    )
+    helper = f"test_sites.py:{inspect.getsourcelines(_helper)[1] + 1}"
+    assert relu.count == 3
+    assert [s.rpartition("/")[2] for s in relu.sites] == [direct, functional, helper]
