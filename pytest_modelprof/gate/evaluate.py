@@ -67,7 +67,13 @@ def _row_lines(check: Check) -> list[str]:
         from pytest_modelprof.baseline.ops import op_change_text
 
         lines.append("  ops whose calls changed (baseline \u2192 current):")
-        lines += [f"    {op_change_text(d)}" for d in ops]
+        for d in ops:
+            text = op_change_text(d)
+            head, at, where = text.partition(" at ")
+            # A long layer path and its lines: the lines go under it, so it fits 100 columns.
+            lines += [f"    {head}", f"      at {where}"] if at and len(text) > 96 else [
+                f"    {text}"
+            ]
         if check.detail.get("ops_more"):
             lines.append(f"    and {check.detail['ops_more']} more")
     return lines

@@ -82,3 +82,31 @@ def test_the_op_family_chart_shows_baseline_and_current() -> None:
     assert texts[1:4] == ["\u00d71 \u2192 \u00d72 calls", "131 KFLOPs (+100.0 %)", texts[3]]
     assert texts[3].endswith("(+100.0 %)")
     assert chart.caption.startswith("1 of 3 op families changed")
+
+
+def test_a_long_op_line_of_the_failure_message_fits_100_columns() -> None:
+    from pytest_modelprof.baseline.compare import Check
+    from pytest_modelprof.gate.evaluate import failure_text
+
+    change = {
+        "op": "aten::convolution",
+        "module": "features.denseblock4.denselayer16.conv2",
+        "type": "Conv2d",
+        "baseline": 1,
+        "current": 2,
+        "sites": ["torchvision/models/densenet.py:123", "torchvision/models/densenet.py:130"],
+    }
+    row = Check(
+        metric="flops",
+        label="FLOPs",
+        kind="delta",
+        verdict="regressed",
+        reason="1 \u2192 2",
+        detail={"ops": [change], "ops_more": 0},
+    )
+    text = failure_text("head", [row])
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert (
+        "    aten::convolution \u00d71 \u2192 \u00d72 in features.denseblock4.denselayer16.conv2 "
+        "(Conv2d)\n      at torchvision/models/densenet.py:123, torchvision/models/densenet.py:130"
+    ) in text
