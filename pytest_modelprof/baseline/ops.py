@@ -135,8 +135,9 @@ def explain_ops(
     baseline: BaselineDocument | None,
     sites: OpSites | None = None,
 ) -> Comparison:
-    """``comparison`` with the ops whose calls changed in the detail (``ops``, ``ops_more``) of
-    the row that explains its verdict; unchanged when a side did not record its op calls."""
+    """``comparison`` with the ops whose calls changed in the detail (``op_changes``,
+    ``op_changes_more``) of the row that explains its verdict; unchanged when a side did not
+    record its op calls. (The uncounted row's own ``ops`` detail is another list.)"""
     if baseline is None or current.op_calls is None or baseline.op_calls is None:
         return comparison
     target = _target(comparison.checks)
@@ -150,8 +151,8 @@ def explain_ops(
     row = checks[target]
     detail = {
         **row.detail,
-        "ops": [c.to_json() for c in changes[:MAX_SHOWN]],
-        "ops_more": max(len(changes) - MAX_SHOWN, 0),
+        "op_changes": [c.to_json() for c in changes[:MAX_SHOWN]],
+        "op_changes_more": max(len(changes) - MAX_SHOWN, 0),
     }
     checks[target] = replace(row, detail=detail)
     return replace(comparison, checks=tuple(checks))

@@ -62,7 +62,7 @@ def _row_lines(check: Check) -> list[str]:
             f"    {d['name']} ({d['type']}): {d['baseline']} \u2192 {d['current']} ({d['growth']})"
             for d in layers
         ]
-    ops = check.detail.get("ops") if check.detail else None
+    ops = check.detail.get("op_changes") if check.detail else None
     if ops:
         from pytest_modelprof.baseline.ops import op_change_text
 
@@ -74,8 +74,8 @@ def _row_lines(check: Check) -> list[str]:
             lines += [f"    {head}", f"      at {where}"] if at and len(text) > 96 else [
                 f"    {text}"
             ]
-        if check.detail.get("ops_more"):
-            lines.append(f"    and {check.detail['ops_more']} more")
+        if check.detail.get("op_changes_more"):
+            lines.append(f"    and {check.detail['op_changes_more']} more")
     return lines
 
 

@@ -293,10 +293,10 @@ def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
         new_ops = c.detail.get("new")
         if c.kind == "uncounted" and new_ops:
             out.append(("Newly uncounted ops", tuple(str(op) for op in new_ops)))
-        ops = c.detail.get("ops")
+        ops = c.detail.get("op_changes")
         if ops and isinstance(ops, list):  # a results file is anyone's: take dicts only
             lines = tuple(op_change_text(d) for d in ops[:MAX_DETAIL_LINES] if isinstance(d, dict))
-            more = c.detail.get("ops_more")
+            more = c.detail.get("op_changes_more")
             if isinstance(more, int) and more > 0:
                 lines += (f"and {more} more",)
             out.append(("Ops whose calls changed (baseline \u2192 current)", lines))

@@ -48,9 +48,9 @@ def test_the_added_op_is_named_with_its_layer_and_line() -> None:
     results = _compared()
     (result,) = results.tests
     assert result.status == "regressed"
-    explained = [c for c in result.checks if c.detail.get("ops")]
+    explained = [c for c in result.checks if c.detail.get("op_changes")]
     assert len(explained) == 1 and explained[0].failed  # said once, on a failed row
-    (change,) = explained[0].detail["ops"]
+    (change,) = explained[0].detail["op_changes"]
     assert change["op"] == "aten::relu" and (change["baseline"], change["current"]) == (1, 2)
     assert change["module"] == "(model)" and change["type"] == "SmallCNN"
     added = f"{__name__.rpartition('.')[2]}.py:{_line('the added op')}"
@@ -102,7 +102,7 @@ def test_a_long_op_line_of_the_failure_message_fits_100_columns() -> None:
         kind="delta",
         verdict="regressed",
         reason="1 \u2192 2",
-        detail={"ops": [change], "ops_more": 0},
+        detail={"op_changes": [change], "op_changes_more": 0},
     )
     text = failure_text("head", [row])
     assert max(len(line) for line in text.splitlines()) <= 100, text
