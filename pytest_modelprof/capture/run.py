@@ -49,6 +49,7 @@ from pytest_modelprof.capture.tracer import Tracer
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
 from pytest_modelprof.models._meta import AllocationLimitExceeded, allocation_budget
+from pytest_modelprof.models._spec import BUILD_NOTE
 from pytest_modelprof.schema import CaptureMode
 
 __all__ = ["Request", "Captured", "CaptureFailed", "run_once", "make_inputs", "build_real",
@@ -145,8 +146,11 @@ def _source(request: Request, mode: CaptureMode) -> tuple[nn.Module, list[str]]:
         return subject.module, []
     if mode == "real":
         module = build_real(request, request.device)
-        return (module.to(request.dtype) if request.dtype is not None else module), []
-    module, note = _build_meta(request)
+        note: list[str] = []
+    else:
+        module, note = _build_meta(request)
+    built = getattr(module, BUILD_NOTE, None)  # which of several classes a name built
+    note = [*note, built] if isinstance(built, str) else note
     return (module.to(request.dtype) if request.dtype is not None else module), note
 
 

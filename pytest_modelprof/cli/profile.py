@@ -31,6 +31,8 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
     p.add_argument("--seq-len", type=int, metavar="N",
                    help="tokens per sequence of a text model (hf:gpt2 ...; default 128)")
+    p.add_argument("--seconds", type=float, metavar="N",
+                   help="seconds of 16 kHz raw audio (hf:wav2vec2, hf:hubert ...; default 1)")
     p.add_argument("--device", type=parse_device, metavar="DEVICE",
                    help="device for real-tensor captures (cpu, cuda; with --mode real or when "
                         "auto falls back); meta forces meta tensors")
@@ -70,13 +72,15 @@ def _run_profile(args: argparse.Namespace) -> int:
 
     arch = dict(args.arch)
     input_shape = args.input_shape
-    if args.seq_len is not None:  # the model's default shape with (batch, seq_len)'s dim 1 set
+    if args.seq_len is not None or args.seconds is not None:  # the default shape, dim 1 set
         from pytest_modelprof.errors import ModelprofError
         from pytest_modelprof.models import resolve
 
-        if input_shape is not None:
-            raise ModelprofError("give --seq-len or --input-shape, not both")
-        input_shape = resolve(args.model).input_shape_for(seq_len=args.seq_len)
+        if input_shape is not None or (args.seq_len is not None and args.seconds is not None):
+            raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
+        input_shape = resolve(args.model).input_shape_for(
+            seq_len=args.seq_len, seconds=args.seconds
+        )
     profile = profile_model(
         args.model,
         input_shape=input_shape,

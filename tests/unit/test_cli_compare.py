@@ -78,8 +78,9 @@ def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_compare_fails_what_the_gate_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # whole rows: this test reads verdicts, not widths
     from pytest_modelprof.schema import CaptureInfo, UncountedOp
 
     # The same costs, but the forward now needs real data and calls an op without a formula.

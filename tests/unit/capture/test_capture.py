@@ -284,3 +284,21 @@ def test_outputs_inside_dicts_are_model_outputs() -> None:
     assert cap.output_ops == (add.index, mul.index)
     # Both outputs (64 B each) stay live to the end: peak 128 B.
     assert p.peak_activation_bytes == 128
+
+
+class _ToNumpy(nn.Module):
+    """Copies data to the host with ``.numpy()`` and sizes its output by it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        repeats = int(x.abs().sum().detach().cpu().numpy()) % 3 + 1
+        return self.fc(x).repeat(repeats, 1)
+
+
+def test_numpy_in_forward_is_a_host_sync_like_item_and_falls_back_to_real() -> None:
+    p = profile_model(_ToNumpy(), input_shape=(2, 8))
+    assert p.capture.mode == "real"
+    assert p.total_macs > 0
