@@ -311,6 +311,7 @@ def _to_profile(
         num_ops=sum(1 for op in capture.ops if not op.is_view),
         op_breakdown=rollup.family_breakdown(capture.ops),
         layers=rollup.layer_rows(capture, machine),
+        op_calls=rollup.op_calls(capture),
         uncounted_ops=rollup.uncounted(capture.ops),
         uncalled_modules=capture.uncalled_modules,
         partition=partition(capture, machine).summary(),

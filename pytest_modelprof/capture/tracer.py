@@ -39,6 +39,7 @@ from pytest_modelprof.capture.ops import (
 )
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.capture.recurrent import RecurrentOnMeta
+from pytest_modelprof.capture.sites import NO_SITE, CallSites
 from pytest_modelprof.costs.registry import ZERO, CostRegistry, OpCost
 
 __all__ = ["Tracer", "tensor_meta"]
@@ -95,6 +96,9 @@ class Tracer:
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
         self._paused = False  # ops the tracer itself runs are not the model's
         self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
+        # The line of model code that called each forward op, so a report can name it.
+        self._sites = CallSites()
+        self.capture.sites = self._sites.locations
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -369,6 +373,12 @@ class Tracer:
                 params=tuple(params),
                 is_view=info.is_view,
                 input_producers=tuple(slots),
+                # Views move nothing and backward ops have no line of model code above them.
+                site=(
+                    self._sites.here((self._types.get(self.current_module), func))
+                    if self.phase == "forward" and not info.is_view
+                    else NO_SITE
+                ),
             )
         )
         if reads_input:

@@ -52,7 +52,8 @@ def _display(path: Path, rootdir: Path) -> str:
 
 
 def _row_lines(check: Check) -> list[str]:
-    """A failed row and, for the kinds that have one, its detail (layers that grew)."""
+    """A failed row and, for the kinds that have one, its detail (layers that grew, ops whose
+    calls changed)."""
     lines = ["  " + check.describe()]
     layers = check.detail.get("layers") if check.detail else None
     if layers:
@@ -61,6 +62,20 @@ def _row_lines(check: Check) -> list[str]:
             f"    {d['name']} ({d['type']}): {d['baseline']} \u2192 {d['current']} ({d['growth']})"
             for d in layers
         ]
+    ops = check.detail.get("op_changes") if check.detail else None
+    if ops:
+        from pytest_modelprof.baseline.ops import op_change_text
+
+        lines.append("  ops whose calls changed (baseline \u2192 current):")
+        for d in ops:
+            text = op_change_text(d)
+            head, at, where = text.partition(" at ")
+            # A long layer path and its lines: the lines go under it, so it fits 100 columns.
+            lines += [f"    {head}", f"      at {where}"] if at and len(text) > 96 else [
+                f"    {text}"
+            ]
+        if check.detail.get("op_changes_more"):
+            lines.append(f"    and {check.detail['op_changes_more']} more")
     return lines
 
 
@@ -156,7 +171,11 @@ def evaluate(
     except BaselineError as exc:
         load_error = str(exc)
 
-    evidence = Evidence(current, timing=timing, sweep=sweep, fvcore=fvcore)
+    from pytest_modelprof.baseline.ops import op_sites
+
+    evidence = Evidence(
+        current, timing=timing, sweep=sweep, fvcore=fvcore, op_sites=op_sites(profile.op_calls)
+    )
     comparison = judge(evidence, baseline, limits, env_strict=session.env_strict)
     env = list(comparison.environment)
     env_line = (

@@ -58,6 +58,8 @@ class Evidence:
     timing: Mapping[str, Any] | None = None  # runtime.NormalisedTiming as JSON
     sweep: Mapping[str, Any] | None = None  # runtime.sweep.SweepResult as JSON
     fvcore: FvcoreEvidence | None = None
+    # Layer -> op -> the lines of model code that called it now (baseline.ops.op_sites).
+    op_sites: Mapping[str, Mapping[str, Sequence[str]]] | None = None
 
 
 def _format_count(value: float, unit: str) -> str:
@@ -460,9 +462,10 @@ def judge(
         ),
         *capture_check(evidence.document, baseline),
     ]
+    from pytest_modelprof.baseline.ops import explain_ops
     from pytest_modelprof.compile.gate import explain_compile_rows
 
     comparison = explain_compile_rows(
         comparison, evidence.document, baseline, timing_strict=limits.timing_strict is True
     )
-    return comparison.plus(extra)
+    return explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)
