@@ -94,7 +94,9 @@ def _run_compare(args: argparse.Namespace) -> int:
     width = max(60, shutil.get_terminal_size((100, 24)).columns)
     out(render_diff(build_view(results, title="modelprof compare"), top=args.top, width=width))
     write_reports(results, args)
-    return EXIT_FAILED if any(t.status == "regressed" for t in results.tests) else EXIT_OK
+    # An error row (a test of the new run that failed before its gate judged it) is red too.
+    red = any(t.failed or t.status in ("regressed", "error") for t in results.tests)
+    return EXIT_FAILED if red else EXIT_OK
 
 
 

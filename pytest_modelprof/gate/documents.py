@@ -152,7 +152,8 @@ def compare_documents(
         tests: list[ProfileResult] = []
         for t in new.tests:
             prev = before.pop(t.label, None)
-            if t.profile is None:
+            if t.profile is None:  # an error row (the test failed before its gate judged it):
+                tests.append(t)  # nothing to compare, and the run it stands for was red
                 continue
             tests.append(
                 compare_profiles(

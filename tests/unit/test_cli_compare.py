@@ -145,3 +145,25 @@ def test_a_latency_limit_is_judged_from_stored_rounds_or_refused(
     assert main(["compare", fast, slow, "--limit", "max_latency_delta=10%", *strict]) == 1
     assert "latency: regressed: 1.001 \u2192 2.002 ms (q10)" in capsys.readouterr().out
     assert main(["compare", slow, fast, "--limit", "max_latency_delta=10%", *strict]) == 0
+
+
+def test_an_error_row_of_the_new_run_fails_the_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A results file whose test failed before its gate judged it (a marker typo) holds an error
+    # row without a profile: compare must not drop it and call the red run green.
+    from pytest_modelprof.gate.record import error_record
+    from pytest_modelprof.gate.results import RunInfo, results_from_records
+
+    message = "marker on t.py::test_typo: unknown argument max_flop_delta"
+    old = make_results()
+    new = results_from_records(
+        [error_record("t.py::test_typo", message)], {}, RunInfo()
+    )
+    (tmp_path / "old.json").write_text(old.to_json())
+    (tmp_path / "new.json").write_text(new.to_json())
+    code = main(["compare", str(tmp_path / "old.json"), str(tmp_path / "new.json")])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "1 error" in out.splitlines()[0]
+    assert "unknown argument max_flop_delta" in out
