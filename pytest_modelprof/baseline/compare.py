@@ -263,9 +263,11 @@ def environment_changes(
     """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
     baseline was recorded (versions, dtype).
 
-    Capture mode and device are left out: they follow from the model (a data-dependent branch
-    turns meta into real, and with it device meta into cpu), so a change of them is the model's
-    change, judged by the capture row, never a reason to let a count off as a kernel difference.
+    Capture mode is left out: it follows from the model (a data-dependent branch turns meta
+    into real, and with it device meta into cpu), so that change is the model's, judged by the
+    capture row, never a reason to let a count off as a kernel difference. A device change is
+    the environment's only where the capture mode held and both ran on a real device (cpu ->
+    cuda: other kernels).
     """
     if baseline is None:
         return ()
@@ -280,6 +282,13 @@ def environment_changes(
         old, new = getattr(before, field_name, None), getattr(after, field_name, None)
         if old is not None and new is not None and old != new:
             out.append(f"{label} {old} \u2192 {new}")
+    if (
+        before.capture_mode == after.capture_mode
+        and before.device not in (None, "meta")
+        and after.device not in (None, "meta")
+        and before.device != after.device
+    ):
+        out.append(f"device {before.device} \u2192 {after.device}")
     return tuple(out)
 
 

@@ -71,3 +71,22 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
     # Over the budget updating cannot help: that fails in update mode too.
     over = run(60.0, update=True)
     assert over is not None and "cannot fix" in over and "over the budget of 50 ms" in over
+
+
+def test_a_device_change_is_the_environment_only_between_real_devices(
+    make_profile: MakeProfile,
+) -> None:
+    from pytest_modelprof.baseline.compare import environment_changes
+
+    base = _doc(make_profile())
+
+    def run_on(device: str, mode: str) -> BaselineDocument:
+        env = base.environment.model_copy(update={"device": device, "capture_mode": mode})
+        return base.model_copy(update={"environment": env})
+
+    # meta -> cpu because the model now needs real data: the model's change, not the runner's.
+    assert environment_changes(run_on("cpu", "real"), run_on("meta", "meta")) == ()
+    # The same real capture on another device runs other kernels: that is the environment.
+    assert environment_changes(run_on("cuda", "real"), run_on("cpu", "real")) == (
+        "device cpu \u2192 cuda",
+    )
