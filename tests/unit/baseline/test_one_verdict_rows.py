@@ -90,3 +90,26 @@ def test_a_device_change_is_the_environment_only_between_real_devices(
     assert environment_changes(run_on("cuda", "real"), run_on("cpu", "real")) == (
         "device cpu \u2192 cuda",
     )
+
+
+def test_a_budget_the_fast_rounds_do_not_confirm_does_not_block_an_update(
+    tmp_path: Path, make_profile: MakeProfile
+) -> None:
+    profile = make_profile()
+    limits = Limits().with_values({"max_latency_delta": "10%", "max_latency_ms": "1.5"}, "marker")
+
+    def run(rounds: list[float], *, update: bool) -> str | None:
+        timing = NormalisedTiming.from_samples(rounds, [0.5] * len(rounds))
+        session = SessionSettings(baseline_dir=tmp_path / "baselines", update=update)
+        return evaluate(
+            profile, nodeid="t.py::test_t", name=None, limits=limits, session=session,
+            rootdir=tmp_path, timing=timing.model_dump(mode="json"),
+        ).failure
+
+    assert run([1.0 + i / 1000 for i in range(40)], update=True) is None
+    # 1.3 .. 3.0 ms: the median (2.15 ms) is over the 1.5 ms budget, its fast rounds (about
+    # 1.45 ms) are not (an undecided budget, a warning); the relative slowdown (+45 % on the fast
+    # rounds) is decisive, and updating the baseline is what fixes it.
+    spread = [1.3 + 1.7 * i / 39 for i in range(40)]
+    assert run(spread, update=False) is not None
+    assert run(spread, update=True) is None
