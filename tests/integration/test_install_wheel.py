@@ -1,6 +1,7 @@
-"""Adoption as the README writes it: a user's project, outside this repository, installs
-pytest-modelprof from a built wheel (the README's direct reference, offline) and gates a real
-model with it: ``--modelprof-update-baselines`` writes the baseline, the next run passes."""
+"""Adoption as the README writes it: a user's project, outside this repository, names
+pytest-modelprof by a direct reference in its test extra (to a built wheel, offline), installs
+itself with ``pip install -e ".[test]"`` and gates a real model with it:
+``--modelprof-update-baselines`` writes the baseline, the next run passes."""
 
 from __future__ import annotations
 
@@ -14,12 +15,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 PYPROJECT = """\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
 [project]
 name = "scratch"
 version = "0"
 
 [project.optional-dependencies]
 test = [{requirement!r}]
+
+[tool.setuptools]
+py-modules = []
 
 [tool.pytest.ini_options]
 addopts = ["--strict-markers", "-p", "no:cacheprovider"]
@@ -74,18 +82,18 @@ def test_a_project_outside_this_repository_gates_with_the_wheel(tmp_path: Path) 
                     str(REPO)], check=True, timeout=300)
     (wheel,) = wheels.glob("pytest_modelprof-*.whl")
 
-    # A fresh environment holding the wheel alone; pip never looks at this suite's venv.
+    # A fresh environment; its dependencies (torch, torchvision, pytest, pydantic, jinja2) come
+    # from this venv, read only, through a .pth after its own site-packages, so what the
+    # project's install puts there wins. pip never writes to this suite's venv.
     env_dir = tmp_path / "env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True,
                    timeout=120)
     python = env_dir / "bin" / "python"
-    subprocess.run([*pip, "--python", str(python), "install", "--no-deps", "--no-index",
-                    "--ignore-installed", "--no-compile", str(wheel)], check=True, timeout=300)
-    # Its dependencies (torch, torchvision, pytest, pydantic, jinja2) come from this venv, read
-    # only: a .pth after the wheel's own site-packages, so the wheel's package wins.
     (own,) = env_dir.glob("lib/python*/site-packages")
     (own / "zz_test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
+    # The user's project names pytest-modelprof as the README does, by a direct reference (here
+    # to the wheel file, offline), and installs itself as the README's workflows do.
     project = tmp_path / "scratch"
     (project / "tests").mkdir(parents=True)
     assert not project.resolve().is_relative_to(REPO)
@@ -95,6 +103,9 @@ def test_a_project_outside_this_repository_gates_with_the_wheel(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("GITHUB_", "PYTEST_"))}
     env["PATH"] = os.pathsep.join([str(env_dir / "bin"), "/usr/bin", "/bin"])
+    subprocess.run([*pip, "--python", str(python), "install", "--no-index",
+                    "--no-build-isolation", "--no-compile", "-e", ".[test]"], cwd=project,
+                   env=env, check=True, timeout=300)
 
     where = _run([str(python), "-c", "import pytest_modelprof; print(pytest_modelprof.__file__)"],
                  project, env)
