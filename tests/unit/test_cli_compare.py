@@ -21,7 +21,10 @@ def files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_compare_two_profiles(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_two_profiles(
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # whole rows: widths have tests of their own
     code = main(["compare", str(files / "old.json"), str(files / "new.json"),
                  "--html", str(files / "d.html"), "--markdown", str(files / "d.md"),
                  "--json", str(files / "d.json")])

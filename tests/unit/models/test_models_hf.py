@@ -209,7 +209,8 @@ def test_cli_profile_by_name_with_seq_len(capsys: pytest.CaptureFixture[str]) ->
     # The GPT-2 closed form above at T = 256: 12*12*768^2*T + 12*2*T^2*768 + T*768*50257.
     assert document["total_macs"] == 21_743_271_936 + 1_207_959_552 + 9_880_928_256
     assert main(["profile", "resnet18", "--seq-len", "256"]) == 2
-    assert "text models only" in capsys.readouterr().err
+    err = capsys.readouterr().err  # in the CLI's words: what to give instead
+    assert "not token ids" in err and "give --input-shape instead" in err
 
 
 def test_nothing_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
