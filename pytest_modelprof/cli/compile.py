@@ -50,7 +50,8 @@ def _run_compile(args: argparse.Namespace) -> int:
     batches: list[int] = list(args.batch or [])
     if batches:
         if shape is None:
-            default = resolve(args.model).default_input_shape
+            spec = resolve(args.model)
+            default = spec.default_shape_for(spec.probe())  # the model's own, as it builds
             shape = tuple(default) if default is not None else None
         if shape is not None:
             shape = (batches[0], *shape[1:])

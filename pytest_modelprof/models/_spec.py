@@ -140,11 +140,7 @@ class ModelSpec:
         """
         import torch
 
-        built = (
-            self.built_inputs(module)
-            if module is not None and self.built_inputs is not None
-            else BuiltInputs()
-        )
+        built = self._built(module)
         if input_shape is None and built.default_shape is not None:
             input_shape = built.default_shape
         shape = self._shape(input_shape, required=True)
@@ -159,20 +155,43 @@ class ModelSpec:
             text_len=built.text_len or TEXT_LEN,
         )
 
+    def probe(self, **arch_kwargs: Any) -> nn.Module | None:
+        """The model ``arch_kwargs`` build, on meta, where its inputs depend on it; else ``None``.
+
+        Only specs with ``built_inputs`` (Hugging Face configs) read their inputs from the
+        module; for the others, and a builder that fails on meta, the registry default holds.
+        """
+        if self.built_inputs is None:
+            return None
+        import torch
+
+        try:
+            with torch.device("meta"):
+                return self.build(**arch_kwargs)
+        except Exception:  # the real build reports it, with its own context
+            return None
+
+    def default_shape_for(self, module: nn.Module | None = None) -> Shape | None:
+        """The default input shape of ``module`` as built (its own config), else the spec's."""
+        return self._built(module).default_shape or self.default_input_shape
+
     def input_shape_for(
         self,
         *,
         batch: int | None = None,
         seq_len: int | None = None,
         seconds: float | None = None,
+        module: nn.Module | None = None,
     ) -> Shape | None:
         """The default input shape with its batch, sequence length or audio length replaced.
 
         ``seq_len`` applies to text models only (input kinds with ``(batch, seq_len)`` shapes),
         ``seconds`` to raw-audio models (``input_values``: ``seconds * SAMPLE_RATE`` samples);
         this is what ``--seq-len``, ``--seconds`` and ``--batch`` mean for a named model.
+        ``module``: the model as built (or :meth:`probe`), whose default shape is resized, so
+        what ``--arch`` changed (image size, channels, positions) is kept.
         """
-        shape = self.default_input_shape
+        shape = self.default_shape_for(module)
         if seconds is not None:
             if self.input_kind != "input_values":
                 raise ModelInputError(
@@ -207,6 +226,11 @@ class ModelSpec:
         if seq_len is not None:
             out[1] = seq_len
         return tuple(out)
+
+    def _built(self, module: nn.Module | None) -> BuiltInputs:
+        if module is None or self.built_inputs is None:
+            return BuiltInputs()
+        return self.built_inputs(module)
 
     def _shape(self, input_shape: Shape | None, *, required: bool) -> Shape | None:
         if input_shape is None:

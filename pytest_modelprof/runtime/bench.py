@@ -461,7 +461,8 @@ def bench(
     spec = resolve(model)
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if batch is not None:
-        base = shape if shape is not None else spec.default_input_shape
+        # Without a shape, the model's own as --arch built it (image size, positions, ...).
+        base = shape if shape is not None else spec.default_shape_for(spec.probe(**arch_kwargs))
         if base is None:
             raise ValueError(f"{model}: no default input shape to set the batch of; give "
                              "input_shape")

@@ -430,6 +430,16 @@ def sweep(
                 built = model(**fixed, **arch)
         return built.to(dtype) if dtype is not None else built
 
+    probes: dict[tuple[tuple[str, int], ...], nn.Module | None] = {}
+
+    def probe(arch: dict[str, int]) -> nn.Module | None:
+        # The inputs follow the model as built (--arch image_size=64), read from a meta build.
+        assert spec is not None
+        key = tuple(sorted(arch.items()))
+        if key not in probes:
+            probes[key] = spec.probe(**fixed, **arch)
+        return probes[key]
+
     def inputs_at(point: dict[str, int]) -> Inputs:
         if make_inputs is not None:
             return as_inputs(make_inputs(**point))
@@ -438,7 +448,10 @@ def sweep(
             template = as_inputs(inputs)
         elif spec is not None:  # the registry knows the input kinds (token ids, images, ...)
             shape = tuple(input_shape) if input_shape is not None else None
-            template = spec.example_inputs(shape, device=run_device, dtype=dtype)
+            arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
+            template = spec.example_inputs(
+                shape, device=run_device, dtype=dtype, module=probe(arch)
+            )
         elif input_shape is not None:
             template = (torch.randn(tuple(input_shape), dtype=dtype, device=run_device),), {}
         else:
