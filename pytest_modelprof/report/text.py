@@ -59,10 +59,11 @@ def _metric_table(rows: Sequence[Sequence[str]], width: int) -> list[str]:
     keep = list(range(len(headers)))
     body = [list(r) for r in rows]
     left_out = []
-    if _table_width([headers, *body], keep) > width:
+    # A long limit ("no new op, no more calls or bytes") is abbreviated to 12 columns first.
+    if _table_width([headers, *body], keep, {4: 12}) > width:
         keep.remove(4)
         left_out.append("limits")
-    if _table_width([headers, *body], keep) > width:
+    if _table_width([headers, *body], keep, {4: 12}) > width:
         for r in body:
             r[3] = _PERCENT.sub("", r[3])
         left_out.append("percentages")
@@ -70,8 +71,9 @@ def _metric_table(rows: Sequence[Sequence[str]], width: int) -> list[str]:
         [headers[i] for i in keep],
         [[r[i] for i in keep] for r in body],
         align=[aligns[i] for i in keep],
-        # Only a metric's name gives way, and only so far ("peak memory" stays readable).
-        flex=((0, 12),),
+        # Only a limit and a metric's name give way, and only so far ("peak memory" stays
+        # readable); render_table's flex columns are positions among the kept ones.
+        flex=((4, 12), (0, 12)) if 4 in keep else ((0, 12),),
         width=width,
     )
     if left_out:  # said, so a missing column is not mistaken for a missing limit
@@ -84,6 +86,10 @@ _UNIT_GAP = re.compile(r"(\d) (?=[A-Za-z%])")
 _PERCENT = re.compile(r" \([^()]*%\)$")
 
 
-def _table_width(rows: Sequence[Sequence[str]], keep: Sequence[int]) -> int:
-    """Columns the table takes with the kept columns at full width (indent and gaps too)."""
-    return 2 + sum(max(len(r[i]) for r in rows) for i in keep) + 2 * (len(keep) - 1)
+def _table_width(
+    rows: Sequence[Sequence[str]], keep: Sequence[int], caps: dict[int, int] | None = None
+) -> int:
+    """Columns the table takes with the kept columns at full width or their cap (indent, gaps)."""
+    caps = caps or {}
+    cells = sum(min(max(len(r[i]) for r in rows), caps.get(i, 1 << 30)) for i in keep)
+    return 2 + cells + 2 * (len(keep) - 1)

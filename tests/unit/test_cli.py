@@ -363,3 +363,14 @@ def test_a_users_token_model_profiles_from_the_cli(
     assert main(["profile", "resnet18", "--seq-len", "64"]) != 0
     err = capsys.readouterr().err
     assert "first input is token ids" in err and "input_shape=(" not in err
+
+
+@pytest.mark.parametrize("argv", [["--seconds", "1"], ["--seconds", "0"]])
+def test_seconds_on_a_model_that_takes_no_audio_answers_in_cli_words(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    # Issue 19: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))".
+    assert main(["profile", "resnet18", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "--seconds" in err and "--input-shape" in err, err
+    assert "input_shape=" not in err and "resnet18" in err
