@@ -365,12 +365,20 @@ def test_a_users_token_model_profiles_from_the_cli(
     assert "first input is token ids" in err and "input_shape=(" not in err
 
 
-@pytest.mark.parametrize("argv", [["--seconds", "1"], ["--seconds", "0"]])
-def test_seconds_on_a_model_that_takes_no_audio_answers_in_cli_words(
-    capsys: pytest.CaptureFixture[str], argv: list[str]
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["resnet18", "--seconds", "1"], ("resnet18", "--seconds", "--input-shape")),
+        (["resnet18", "--seconds", "0"], ("--seconds must be positive",)),
+        (["resnet18", "--seq-len", "0"], ("--seq-len must be a positive",)),
+    ],
+)
+def test_input_options_a_model_cannot_take_are_answered_in_cli_words(
+    capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
 ) -> None:
-    # Issue 19: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))".
-    assert main(["profile", "resnet18", *argv]) == 2
+    # Issue 19: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))";
+    # a CLI user gets the options' names, not input_shape_for's arguments.
+    assert main(["profile", *argv]) == 2
     err = capsys.readouterr().err
-    assert "--seconds" in err and "--input-shape" in err, err
-    assert "input_shape=" not in err and "resnet18" in err
+    assert all(w in err for w in words), err
+    assert "input_shape=" not in err and "seq_len" not in err
