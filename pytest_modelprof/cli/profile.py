@@ -68,6 +68,13 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
 
 
 
+def _of_shape(spec: Any) -> str:
+    """`` of shape 1x3x224x224`` when the model has a default input shape."""
+    shape = spec.default_input_shape
+    return f" of shape {'x'.join(map(str, shape))}" if shape else ""
+
+
+
 def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     """``(input_shape, inputs)`` from --input-shape, --seq-len and --input-dtype."""
     from pytest_modelprof.errors import ModelprofError
@@ -75,16 +82,30 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     shape = args.input_shape
     dtype = args.input_dtype
     if args.seconds is not None:  # the model's default audio shape, its length set
-        from pytest_modelprof.models import resolve
+        from pytest_modelprof.models import TOKEN_KINDS, resolve
 
         if shape is not None or args.seq_len is not None:
             raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
-        shape = resolve(args.model).input_shape_for(seconds=args.seconds)
+        # Checked here so the answer names the options, not input_shape_for's arguments.
+        if not args.seconds > 0:  # nan too
+            raise ModelprofError(f"--seconds must be positive, got {args.seconds:g}")
+        spec = resolve(args.model)
+        if spec.input_kind != "input_values":
+            raise ModelprofError(
+                f"{args.model} takes {spec.input_kind} inputs{_of_shape(spec)}, not raw audio: "
+                "--seconds applies to raw-audio models (hf:wav2vec2, hf:hubert ...); give "
+                + ("--seq-len or " if spec.input_kind in TOKEN_KINDS else "")
+                + "--input-shape instead"
+            )
+        shape = spec.input_shape_for(seconds=args.seconds)
     elif args.seq_len is not None:
         from pytest_modelprof.models import TOKEN_KINDS, resolve
 
         if shape is not None:
             raise ModelprofError("give --seq-len or --input-shape, not both")
+        if args.seq_len <= 0:
+            raise ModelprofError(f"--seq-len must be a positive number of tokens, got "
+                                 f"{args.seq_len}")
         spec = resolve(args.model)
         if spec.input_kind in TOKEN_KINDS:  # the model's own (batch, seq_len), seq_len set
             shape = spec.input_shape_for(seq_len=args.seq_len)

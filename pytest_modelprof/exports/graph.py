@@ -380,8 +380,10 @@ def to_text(graph: GraphExport) -> str:
         ms = (f"{n.forward_ms:>10.4f}  " if n.forward_ms is not None else f"{'-':>10}  "
               ) if timed else ""
         name, kind = abbreviate(n.name, width), abbreviate(n.type, type_width)
-        lines.append(f"{n.id:>6}  {name:<{width}}  {kind:<{type_width}}  {n.params:>10}  "
-                     f"{n.flops:>14}  {ms}{_shape(n.output_shape)}")
+        # Figures with units, as the rest of the text output prints them (the JSON keeps ints).
+        params, flops = format_count(n.params), format_count(n.flops, "FLOPs")
+        lines.append(f"{n.id:>6}  {name:<{width}}  {kind:<{type_width}}  {params:>10}  "
+                     f"{flops:>14}  {ms}{_shape(n.output_shape)}")
     lines += ["", "[edges]"]
     names = {n.id: n.name for n in graph.nodes}
     for e in graph.edges:

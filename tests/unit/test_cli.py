@@ -363,3 +363,22 @@ def test_a_users_token_model_profiles_from_the_cli(
     assert main(["profile", "resnet18", "--seq-len", "64"]) != 0
     err = capsys.readouterr().err
     assert "first input is token ids" in err and "input_shape=(" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["resnet18", "--seconds", "1"], ("resnet18", "--seconds", "--input-shape")),
+        (["resnet18", "--seconds", "0"], ("--seconds must be positive",)),
+        (["resnet18", "--seq-len", "0"], ("--seq-len must be a positive",)),
+    ],
+)
+def test_input_options_a_model_cannot_take_are_answered_in_cli_words(
+    capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
+) -> None:
+    # Issue 19: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))";
+    # a CLI user gets the options' names, not input_shape_for's arguments.
+    assert main(["profile", *argv]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+    assert "input_shape=" not in err and "seq_len" not in err

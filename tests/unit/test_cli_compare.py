@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_modelprof.cli import main
+from pytest_modelprof.schema import UncountedOp
 
 sys.path.insert(0, str(Path(__file__).parent / "report"))
 from report_samples import AFTER, BEFORE, make_results  # noqa: E402
@@ -170,3 +172,36 @@ def test_an_error_row_of_the_new_run_fails_the_compare(
     assert code == 1, out
     assert "1 error" in out.splitlines()[0]
     assert "unknown argument max_flop_delta" in out
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_compare_and_report_fit_the_terminal(
+    files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    columns: int,
+) -> None:
+    # Issue 19: at COLUMNS=100 a note line took 103 columns; at 80 the delta column was cut
+    # mid-number ("+…0 %") and four lines overflowed.
+    modules = [f"encoder.layers.{i}.attention.output.dropout" for i in range(12)]
+    ops = [UncountedOp(op=f"aten::_custom_kernel_number_{i}", count=i + 1, modules=["head"])
+           for i in range(6)]
+    wide = AFTER.model_copy(update={"uncalled_modules": modules, "uncounted_ops": ops})
+    (files / "wide.json").write_text(wide.to_json())
+    monkeypatch.setenv("COLUMNS", str(columns))
+    outputs = []
+    main(["compare", str(files / "old.json"), str(files / "wide.json")])
+    outputs.append(capsys.readouterr().out)
+    main(["report", str(files / "results.json")])
+    outputs.append(capsys.readouterr().out)
+    for out in outputs:
+        too_wide = [line for line in out.splitlines() if len(line) > columns]
+        assert not too_wide, too_wide
+        assert "\u2026" not in "".join(line for line in out.splitlines() if "%" in line)
+        # Every delta is whole: the change and its percentage, units on both.
+        assert re.search(r"\+400 KFLOPs \(\+40\.0 %\)", out), out
+        assert re.search(r"\+0\.531 FLOP/B \(\+9\.6 %\)", out), out
+    # A column left out to fit is said, not silently missing; at 100 columns none is.
+    assert ("limits left out at 80 columns" in outputs[0]) == (columns == 80)
+    assert ("  exact  regressed" in outputs[0]) == (columns == 100)
+    # Nothing the notes said is lost to the wrap.
+    flat = " ".join(outputs[0].split())
+    assert all(m in flat for m in modules[:10]) and "aten::_custom_kernel_number_5 \u00d76" in flat

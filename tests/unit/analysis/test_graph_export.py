@@ -19,6 +19,7 @@ from pytest_modelprof.exports.graph import (
     to_dot,
 )
 from pytest_modelprof.profile import profile_model
+from pytest_modelprof.units import format_count
 
 
 class Residual(nn.Module):
@@ -125,3 +126,16 @@ def test_dot_renders_with_graphviz(capture: Capture, detail: bool) -> None:
                                 check=False, timeout=60)
         assert result.returncode == 0, result.stderr
         assert "<svg" in result.stdout
+
+
+def test_text_nodes_carry_units(capture: Capture) -> None:
+    # Issue 19: the [nodes] table printed raw integers (4816896) under params and flops.
+    text = export_graph(capture, detail=False, fmt="txt", name="residual")
+    nodes = text.split("[nodes]\n")[1].split("\n\n")[0].splitlines()
+    conv = next(line for line in nodes if " conv " in line)
+    graph = build_graph(capture, detail=False, name="residual")
+    node = next(n for n in graph.nodes if n.name == "conv")
+    assert node.flops >= 1000 and node.params >= 100  # figures worth a unit
+    assert str(node.flops) not in conv and format_count(node.flops, "FLOPs") in conv
+    assert format_count(node.params) in conv
+    assert all(len(line) <= 100 for line in text.splitlines())
