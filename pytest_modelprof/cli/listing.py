@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
 
 from pytest_modelprof.cli._common import (
     EXIT_OK,
@@ -21,6 +17,10 @@ __all__ = ["COMMAND"]
 def _add_list_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", "-f", metavar="TEXT",
                    help="only names containing TEXT (case-insensitive)")
+    p.add_argument("--source", metavar="NAME",
+                   help="only the names of one source (every one of them), e.g. hf or timm")
+    p.add_argument("--all", action="store_true",
+                   help="every name of every source (the default shows a screenful per source)")
     p.add_argument("--json", action="store_true",
                    help="print {source: [names]} as JSON instead of columns")
 
@@ -32,11 +32,26 @@ def _run_list(args: argparse.Namespace) -> int:
     from pytest_modelprof.schema import dumps_deterministic
 
     groups = list_models(filter=args.filter)
+    if args.source is not None:
+        if args.source not in groups:
+            import difflib
+
+            from pytest_modelprof.errors import ModelprofError
+
+            close = difflib.get_close_matches(args.source, list(groups), n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ModelprofError(
+                f"--source {args.source!r} is no model source; {hint}"
+                f"the sources are: {', '.join(sorted(groups))}"
+            )
+        groups = {args.source: groups[args.source]}
     if args.json:
         out(dumps_deterministic({k: sorted(v) for k, v in groups.items()}))
         return EXIT_OK
     width = max(40, shutil.get_terminal_size((100, 24)).columns)
-    out(render_model_list(groups, width=width, filter=args.filter))
+    # A screenful per source unless the user narrowed the list or asked for all of it.
+    whole = args.all or args.filter or args.source is not None
+    out(render_model_list(groups, width=width, filter=args.filter, rows=None if whole else 4))
     return EXIT_OK
 
 
@@ -48,7 +63,8 @@ COMMAND = Command(
     examples="""\
   modelprof list
   modelprof list --filter resnet
-  modelprof list --json""",
+  modelprof list --source timm
+  modelprof list --all --json""",
     add_arguments=_add_list_arguments,
     run=_run_list,
 )

@@ -40,24 +40,43 @@ def _columns(names: Sequence[str], width: int, indent: str) -> list[str]:
 
 
 def render_model_list(
-    groups: Mapping[str, Sequence[str]], *, width: int = DEFAULT_WIDTH, filter: str | None = None
+    groups: Mapping[str, Sequence[str]],
+    *,
+    width: int = DEFAULT_WIDTH,
+    filter: str | None = None,
+    rows: int | None = None,
 ) -> str:
-    """Model names grouped by source, each group in compact columns, with counts."""
+    """Model names grouped by source, each group in compact columns, with counts; ``rows``
+    caps each group's lines (a screenful), naming how to see the rest."""
     lines: list[str] = []
     total = 0
+    cut = False
     for source in sorted(groups):
         names = sorted(groups[source])
         if not names:
             continue
         total += len(names)
         lines += ["", f"{source} ({len(names)})"]
-        lines += _columns(names, width, INDENT)
+        shown = _columns(names, width, INDENT)
+        if rows is not None and len(shown) > rows:
+            count = rows  # as many names as fill ``rows`` lines of columns
+            while count < len(names) and len(_columns(names[: count + 1], width, INDENT)) <= rows:
+                count += 1
+            shown = [
+                *_columns(names[:count], width, INDENT),
+                f"{INDENT}... and {len(names) - count} more: modelprof list --source {source}",
+            ]
+            cut = True
+        lines += shown
     sources = sum(1 for names in groups.values() if names)
     matching = f" matching {filter!r}" if filter else ""
     if total == 0:
         return f"no models{matching}; run 'modelprof list' without --filter to see them all\n"
     head = f"{total} models{matching} from {sources} sources"
-    tail = wrap("Profile one with: modelprof profile NAME [--input-shape 1,3,224,224]", width, "")
+    hints = ["Profile one with: modelprof profile NAME [--input-shape 1,3,224,224]"]
+    if cut:
+        hints.append("Every name: modelprof list --all, or --filter TEXT")
+    tail = [line for hint in hints for line in wrap(hint, width, "")]
     return "\n".join([head, *lines, "", *tail]) + "\n"
 
 

@@ -382,3 +382,21 @@ def test_input_options_a_model_cannot_take_are_answered_in_cli_words(
     err = capsys.readouterr().err
     assert all(w in err for w in words), err
     assert "input_shape=" not in err and "seq_len" not in err
+
+
+def test_list_is_a_screenful_per_source_unless_asked_for_all(capsys: Capsys) -> None:
+    # Issue 19: `modelprof list` printed every one of about 2,400 names (1,131 lines).
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    lines = out.splitlines()
+    assert len(lines) <= 80
+    assert any("more: modelprof list --source timm" in line for line in lines)
+    assert "Every name: modelprof list --all, or --filter TEXT" in out
+    code, everything, _ = _run(capsys, "list", "--all")
+    assert code == 0 and len(everything.splitlines()) > len(lines)
+    assert everything.split()[0] == out.split()[0]  # the same total either way
+    code, timm, _ = _run(capsys, "list", "--source", "timm")
+    assert code == 0 and "more:" not in timm and "resnet50" not in timm.split()
+    assert timm.splitlines()[2].startswith("timm (")
+    code, _, err = _run(capsys, "list", "--source", "tim")
+    assert code == 2 and "did you mean 'timm'?" in err
