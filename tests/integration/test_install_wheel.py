@@ -103,9 +103,11 @@ def test_a_project_outside_this_repository_gates_with_the_wheel(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "PYTHONHOME") and not k.startswith(("GITHUB_", "PYTEST_"))}
     env["PATH"] = os.pathsep.join([str(env_dir / "bin"), "/usr/bin", "/bin"])
+    # Offline, and without this machine's pip configuration: a constraints file there (one
+    # caps torch) is not the user's, and must not decide what an offline install can resolve.
     subprocess.run([*pip, "--python", str(python), "install", "--no-index",
                     "--no-build-isolation", "--no-compile", "-e", ".[test]"], cwd=project,
-                   env=env, check=True, timeout=300)
+                   env={**env, "PIP_CONFIG_FILE": os.devnull}, check=True, timeout=300)
 
     where = _run([str(python), "-c", "import pytest_modelprof; print(pytest_modelprof.__file__)"],
                  project, env)
