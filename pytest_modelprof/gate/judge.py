@@ -163,7 +163,11 @@ def latency_checks(
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
     delta = DASH
     if comparison is not None:
-        delta = f"{comparison.slowdown * 100:+.1f} % (normalised)"
+        # The confidence travels with the figure: tables show this column, not the reason.
+        delta = (
+            f"{comparison.slowdown * 100:+.1f} % (normalised, confidence "
+            f"{comparison.confidence * 100:.0f} %)"
+        )
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
     over_budget = budget is not None and current.latency_ms > budget.limit
     return [

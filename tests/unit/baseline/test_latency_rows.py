@@ -86,3 +86,16 @@ def test_a_growth_limit_set_to_off_sweeps_nothing() -> None:
     assert spec.limits.growth == {}
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None
+
+
+def test_an_undecided_row_carries_its_confidence_in_the_delta_column_too() -> None:
+    # Issue 18: Markdown, HTML and `modelprof compare` tables show the delta column, not the
+    # reason; an undecided "+25 %" there must not read as a measured fact.
+    noisy = NormalisedTiming.from_samples([5.0, 9.0, 13.0], [1.0] * 3).model_dump(mode="json")
+    base = NormalisedTiming.from_samples([4.0, 8.0, 12.0], [1.0] * 3).model_dump(mode="json")
+    (row,) = latency_checks(noisy, base, _limits(max_latency_delta=0.1))
+    assert row.verdict == "warning"
+    sure = f"confidence {row.detail['confidence'] * 100:.0f} %"
+    assert sure in row.delta_text and sure in row.reason, (row.delta_text, row.reason)
+    (decided,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
+    assert f"confidence {decided.detail['confidence'] * 100:.0f} %" in decided.delta_text
