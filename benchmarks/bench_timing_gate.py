@@ -331,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, sessions in phases.items():
         ms = sorted(s.head(args.rounds).fast_ms for s in sessions["unchanged"])
         norm = sorted(s.head(args.rounds).normalised for s in sessions["unchanged"])
-        print(f"# {name}: model q10 {ms[0]:.3f}..{ms[-1]:.3f} ms, normalised "
+        print(f"# {name}: model (fastest 10 %) {ms[0]:.3f}..{ms[-1]:.3f} ms, normalised "
               f"{norm[0]:.3f}..{norm[-1]:.3f} (range over sessions)")
 
     scenarios = [("idle vs idle", "idle", "idle")]
