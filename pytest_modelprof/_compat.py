@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 __all__ = [
@@ -15,8 +17,10 @@ __all__ = [
     "has_data",
     "StorageWeakRef",
     "storage_key",
+    "dispatch_modes_below",
 ]
 
+from torch._C import _len_torch_dispatch_stack
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -69,6 +73,12 @@ def has_data(t: Any) -> bool:
     from torch._subclasses.fake_tensor import is_fake
 
     return not t.is_meta and not is_fake(t)
+
+
+def dispatch_modes_below() -> int:
+    """How many dispatch modes an op reaches next: inside a mode's ``__torch_dispatch__``,
+    the modes entered before it (``_len_torch_dispatch_stack``)."""
+    return int(_len_torch_dispatch_stack())
 
 
 # -- meta kernels that refuse what the real kernel takes (capture/tracer.py) ---------------------
@@ -154,6 +164,7 @@ __all__ += [
     "dynamo_frames_compiled",
     "dynamo_explain",
     "dynamo_cache_entries",
+    "dynamo_scoped",
     "inductor_kernel_count",
     "reset_inductor_metrics",
     "inductor_caches_disabled",
@@ -196,6 +207,42 @@ def dynamo_cache_entries(code: Any) -> int:
     from torch._dynamo import eval_frame
 
     return len(eval_frame._debug_get_cache_entry_list(code))
+
+
+@contextlib.contextmanager
+def dynamo_scoped() -> Iterator[None]:
+    """Compile with Dynamo state of its own, leaving the process's compiled code as it was.
+
+    Inside, Dynamo's graph-break records and its profile-guided dynamic-shape state start
+    empty (as after ``torch.compiler.reset()``); on exit both are put back and the compiled
+    entries made inside are dropped. Code that held compiled entries before (the user's
+    ``torch.compile``d functions) keeps them: nothing of the process recompiles. (Entries made
+    inside for such code, when the user compiled the very same forward, stay beside the
+    user's; their backend guard never matches the user's calls.)
+    """
+    from torch._C._dynamo.eval_frame import reset_code
+    from torch._dynamo import convert_frame, pgo, utils
+
+    def codes() -> list[Any]:
+        refs = [*convert_frame.input_codes.seen, *convert_frame.output_codes.seen]
+        return [code for code in (ref() for ref in refs) if code is not None]
+
+    # Code with compiled entries now is the process's own; any other code compiled inside is
+    # ours (also code Dynamo saw before whose entries a reset or a finished scope dropped).
+    kept = {id(code) for code in codes() if dynamo_cache_entries(code)}
+    code_state = (pgo._CODE_STATE, pgo._INIT_CODE_STATE)
+    breaks = list(utils.graph_break_reasons)
+    pgo.reset_code_state()
+    utils.graph_break_reasons.clear()
+    try:
+        yield
+    finally:
+        with convert_frame.compile_lock:
+            for code in codes():
+                if id(code) not in kept:
+                    reset_code(code)
+            pgo._CODE_STATE, pgo._INIT_CODE_STATE = code_state
+            utils.graph_break_reasons[:] = breaks
 
 
 def inductor_kernel_count() -> int:

@@ -49,6 +49,7 @@ class ItemState:
     profiles: TestProfiles | None = None
     records: list[GateRecord] = field(default_factory=list)
     judged: bool = False  # the gate judged every profile (it may still have failed the test)
+    message: str | None = None  # our failure as written, before it was fitted to the terminal
 
 
 SESSION_KEY = pytest.StashKey[SessionState]()
@@ -92,7 +93,9 @@ def error_row(
     if excinfo is None:  # failed without an exception (a strict xfail that passed)
         message = report.longreprtext.strip() or "failed"
     elif isinstance(excinfo.value, pytest.fail.Exception):
-        message = excinfo.value.msg or excinfo.exconly()  # our short failures, as printed
+        # Our short failures, as written (the terminal got them fitted to its width).
+        state = item.stash.get(ITEM_KEY, None)
+        message = (state and state.message) or excinfo.value.msg or excinfo.exconly()
     else:  # the line pytest's short summary shows; the traceback stays in the terminal
         message = excinfo.exconly(tryshort=True).splitlines()[0]
     state = item.stash.get(ITEM_KEY, None)
@@ -195,10 +198,15 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_modelprof.report.fit import fit_line
+
+        width = int(terminalreporter.config.get_terminal_writer().fullwidth)
         for line in self.notes:
-            terminalreporter.write_line(line)
+            for part in fit_line(line, width):
+                terminalreporter.write_line(part)
         if self.error:
-            terminalreporter.write_line(self.error, red=True)
+            for part in fit_line(self.error, width):
+                terminalreporter.write_line(part, red=True)
         for line in self.annotations:  # GitHub reads workflow commands from stdout
             terminalreporter.write_line(line)
 

@@ -47,6 +47,7 @@ from pytest_modelprof.gate.settings import (
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
+    from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -129,8 +130,10 @@ def _configure_reports(config: pytest.Config) -> None:
         config.pluginmanager.register(Reports(collector), "modelprof-reports")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
-    return config.stash[SESSION_KEY].settings.header()
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from pytest_modelprof.report.fit import fit_line
+
+    return fit_line(config.stash[SESSION_KEY].settings.header(), _terminal_width(config))
 
 
 # -- the gate ------------------------------------------------------------------------------------
@@ -201,14 +204,31 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
             defaults,
         )
     return ModelprofFixture(
-        _profiles(item), lambda req: _profile(item.config, req), defaults, _short_failure
+        _profiles(item),
+        lambda req: _profile(item.config, req),
+        defaults,
+        lambda message: _short_failure(item, message),
     )
 
 
-def _short_failure(message: str) -> None:
-    """A failure without a traceback: the message already names the culprit and the fix."""
+def _terminal_width(config: pytest.Config) -> int:
+    """The width pytest writes to (``COLUMNS``, the tty, else 80)."""
+    try:
+        return int(config.get_terminal_writer().fullwidth)
+    except (AssertionError, AttributeError):  # no terminal reporter (-p no:terminal, workers)
+        import shutil
+
+        return shutil.get_terminal_size(fallback=(80, 24)).columns
+
+
+def _short_failure(item: pytest.Item, message: str) -> None:
+    """A failure without a traceback: the message already names the culprit and the fix.
+    The terminal gets it fitted to its width; the reports get it as written."""
     __tracebackhide__ = True
-    pytest.fail(message, pytrace=False)
+    from pytest_modelprof.report.fit import fit_text
+
+    item.stash.setdefault(ITEM_KEY, ItemState()).message = message
+    pytest.fail(fit_text(message, _terminal_width(item.config)), pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -221,7 +241,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except SettingsError as exc:
         problem = str(exc)
     if problem is not None:  # outside the except block: one error, no chained traceback
-        pytest.fail(problem, pytrace=False)
+        _short_failure(item, problem)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
     from pytest_modelprof.gate.collect import (
         measure_compile,
@@ -271,9 +291,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     except ModelprofError as exc:
         problem = f"modelprof: {exc}"
     if problem is not None:
-        pytest.fail(problem, pytrace=False)
+        _short_failure(item, problem)
     if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+        _short_failure(item, "\n\n".join(failures))
     return result
 
 
@@ -341,36 +361,78 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
+    from pytest_modelprof.report.fit import fit_line
 
     tr = terminalreporter
+    width = _terminal_width(config)
+
+    def write(line: str, **markup: bool) -> None:
+        for part in fit_line(line, width):
+            tr.write_line(part, **markup)
+
     tr.write_sep("=", "modelprof")
+    # Failed limits are printed under FAILURES; here only where pytest printed no traceback.
+    failures = getattr(config.option, "tbstyle", "auto") in ("no", "line")
     if state.records:
-        for line in summary_lines(state.records):
+        for line in summary_lines(state.records, width):
             tr.write_line(line)
-        for line in problem_lines(state.records):
+        for line in problem_lines(state.records, width, failures=failures):
             tr.write_line(line, red=line.lstrip().startswith("FAIL"),
                           yellow=line.lstrip().startswith("warn"))
+    root = state.settings.baseline_dir
+    renames = _renames(state, config) if not state.settings.prune else []
+    moved = {record.nodeid for record, _ in renames}
     by_status: dict[str, list[str]] = {}
     for record in state.records:
         by_status.setdefault(record.status, []).append(record.nodeid)
     for status, verb in (("missing", "have no baseline"), ("improved", "improved")):
-        ids = sorted(set(by_status.get(status, [])))
+        ids = sorted(set(by_status.get(status, [])) - moved)
         if ids:
-            tr.write_line(f"{len(ids)} test(s) {verb}; run: {update_command(ids)}", yellow=True)
-    if state.stale_unchecked:
-        tr.write_line(
-            f"stale baselines not checked, nothing removed: {state.stale_unchecked}", yellow=True
+            write(f"{len(ids)} test(s) {verb}; run: {update_command(ids)}", yellow=True)
+    for record, old in renames:
+        write(
+            f"{record.label} has no baseline, and the stale {old} holds the same model and "
+            f"inputs: renamed? keep the comparison with: git mv {_shown(root / old, config)} "
+            f"{_shown(root / record.baseline_path, config)}",
+            yellow=True,
         )
-    if state.stale:
-        root = state.settings.baseline_dir
-        rel = [p.relative_to(root).as_posix() for p in state.stale]
+    if state.stale_unchecked:
+        write(f"stale baselines not checked, nothing removed: {state.stale_unchecked}",
+              yellow=True)
+    kept = {old for _, old in renames}
+    rel = [p.relative_to(root).as_posix() for p in state.stale]
+    rel = [r for r in rel if r not in kept]
+    if rel:
         if state.settings.prune:
-            tr.write_line(f"removed {len(rel)} stale baseline(s) from {root}:", yellow=True)
+            write(f"removed {len(rel)} stale baseline(s) from {root}:", yellow=True)
         else:
-            tr.write_line(
+            write(
                 f"{len(rel)} stale baseline(s) in {root} are used by no test "
                 f"(remove them with --modelprof-prune-baselines):",
                 yellow=True,
             )
         for path in rel:
-            tr.write_line(f"  {path}")
+            write(f"  {path}")
+
+
+def _shown(path: Path, config: pytest.Config) -> str:
+    try:
+        return path.relative_to(Path(config.invocation_params.dir)).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _renames(state: SessionState, config: pytest.Config) -> list[tuple[GateRecord, str]]:
+    """Tests without a baseline whose model and inputs a stale baseline holds (a rename)."""
+    if not state.stale or not any(r.status == "missing" for r in state.records):
+        return []
+    from pytest_modelprof.baseline.stale import stored_inputs
+    from pytest_modelprof.gate.summary import inputs_identity, renamed
+
+    root = state.settings.baseline_dir
+    identities = {}
+    for path in state.stale:
+        stored = stored_inputs(path)
+        if stored is not None:
+            identities[path.relative_to(root).as_posix()] = inputs_identity(*stored)
+    return renamed(state.records, identities)

@@ -204,15 +204,18 @@ def real_model_and_inputs(
     inputs: Any = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
+    purpose: str = "the measurement",
     **arch_kwargs: Any,
 ) -> tuple[nn.Module, Inputs]:
     """The model as it runs on real tensors, and its inputs as ``(args, kwargs)``.
 
-    A name is built with random weights on ``device`` (default: the CPU); a module is used as
-    given. Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a
-    name: the same resolution :func:`profile_model` uses, for timing and cross-checks.
+    A name is built with random weights on ``device`` (default: the CPU); a module is copied
+    with its weights (:func:`~pytest_modelprof.capture.run.real_copy`, size-checked; ``purpose``
+    names the measurement in its error), so what runs it never changes the user's module.
+    Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a name:
+    the same resolution :func:`profile_model` uses, for timing and cross-checks.
     """
-    from pytest_modelprof.capture.run import build_real
+    from pytest_modelprof.capture.run import build_real, real_copy
 
     subject = make_subject(model, None, arch_kwargs)
     real_device = torch.device(device) if device is not None else None
@@ -228,7 +231,7 @@ def real_model_and_inputs(
         registry=default_registry(),
     )
     if subject.module is not None:
-        module = subject.module
+        module = real_copy(subject.module, subject.label, purpose)
     else:
         module = build_real(request, real_device)
         if request.dtype is not None:
@@ -308,6 +311,7 @@ def _to_profile(
         num_ops=sum(1 for op in capture.ops if not op.is_view),
         op_breakdown=rollup.family_breakdown(capture.ops),
         layers=rollup.layer_rows(capture, machine),
+        op_calls=rollup.op_calls(capture),
         uncounted_ops=rollup.uncounted(capture.ops),
         uncalled_modules=capture.uncalled_modules,
         partition=partition(capture, machine).summary(),

@@ -23,6 +23,7 @@ __all__ = [
     "Environment",
     "LayerStats",
     "OpFamilyStats",
+    "OpCalls",
     "UncountedOp",
     "PartitionSummary",
     "ModelProfile",
@@ -106,6 +107,15 @@ class OpFamilyStats(_Frozen):
     share: float
 
 
+class OpCalls(_Frozen):
+    """How often one ATen op ran in one layer, and the lines of model code that called it."""
+
+    module: str  # the layer's name, as in ``layers`` ("(model)" for the model's own forward)
+    op: str  # overload name, e.g. "aten.relu.default"
+    count: int
+    sites: list[str] = []  # "net.py:12", first seen first; none for backward ops
+
+
 class UncountedOp(_Frozen):
     """An ATen op that ran but has no cost formula: recorded, never silently zero."""
 
@@ -155,6 +165,9 @@ class ModelProfile(_Frozen):
     num_ops: int
     op_breakdown: list[OpFamilyStats]
     layers: list[LayerStats]
+    # Calls of each op per layer (views left out, as in ``op_breakdown``): what a report names
+    # when a count changed. Empty in profiles written before it was recorded.
+    op_calls: list[OpCalls] = []
     uncounted_ops: list[UncountedOp] = []
     uncalled_modules: list[str] = []
     partition: PartitionSummary | None = None  # None in profiles written before the partitioner

@@ -92,18 +92,23 @@ def compare_with_fvcore(
     """Count ``model`` with fvcore and with us on the same module and inputs.
 
     ``model`` is a registry name (built on the CPU with random weights) or an ``nn.Module``
-    (on the CPU, with real weights). Inputs come from ``inputs`` (a tensor or a tuple of
-    tensors), else from ``input_shape``, else from the registry's default for a name.
+    (on the CPU, with real weights; both counters run a copy of it). Inputs come from
+    ``inputs`` (a tensor or a tuple of tensors), else from ``input_shape``, else from the
+    registry's default for a name.
     Raises :class:`ModelprofError` when fvcore is missing or cannot trace the model.
     """
     from pytest_modelprof.profile import canonical_kernels, profile_model, real_model_and_inputs
     from pytest_modelprof.runtime.context import restore_training_flags, training_flags
 
     flop_count_analysis = load_fvcore()
-    # A name is built on the CPU with random weights, a module is used as given; inputs are
-    # resolved exactly as profile_model resolves them.
+    # A name is built on the CPU with random weights, a module is copied with its weights (fvcore
+    # runs the copy, never the user's module); inputs are resolved as profile_model does.
     module, (args, kwargs) = real_model_and_inputs(
-        model, input_shape=input_shape, inputs=inputs, **arch_kwargs
+        model,
+        input_shape=input_shape,
+        inputs=inputs,
+        purpose="the fvcore cross-check",
+        **arch_kwargs,
     )
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if isinstance(model, str):

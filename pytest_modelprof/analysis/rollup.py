@@ -7,7 +7,14 @@ from dataclasses import dataclass
 
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.machines import Machine
-from pytest_modelprof.schema import FLOAT_DIGITS, Bottleneck, LayerStats, OpFamilyStats, UncountedOp
+from pytest_modelprof.schema import (
+    FLOAT_DIGITS,
+    Bottleneck,
+    LayerStats,
+    OpCalls,
+    OpFamilyStats,
+    UncountedOp,
+)
 
 __all__ = [
     "ROOT",
@@ -17,6 +24,7 @@ __all__ = [
     "arithmetic_intensity",
     "layer_rows",
     "family_breakdown",
+    "op_calls",
     "uncounted",
     "module_tree_totals",
 ]
@@ -115,6 +123,27 @@ def family_breakdown(ops: Iterable[OpRecord]) -> list[OpFamilyStats]:
         for k, (c, f, m, b) in acc.items()
     ]
     return sorted(stats, key=lambda s: (-s.flops, -s.count, s.family))
+
+
+#: At most this many call sites are kept per op and layer.
+MAX_SITES = 5
+
+
+def op_calls(capture: Capture) -> list[OpCalls]:
+    """Calls of each op per layer (views left out), with the model code lines that made them."""
+    acc: dict[tuple[str, str], tuple[int, list[int]]] = {}
+    for op in capture.ops:
+        if op.is_view:
+            continue
+        key = (op.module or ROOT, op.op)
+        count, sites = acc.get(key, (0, []))
+        if op.site >= 0 and op.site not in sites and len(sites) < MAX_SITES:
+            sites.append(op.site)
+        acc[key] = (count + 1, sites)
+    return [
+        OpCalls(module=m, op=o, count=c, sites=[capture.sites[i] for i in s])
+        for (m, o), (c, s) in sorted(acc.items())
+    ]
 
 
 def uncounted(ops: Iterable[OpRecord]) -> list[UncountedOp]:

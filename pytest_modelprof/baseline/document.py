@@ -22,6 +22,7 @@ __all__ = [
     "BASELINE_SCHEMA_VERSION",
     "MIGRATIONS",
     "BaselineLayer",
+    "BaselineOpFamily",
     "BaselineEnvironment",
     "BaselineDocument",
     "migrate",
@@ -56,6 +57,15 @@ class BaselineLayer(_Frozen):
     flops: int
     macs: int
     params: int
+    memory: int
+
+
+class BaselineOpFamily(_Frozen):
+    """One op family's calls and costs, for the report's baseline-vs-current chart."""
+
+    family: str
+    count: int
+    flops: int
     memory: int
 
 
@@ -95,6 +105,10 @@ class BaselineDocument(_Frozen):
     # torch.compile health, only for tests with a compile limit: the breaks a later run names
     # as new. Left out of the file when absent, so other baselines do not change.
     compile: CompileHealth | None = None
+    # Calls of each op per layer (layer -> op -> calls), so a report can name the op whose
+    # count changed, and the op families. ``None`` in files written before they were recorded.
+    op_calls: dict[str, dict[str, int]] | None = None
+    op_families: list[BaselineOpFamily] | None = None
 
     @classmethod
     def from_profile(
@@ -143,6 +157,7 @@ class BaselineDocument(_Frozen):
             uncounted_memory={u.op: u.memory for u in sorted(profile.uncounted_ops, key=_op)}
             or None,
             compile=profile.compile_health,
+            **_ops(profile),
         )
 
     def to_json(self) -> str:
@@ -152,6 +167,9 @@ class BaselineDocument(_Frozen):
             data.pop("compile", None)
         if data.get("uncounted_memory") is None:
             data.pop("uncounted_memory", None)
+        for optional in ("op_calls", "op_families"):  # absent in files written before them
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return dumps_deterministic(data)
 
     @classmethod
@@ -176,6 +194,23 @@ class BaselineDocument(_Frozen):
                 f"{source}: corrupt baseline ({problems}). Delete it and run "
                 f"`pytest --modelprof-update-baselines` to write it again."
             ) from None
+
+
+def _ops(profile: ModelProfile) -> dict[str, Any]:
+    """The op calls and families of a profile; none from a profile that did not record them
+    (op calls: one loaded from an older file), so nothing is compared against a made-up zero."""
+    out: dict[str, Any] = {}
+    if profile.op_calls:
+        calls: dict[str, dict[str, int]] = {}
+        for row in profile.op_calls:
+            calls.setdefault(row.module, {})[row.op] = row.count
+        out["op_calls"] = calls
+    if profile.op_breakdown:
+        out["op_families"] = [
+            BaselineOpFamily(family=f.family, count=f.count, flops=f.flops, memory=f.memory)
+            for f in sorted(profile.op_breakdown, key=lambda f: f.family)
+        ]
+    return out
 
 
 def _op(op: Any) -> str:

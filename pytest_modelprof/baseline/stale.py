@@ -24,7 +24,7 @@ from pathlib import Path
 from pytest_modelprof.baseline.store import baseline_relpath, iter_baseline_files
 from pytest_modelprof.errors import BaselineError
 
-__all__ = ["RunCoverage", "find_stale", "prune", "parent_nodeid"]
+__all__ = ["RunCoverage", "find_stale", "prune", "parent_nodeid", "stored_inputs"]
 
 
 @dataclass
@@ -156,6 +156,20 @@ def find_stale(
         if unused and _is_ours(path):
             stale.append(path)
     return stale
+
+
+def stored_inputs(path: Path) -> tuple[str, list[dict[str, object]]] | None:
+    """The model and inputs a baseline file holds (plain JSON), ``None`` when unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), str):
+        return None
+    inputs = data.get("inputs")
+    if not isinstance(inputs, list) or not all(isinstance(i, dict) for i in inputs):
+        return None
+    return data["model"], inputs
 
 
 def prune(directory: Path, paths: Iterable[Path]) -> None:

@@ -5,8 +5,9 @@ an ATen op failed (its kernel refused the arguments) or our own pricing code did
 Python code raised — the model's (a ``raise`` in its forward) or torch's (a functional's
 argument check). An op whose meta/fake kernel refused arguments that the real kernel accepts
 (a kernel that checks CUDA-only dtypes) is a limitation of the mode, found by
-running that one op on small real zeros; data-dependent ops (``.item()``, ``nonzero``) are
-limitations too. Only a limitation makes the capture try the next mode.
+running that one op on small real zeros; data-dependent ops and host copies (``.item()``,
+``.tolist()``, ``.numpy()``, ``nonzero``) are limitations too. Only a limitation makes the
+capture try the next mode.
 """
 
 from __future__ import annotations
@@ -41,8 +42,11 @@ _STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
 _SITE_DIRS = tuple(
     p + os.sep for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
 )
+# NB: `.numpy()` on a fake tensor raises "not supported for tensor subclasses": a host copy needs
+# data, like `.item()` and `.tolist()` (which fake tensors report as data-dependent).
 _MODE_WORDS = re.compile(
-    r"\bmeta\b|\bfake\b|faketensor|data[- ]dependent|cannot be called on meta|no data!",
+    r"\bmeta\b|\bfake\b|faketensor|data[- ]dependent|cannot be called on meta|no data!"
+    r"|numpy\(\) is not supported for tensor subclasses",
     re.IGNORECASE,
 )
 _DYNAMIC_SHAPE = re.compile(r"nonzero|masked_select|unique", re.IGNORECASE)

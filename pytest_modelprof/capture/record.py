@@ -32,6 +32,8 @@ class OpRecord:
     is_view: bool = False  # aliases an input without moving data
     # The producer of each entry of ``inputs`` (-1: a parameter, model input or constant).
     input_producers: tuple[int, ...] = ()
+    # Index into ``Capture.sites`` of the model code line that called it (-1: none).
+    site: int = -1
 
     @property
     def memory(self) -> int:
@@ -61,3 +63,4 @@ class Capture:
     activation_bytes: int = 0
     input_ops: tuple[int, ...] = ()  # ops that consumed the model inputs
     output_ops: tuple[int, ...] = ()  # ops that produced the model outputs
+    sites: list[str] = field(default_factory=list)  # "net.py:12" of each OpRecord.site

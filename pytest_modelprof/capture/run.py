@@ -49,10 +49,11 @@ from pytest_modelprof.capture.tracer import Tracer
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
 from pytest_modelprof.models._meta import AllocationLimitExceeded, allocation_budget
+from pytest_modelprof.models._spec import BUILD_NOTE
 from pytest_modelprof.schema import CaptureMode
 
 __all__ = ["Request", "Captured", "CaptureFailed", "run_once", "make_inputs", "build_real",
-           "module_dtype", "input_shape_tuple", "BACKWARD_SCOPE"]
+           "real_copy", "module_dtype", "input_shape_tuple", "BACKWARD_SCOPE"]
 
 # Backward ops run outside any module's forward; they are reported under this pseudo-layer.
 BACKWARD_SCOPE = "(backward)"
@@ -145,8 +146,11 @@ def _source(request: Request, mode: CaptureMode) -> tuple[nn.Module, list[str]]:
         return subject.module, []
     if mode == "real":
         module = build_real(request, request.device)
-        return (module.to(request.dtype) if request.dtype is not None else module), []
-    module, note = _build_meta(request)
+        note: list[str] = []
+    else:
+        module, note = _build_meta(request)
+    built = getattr(module, BUILD_NOTE, None)  # which of several classes a name built
+    note = [*note, built] if isinstance(built, str) else note
     return (module.to(request.dtype) if request.dtype is not None else module), note
 
 
@@ -176,19 +180,44 @@ def _standin(
             f"{request.subject.label}: the module is on {own}, not {request.device}; "
             "move it first (module.to(device)) or leave device= unset."
         )
+    # Real tensors clone the user's weights: the copy doubles them, so auto checks its size.
+    _check_real_size(request, tensor_bytes(source), own, copying=True)
     return standin_copy(source, cloned_standins(request.dtype)), own, []
 
 
-def _check_real_size(request: Request, needed: int, device: torch.device) -> None:
+def _check_real_size(
+    request: Request, needed: int, device: torch.device, copying: bool = False
+) -> None:
     limit = plan.REAL_FALLBACK_LIMIT_BYTES
     if request.requested == "real" or needed <= limit:
         return
+    verb = "copy its" if copying else "allocate"
     raise ModelBuildError(
-        f"{request.subject.label}: real tensors would allocate {format_bytes(needed)} of "
+        f"{request.subject.label}: real tensors would {verb} {format_bytes(needed)} of "
         f"weights on {device}, more than the {format_bytes(limit)} that "
         "mode='auto' allocates on its own. Pass mode='real' to allow it, or mode='fake' to "
         "count without data."
     )
+
+
+def real_copy(module: nn.Module, label: str, purpose: str) -> nn.Module:
+    """A copy of a user's module with real clones of its tensors, for a measurement that runs it.
+
+    Timing, the fvcore cross-check and compile health run this copy, never the module itself
+    (a forward may cache into the module, a lazy layer materialise). The copy is refused above
+    :data:`~pytest_modelprof.capture.plan.REAL_FALLBACK_LIMIT_BYTES` of weights.
+    """
+    needed = tensor_bytes(module)
+    limit = plan.REAL_FALLBACK_LIMIT_BYTES
+    if needed > limit:
+        raise ModelBuildError(
+            f"{label}: {purpose} runs a copy of the module (never the module itself), which "
+            f"would copy {format_bytes(needed)} of weights on {module_device(module)}, more "
+            f"than the {format_bytes(limit)} limit. Give the model by name "
+            "(model='pkg.module:factory') so that it is built for the measurement instead, "
+            "or drop the limit that asks for it."
+        )
+    return standin_copy(module, cloned_standins(None))
 
 
 def _build_meta(request: Request) -> tuple[nn.Module, list[str]]:

@@ -1,9 +1,12 @@
 """A stand-in copy of a module tree: the same modules, classes and hooks, other tensors.
 
 The capture never runs the user's module itself. It runs a structural copy: every module object
-is copied shallowly (its own ``__dict__``, parameter, buffer, submodule and hook containers),
-and every tensor is replaced by a stand-in made for the capture mode: a meta tensor, a fake
-tensor, or a real clone. Sharing is kept: a module registered at two paths (timm's
+is copied (its own ``__dict__``, parameter, buffer, submodule and hook containers), the
+Python state it holds is copied by value (dicts, lists, sets, deques and tuples, nested, and
+plain objects with a ``__dict__``, such as a rotary-cache helper), and every tensor is
+replaced by a stand-in made for the capture mode: a meta tensor, a fake tensor, or a real
+clone. A forward that caches into a dict or appends to a list writes into the copy's. Sharing
+is kept: a module registered at two paths (timm's
 ``coat_tiny``), tied parameters and shared buffers map to one stand-in each. Whatever the
 forward does — in-place updates of running statistics, ``setattr`` in a pre-hook (weight norm),
 lazy initialisation, ``.grad`` from a backward pass — happens to the copy; the user's module
@@ -14,7 +17,10 @@ afterwards, which loses the user's weights when a module sits at two paths.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import copy as _copy
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -34,8 +40,21 @@ StandinFactory = Callable[[torch.Tensor], torch.Tensor]
 # The tree itself, rebuilt with stand-ins; and attribute types that hold no tensor or module.
 _TREE = frozenset({"_parameters", "_buffers", "_modules", "training"})
 _PLAIN = frozenset(
-    {bool, int, float, str, tuple, type(None), torch.dtype, torch.device, torch.Size}
+    {bool, int, float, str, bytes, type(None), torch.dtype, torch.device, torch.Size}
 )
+# Mutable containers copied element by element (subclasses too: OrderedDict, defaultdict).
+_CONTAINERS = (dict, list, set, collections.deque)
+# Objects with a ``__dict__`` that are code or types, not state: shared, never copied.
+_SHARED = (
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.ModuleType,
+    type,
+    RemovableHandle,
+)
+# Beyond this nesting depth Python state is shared (a guard against very deep object graphs).
+_MAX_DEPTH = 16
 
 
 @cache
@@ -50,7 +69,8 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
 
     Tensor attributes that are neither parameters nor buffers (weight norm's computed
     ``weight``, cached masks) get stand-ins too; methods bound to a copied module are rebound
-    to its copy. Containers other than nn.Module's own (lists, dicts of the user) are shared.
+    to its copy. The user's containers (dicts, lists, sets, deques, tuples, plain objects) are
+    copied by value, with stand-ins for the tensors and copies for the modules inside them.
     """
     if isinstance(module, torch.jit.ScriptModule):
         raise TypeError("a TorchScript module cannot be copied structurally")
@@ -58,6 +78,7 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
     copies: dict[int, tuple[nn.Module, nn.Module]] = {}
     tensors: dict[int, torch.Tensor] = {}
     dicts: dict[int, tuple[Any, Any]] = {}
+    values: dict[int, tuple[Any, Any]] = {}  # the user's containers and objects, copied
     fixups: list[tuple[dict[str, Any], str, Any]] = []  # bound methods and hook handles
     containers = _module_containers()
     skip = containers | _TREE
@@ -92,12 +113,69 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
                 state[key] = tensor(value)
             elif kind is types.MethodType or kind is RemovableHandle:
                 fixups.append((own, key, value))
+            else:
+                state[key] = python(value, 0)
         state["_parameters"] = {
             k: None if p is None else tensor(p) for k, p in m._parameters.items()
         }
         state["_buffers"] = {k: None if b is None else tensor(b) for k, b in m._buffers.items()}
         state["_modules"] = {k: None if s is None else copy(s) for k, s in m._modules.items()}
         own.update(state)
+        return new
+
+    def python(value: Any, depth: int) -> Any:
+        """Python state by value: a write into the copy's must not reach the user's."""
+        kind = type(value)
+        if kind in _PLAIN:
+            return value
+        if isinstance(value, torch.Tensor):
+            return tensor(value)
+        if isinstance(value, nn.Module):
+            return copy(value)
+        done = values.get(id(value))
+        if done is not None:
+            return done[1]
+        if depth > _MAX_DEPTH or isinstance(value, _SHARED):
+            return value
+        if isinstance(value, tuple):
+            items = [python(v, depth + 1) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            try:
+                new_tuple = kind(*items) if hasattr(value, "_fields") else kind(items)
+            except Exception:  # a tuple subclass built some other way: shared, as before
+                return value
+            values[id(value)] = (value, new_tuple)
+            return new_tuple
+        if isinstance(value, _CONTAINERS):
+            # copy.copy keeps the type and its settings (defaultdict's factory, deque's maxlen).
+            try:
+                new: Any = _copy.copy(value)
+            except Exception:  # a container subclass that refuses to be copied: shared
+                return value
+            values[id(value)] = (value, new)  # before the elements: a container may hold itself
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    new[k] = python(v, depth + 1)
+                return new
+            elements = [python(v, depth + 1) for v in value]
+            new.clear()
+            (new.update if isinstance(new, set) else new.extend)(elements)
+            return new
+        if not hasattr(value, "__dict__") or _library_object(kind):
+            # No Python-level state to copy (C objects, numpy arrays); or the standard
+            # library's threads, loggers and queues, torch's own objects (an fx Graph): shared.
+            return value
+        try:
+            new = _copy.copy(value)
+        except Exception:  # an object that refuses to be copied is shared, as before
+            return value
+        if new is value or not isinstance(getattr(new, "__dict__", None), dict):
+            return value  # a singleton (an enum member) or a class that copies to itself
+        values[id(value)] = (value, new)
+        attrs = vars(new)
+        for k, v in list(attrs.items()):
+            attrs[k] = python(v, depth + 1)
         return new
 
     root = copy(module)
@@ -109,6 +187,12 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
         if pair is not None and pair[0] is value.__self__:
             state[key] = types.MethodType(value.__func__, pair[1])
     return root
+
+
+def _library_object(kind: type) -> bool:
+    """An object of the standard library or of torch: not the model's own Python state."""
+    top = kind.__module__.partition(".")[0]
+    return top == "torch" or top in sys.stdlib_module_names
 
 
 def _rebind_handle(handle: RemovableHandle, dicts: dict[int, tuple[Any, Any]]) -> RemovableHandle:

@@ -27,6 +27,7 @@ from pytest_modelprof._compat import (
     own_meta_rule,
 )
 from pytest_modelprof._tensors import flat_tensors
+from pytest_modelprof.capture import metacache
 from pytest_modelprof.capture.ops import (
     OpInfo,
     formula_error,
@@ -38,6 +39,7 @@ from pytest_modelprof.capture.ops import (
 )
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.capture.recurrent import RecurrentOnMeta
+from pytest_modelprof.capture.sites import NO_SITE, CallSites
 from pytest_modelprof.costs.registry import ZERO, CostRegistry, OpCost
 
 __all__ = ["Tracer", "tensor_meta"]
@@ -60,15 +62,19 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         kwargs = kwargs or {}
-        try:
-            out = func(*args, **kwargs)
-        except Exception:
-            # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
-            # _grouped_mm and float32): our own shape rule, on tensors without data only.
-            rule = own_meta_rule(func)
-            if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
-                raise
-            out = rule(*args, **kwargs)
+        key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
+        if out is None:
+            try:
+                out = func(*args, **kwargs)
+            except Exception:
+                # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
+                # _grouped_mm and float32): our own shape rule, on tensors without data only.
+                rule = own_meta_rule(func)
+                if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                    raise
+                out = rule(*args, **kwargs)
+            if key is not None:
+                metacache.remember(key, out)
         if not self.tracer._paused:
             self.tracer._record(func, args, kwargs, out)
         return out
@@ -90,6 +96,9 @@ class Tracer:
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
         self._paused = False  # ops the tracer itself runs are not the model's
         self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
+        # The line of model code that called each forward op, so a report can name it.
+        self._sites = CallSites()
+        self.capture.sites = self._sites.locations
         # A module object can sit at several paths (ultralytics shares one SiLU across every
         # Conv block); a call is attributed to the path under the module that made it.
         self._paths: dict[int, list[str]] = {}
@@ -364,6 +373,12 @@ class Tracer:
                 params=tuple(params),
                 is_view=info.is_view,
                 input_producers=tuple(slots),
+                # Views move nothing and backward ops have no line of model code above them.
+                site=(
+                    self._sites.here((self._types.get(self.current_module), func))
+                    if self.phase == "forward" and not info.is_view
+                    else NO_SITE
+                ),
             )
         )
         if reads_input:

@@ -92,6 +92,23 @@ def parse_dtype(text: str) -> str:
 
 
 
+INPUT_DTYPES = ("int64", "int32", *DTYPES)
+
+
+def parse_input_dtype(text: str) -> str:
+    """An input tensor's dtype: token ids (``int64``, ``long``, ``int32``, ``int``) or a float."""
+    name = text.strip().removeprefix("torch.")
+    name = {"long": "int64", "int": "int32"}.get(name, name)
+    if name in ("int64", "int32"):
+        return name
+    try:
+        return parse_dtype(name)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"unknown input dtype {text!r}; use one of {', '.join(INPUT_DTYPES)}"
+        ) from None
+
+
 def parse_arch(text: str) -> tuple[str, Any]:
     """``image_size=518`` -> ``("image_size", 518)``; values are Python literals, else strings."""
     key, sep, raw = text.partition("=")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from pytest_modelprof.cli._common import (
     DTYPES,
     EXIT_OK,
+    PROG,
     Command,
     out,
     parse_arch,
@@ -18,7 +20,7 @@ from pytest_modelprof.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from pytest_modelprof.runtime.bench import BenchRun
+    from pytest_modelprof.runtime.bench import BenchReport, BenchRun
 
 __all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
 
@@ -101,8 +103,29 @@ def _run_bench(args: argparse.Namespace) -> int:
         raise ModelprofError(str(exc)) from exc
     finally:
         progress.close()
+    if args.json:  # the text report says it; --json keeps stdout a document, so stderr
+        for warning in busy_warnings(run.report):
+            print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
     out(run.report.to_json() if args.json else render_bench(run, top=args.top))
     return EXIT_OK
+
+
+def busy_warnings(doc: BenchReport) -> list[str]:
+    """A line per phase whose rounds spread as on a busy machine: the median far above the
+    fastest round, or a standard deviation of half the median (other work took the cores)."""
+    lines = []
+    for label, s in (("forward", doc.runtime.forward), ("backward", doc.runtime.backward),
+                     ("training step", doc.runtime.training_step)):
+        if s.rounds < 2 or s.median_ms <= 0:
+            continue
+        if s.median_ms > 1.5 * s.min_ms or s.std_ms > 0.5 * s.median_ms:
+            lines.append(
+                f"{label} rounds spread from {_ms(s.min_ms)} to {_ms(s.max_ms)} ms (median "
+                f"{_ms(s.median_ms)} ms, std {_ms(s.std_ms)} ms): the machine was busy, so "
+                "these times are not the model's; rerun on an idle machine or with more "
+                "--rounds"
+            )
+    return lines
 
 
 def _ms(value: float) -> str:
@@ -111,6 +134,7 @@ def _ms(value: float) -> str:
 
 def render_bench(run: BenchRun, *, top: int = 10) -> str:
     """The bench document as a short report, with the slowest modules."""
+    from pytest_modelprof.report.fit import fit_line
     from pytest_modelprof.runtime.module_timing import format_module_times
     from pytest_modelprof.units import format_bytes, format_count
 
@@ -139,6 +163,7 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     families = sorted(doc.flops.breakdown.items(), key=lambda kv: (-kv[1], kv[0]))
     lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
     lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
+    lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", 100)]
     hw = doc.hardware
     gpu = (f"{hw.gpu_name} ({format_bytes(hw.gpu_memory_bytes or 0)})" if hw.gpu_name
            else "no GPU")

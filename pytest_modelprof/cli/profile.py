@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
+from typing import Any
 
 from pytest_modelprof.cli._common import (
     DTYPES,
@@ -17,6 +14,7 @@ from pytest_modelprof.cli._common import (
     parse_arch,
     parse_device,
     parse_dtype,
+    parse_input_dtype,
     parse_machine,
     parse_shape,
     parse_top,
@@ -29,8 +27,15 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
     p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
                    help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
-    p.add_argument("--seq-len", type=int, metavar="N",
-                   help="tokens per sequence of a text model (hf:gpt2 ...; default 128)")
+    p.add_argument("--seq-len", type=parse_top, metavar="N",
+                   help="tokens per sequence of a model whose first input is token ids "
+                        "(hf:gpt2 ...: default 128; a model without a default input gets "
+                        "1 x N int64 ids)")
+    p.add_argument("--input-dtype", type=parse_input_dtype, metavar="DTYPE",
+                   help="dtype of the input tensor: int64 (token ids, all 0) or int32, or a float "
+                        "dtype; with --input-shape or --seq-len")
+    p.add_argument("--seconds", type=float, metavar="N",
+                   help="seconds of 16 kHz raw audio (hf:wav2vec2, hf:hubert ...; default 1)")
     p.add_argument("--device", type=parse_device, metavar="DEVICE",
                    help="device for real-tensor captures (cpu, cuda; with --mode real or when "
                         "auto falls back); meta forces meta tensors")
@@ -63,23 +68,59 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
 
 
 
+def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``(input_shape, inputs)`` from --input-shape, --seq-len and --input-dtype."""
+    from pytest_modelprof.errors import ModelprofError
+
+    shape = args.input_shape
+    dtype = args.input_dtype
+    if args.seconds is not None:  # the model's default audio shape, its length set
+        from pytest_modelprof.models import resolve
+
+        if shape is not None or args.seq_len is not None:
+            raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
+        shape = resolve(args.model).input_shape_for(seconds=args.seconds)
+    elif args.seq_len is not None:
+        from pytest_modelprof.models import TOKEN_KINDS, resolve
+
+        if shape is not None:
+            raise ModelprofError("give --seq-len or --input-shape, not both")
+        spec = resolve(args.model)
+        if spec.input_kind in TOKEN_KINDS:  # the model's own (batch, seq_len), seq_len set
+            shape = spec.input_shape_for(seq_len=args.seq_len)
+        elif spec.default_input_shape is None:  # a model of yours: one sequence of token ids
+            shape, dtype = (1, args.seq_len), dtype or "int64"
+        else:
+            raise ModelprofError(
+                f"{args.model} takes {spec.input_kind} inputs of shape "
+                f"{'x'.join(map(str, spec.default_input_shape))}, not token ids: --seq-len "
+                "applies to models whose first input is token ids; give --input-shape instead"
+            )
+    if dtype is None:
+        return shape, None
+    if shape is None:
+        raise ModelprofError("--input-dtype needs --input-shape or --seq-len")
+    import torch
+
+    kind = getattr(torch, dtype)
+    # Token ids of 0 are valid for any vocabulary; meta and fake captures never read them.
+    made = torch.zeros(shape, dtype=kind) if not kind.is_floating_point else torch.randn(
+        shape, dtype=kind
+    )
+    return None, made
+
+
 def _run_profile(args: argparse.Namespace) -> int:
     from pytest_modelprof.exports.tabular import write_profile
     from pytest_modelprof.profile import profile_model
     from pytest_modelprof.report.terminal import render_profile
 
     arch = dict(args.arch)
-    input_shape = args.input_shape
-    if args.seq_len is not None:  # the model's default shape with (batch, seq_len)'s dim 1 set
-        from pytest_modelprof.errors import ModelprofError
-        from pytest_modelprof.models import resolve
-
-        if input_shape is not None:
-            raise ModelprofError("give --seq-len or --input-shape, not both")
-        input_shape = resolve(args.model).input_shape_for(seq_len=args.seq_len)
+    input_shape, inputs = _inputs(args)
     profile = profile_model(
         args.model,
         input_shape=input_shape,
+        inputs=inputs,
         device=args.device,
         dtype=args.dtype,
         mode=args.mode,

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
+from collections.abc import Callable
 
 from pytest_modelprof.cli._common import (
     EXIT_FAILED,
@@ -90,6 +87,16 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the sweep as JSON")
 
 
+def _progress(timed: bool, rounds: int) -> Callable[[str], None]:
+    """Each point on stderr as it starts: timing takes seconds a point, and stdout stays data."""
+
+    def tell(point: str) -> None:
+        what = f"profiling and timing ({rounds} rounds)" if timed else "profiling"
+        print(f"{PROG} sweep: {what} {point}", file=sys.stderr, flush=True)
+
+    return tell
+
+
 def _run_sweep(args: argparse.Namespace) -> int:
     from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
 
@@ -115,7 +122,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
     resolve_names([args.model])
     try:
         result = sweep(args.model, over=over, input_shape=args.input_shape,
-                       latency=not args.no_latency, rounds=args.rounds, arch_kwargs=fixed)
+                       latency=not args.no_latency, rounds=args.rounds, arch_kwargs=fixed,
+                       progress=_progress(not args.no_latency, args.rounds))
     except (TypeError, ValueError) as exc:  # a keyword the builder does not take, a bad value
         raise ModelprofError(f"{args.model}: {' '.join(str(exc).split())}") from exc
     out(result.model_dump_json(indent=2) if args.json else format_sweep(result))

@@ -46,7 +46,7 @@ def _listing(breaks: Sequence[BreakReason]) -> str:
 
 
 def _break_row(
-    check: Check, current: CompileHealth, baseline: CompileHealth | None
+    check: Check, current: CompileHealth, baseline: CompileHealth | None, listed: bool = False
 ) -> Check:
     before = baseline.break_reasons if baseline is not None else []
     fresh = new_breaks(current.break_reasons, before)
@@ -59,7 +59,9 @@ def _break_row(
         "ops_per_graph": list(current.ops_per_graph),
     }
     reason = check.reason
-    if check.verdict in ("regressed", "warning", "unmeasured") and fresh:
+    if listed and check.metric == "graphs" and check.verdict in ("regressed", "warning"):
+        reason += "; the graph breaks row names the breaks"  # each break is said once
+    elif check.verdict in ("regressed", "warning", "unmeasured") and fresh:
         word = "graph break" if len(fresh) == 1 else "graph breaks"
         since = " since the baseline" if baseline is not None else ""
         reason += f"; new {word}{since}: {_listing(fresh)}"
@@ -101,9 +103,13 @@ def explain_compile_rows(
     health = current.compile
     base = baseline.compile if baseline is not None else None
     rows = []
+    listed = any(
+        c.metric == "graph_breaks" and c.verdict in ("regressed", "warning", "unmeasured")
+        for c in comparison.checks
+    )
     for check in comparison.checks:
         if check.metric in ("graph_breaks", "graphs") and health is not None:
-            check = _break_row(check, health, base)
+            check = _break_row(check, health, base, listed)
         elif check.metric == "recompiles" and health is not None:
             check = _recompile_row(check, health)
         elif check.metric == "compile_s":

@@ -69,12 +69,13 @@ class CompileHealth(BaseModel):
 def new_breaks(
     current: Sequence[BreakReason], baseline: Sequence[BreakReason]
 ) -> list[BreakReason]:
-    """Breaks in ``current`` beyond those in ``baseline`` (a multiset difference, in order)."""
-    left = Counter(baseline)
+    """Breaks in ``current`` beyond those in ``baseline`` (a multiset difference of their
+    locations, in order: a reason's wording may change between versions, the line does not)."""
+    left = Counter(br.location for br in baseline)
     out: list[BreakReason] = []
     for br in current:
-        if left[br] > 0:
-            left[br] -= 1
+        if left[br.location] > 0:
+            left[br.location] -= 1
         else:
             out.append(br)
     return out

@@ -4,7 +4,8 @@
   normalise   2  ((x - mean) * rstd)
   affine      2  (* weight + bias), when weight/bias are given
 So layer/group norm and training batch norm cost 7 with affine; inference batch norm uses its
-running statistics and costs 4. RMS norm: square-accumulate 2, scale 1, weight 1 = 4.
+running statistics and costs 4. RMS norm: square-accumulate 2, scale 1, weight 1 = 4. Weight
+norm (wav2vec2's positional convolution) costs 3 per element of ``v`` and 2 per norm.
 Backward of a norm is charged twice its forward (NB: an estimate; the gradient re-reads the
 statistics and needs two extra reductions).
 """
@@ -49,6 +50,11 @@ def rms_norm(a: Args, out: Any) -> OpCost:
     return OpCost((3 + weight) * a["input"].numel)
 
 
+def weight_norm(a: Args, out: Any) -> OpCost:
+    # w = g * v / ||v||: square-accumulate v (2), scale v (1); per norm: sqrt and g / norm (2).
+    return OpCost(3 * a["v"].numel + 2 * a["g"].numel)
+
+
 def norm_backward(a: Args, out: Any) -> OpCost:
     x = a["input"]
     return OpCost(2 * (STATS + NORMALISE + AFFINE) * x.numel)
@@ -70,6 +76,7 @@ def register(reg: CostRegistry) -> None:
     )(batch_norm)
     reg.register(aten._batch_norm_with_update, family="norm")(batch_norm_training)
     reg.register(aten.native_layer_norm, aten.native_group_norm, family="norm")(layer_norm)
+    reg.register(aten._weight_norm_interface, family="norm")(weight_norm)
     if hasattr(aten, "_fused_rms_norm"):
         reg.register(aten._fused_rms_norm, family="norm")(rms_norm)
     reg.register(

@@ -363,26 +363,34 @@ def to_json(graph: GraphExport) -> str:
 
 def to_text(graph: GraphExport) -> str:
     """Node ids, names, params and FLOPs; every edge; then the stats."""
+    from pytest_modelprof.report.terminal import DEFAULT_WIDTH, abbreviate
+
+    timed = _timed(graph)
     width = max((len(n.name) for n in graph.nodes), default=4)
-    width = min(max(width, 4), 70)
-    type_width = min(max((len(n.type) for n in graph.nodes), default=4), 40)
+    type_width = min(max((len(n.type) for n in graph.nodes), default=4), 24)
+    shape_width = max((len(_shape(n.output_shape)) for n in graph.nodes), default=6)
+    # Names give way (cut in the middle) so a node's line fits DEFAULT_WIDTH columns.
+    fixed = 6 + 2 + 2 + type_width + 2 + 10 + 2 + 14 + 2 + (12 if timed else 0) + shape_width
+    width = max(12, min(max(width, 4), DEFAULT_WIDTH - fixed))
     lines = [f"# modelprof {graph.graph} graph of {graph.model}",
              f"# {graph.stats.nodes} nodes, {graph.stats.edges} edges", "", "[nodes]"]
-    timed = _timed(graph)
     lines.append(f"{'id':>6}  {'name':<{width}}  {'type':<{type_width}}  {'params':>10}  "
                  f"{'flops':>14}  " + (f"{'forward_ms':>10}  " if timed else "") + "output")
     for n in graph.nodes:
         ms = (f"{n.forward_ms:>10.4f}  " if n.forward_ms is not None else f"{'-':>10}  "
               ) if timed else ""
-        lines.append(f"{n.id:>6}  {n.name:<{width}}  {n.type:<{type_width}}  {n.params:>10}  "
+        name, kind = abbreviate(n.name, width), abbreviate(n.type, type_width)
+        lines.append(f"{n.id:>6}  {name:<{width}}  {kind:<{type_width}}  {n.params:>10}  "
                      f"{n.flops:>14}  {ms}{_shape(n.output_shape)}")
     lines += ["", "[edges]"]
     names = {n.id: n.name for n in graph.nodes}
     for e in graph.edges:
         extra = f"  x{e.tensors}" if e.tensors > 1 else ""
         via = f"  via {e.via}" if e.via else ""
-        lines.append(f"{e.source:>6} -> {e.target:<6}  {names[e.source]} -> {names[e.target]}"
-                     f"  [{_shape(e.shape)}]{via}{extra}")
+        tail = f"  [{_shape(e.shape)}]{via}{extra}"
+        room = max(8, (DEFAULT_WIDTH - 18 - 4 - len(tail)) // 2)
+        lines.append(f"{e.source:>6} -> {e.target:<6}  {abbreviate(names[e.source], room)} -> "
+                     f"{abbreviate(names[e.target], room)}{tail}")
     s = graph.stats
     lines += [
         "", "[stats]",

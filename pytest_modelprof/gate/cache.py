@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.gate.settings import ProfileRequest
 
@@ -83,11 +83,19 @@ def _module_state(module: object) -> Hashable:
     tensors: tuple[Hashable, ...] = ()
     if callable(state_dict):
         tensors = tuple(
-            (key, tuple(t.shape), str(t.dtype), str(t.device))
+            (key, _shape(t), str(t.dtype), str(t.device))
             for key, t in state_dict(keep_vars=True).items()
-            if hasattr(t, "shape")
+            if hasattr(t, "dtype") and hasattr(t, "device")
         )
     return (flags, tensors)
+
+
+def _shape(t: Any) -> tuple[int, ...] | None:
+    """A tensor's shape; None for a lazy layer's uninitialised parameter, which has none yet."""
+    try:
+        return tuple(t.shape)
+    except (RuntimeError, AttributeError):
+        return None
 
 
 def call_profile_model(request: ProfileRequest) -> ModelProfile:

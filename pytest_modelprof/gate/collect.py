@@ -44,7 +44,7 @@ def measure_latency(
             baseline = None
     module, inputs = real_model_and_inputs(
         request.model, input_shape=request.input_shape, inputs=request.inputs,
-        device=request.device,
+        device=request.device, purpose="the latency measurement",
     )
     timing = measure_forward_sequential(
         module, inputs, baseline, rounds=limits.timing_rounds, tolerance=latency_tolerance(limits)

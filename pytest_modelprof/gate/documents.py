@@ -7,6 +7,7 @@ from typing import Any
 
 from pytest_modelprof.baseline.compare import Comparison, Verdict
 from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.gate.record import Status
@@ -32,10 +33,17 @@ def _status(verdict: Verdict) -> Status:
     return "new" if verdict == "new" else "ok"
 
 
-def _judged(after: BaselineDocument, before: BaselineDocument | None, limits: Limits) -> Comparison:
+def _judged(
+    after: BaselineDocument,
+    before: BaselineDocument | None,
+    limits: Limits,
+    new: ModelProfile | None = None,
+) -> Comparison:
     """The gate's own judge on two stored sides: every row the gate makes from them (uncounted
-    ops, capture fallback, latency from stored timing rounds, compile health)."""
-    return judge(Evidence(after, timing=after.timing), before, limits)
+    ops, capture fallback, latency from stored timing rounds, compile health); a profile on the
+    new side also names the lines that called the ops whose calls changed."""
+    sites = op_sites(new.op_calls) if new is not None else None
+    return judge(Evidence(after, timing=after.timing, op_sites=sites), before, limits)
 
 
 def _result(
@@ -82,7 +90,9 @@ def compare_profiles(
     after = BaselineDocument.from_profile(
         new, test=nodeid, name=name, settings=settings, timing=timing
     )
-    return _result(_judged(after, before, limits), after, before, location=location, profile=new)
+    return _result(
+        _judged(after, before, limits, new), after, before, location=location, profile=new
+    )
 
 
 def _has_timing(document: Document) -> bool:

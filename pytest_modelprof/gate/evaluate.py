@@ -52,7 +52,8 @@ def _display(path: Path, rootdir: Path) -> str:
 
 
 def _row_lines(check: Check) -> list[str]:
-    """A failed row and, for the kinds that have one, its detail (layers that grew)."""
+    """A failed row and, for the kinds that have one, its detail (layers that grew, ops whose
+    calls changed)."""
     lines = ["  " + check.describe()]
     layers = check.detail.get("layers") if check.detail else None
     if layers:
@@ -61,12 +62,29 @@ def _row_lines(check: Check) -> list[str]:
             f"    {d['name']} ({d['type']}): {d['baseline']} \u2192 {d['current']} ({d['growth']})"
             for d in layers
         ]
+    ops = check.detail.get("op_changes") if check.detail else None
+    if ops:
+        from pytest_modelprof.baseline.ops import op_change_text
+
+        lines.append("  ops whose calls changed (baseline \u2192 current):")
+        for d in ops:
+            text = op_change_text(d)
+            head, at, where = text.partition(" at ")
+            # A long layer path and its lines: the lines go under it, so it fits 100 columns.
+            lines += [f"    {head}", f"      at {where}"] if at and len(text) > 96 else [
+                f"    {text}"
+            ]
+        if check.detail.get("op_changes_more"):
+            lines.append(f"    and {check.detail['op_changes_more']} more")
     return lines
 
 
-def failure_text(head: str, rows: Sequence[Check], footer: str | None = None) -> str:
-    """The one message of a failed gate: a head line, one line per failed row, a footer."""
-    lines = [head]
+def failure_text(
+    head: str, rows: Sequence[Check], footer: str | None = None, cause: Sequence[str] = ()
+) -> str:
+    """The one message of a failed gate: a head line, what changed outside the model (the
+    inputs, the environment: ``cause``) first, one line per failed row, a footer."""
+    lines = [head, *cause]
     for row in rows:
         lines += _row_lines(row)
     if footer:
@@ -153,14 +171,19 @@ def evaluate(
     except BaselineError as exc:
         load_error = str(exc)
 
-    evidence = Evidence(current, timing=timing, sweep=sweep, fvcore=fvcore)
+    from pytest_modelprof.baseline.ops import op_sites
+
+    evidence = Evidence(
+        current, timing=timing, sweep=sweep, fvcore=fvcore, op_sites=op_sites(profile.op_calls)
+    )
     comparison = judge(evidence, baseline, limits, env_strict=session.env_strict)
     env = list(comparison.environment)
     env_line = (
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
     )
     inputs_line = _input_change(current, baseline)
-    notes = [n for n in (env_line, inputs_line and f"  {inputs_line}") if n]
+    # What changed outside the model comes first: it explains every row below it.
+    notes = [n for n in (inputs_line and f"  {inputs_line}", env_line) if n]
 
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
@@ -224,7 +247,8 @@ def evaluate(
         message = failure_text(
             f"{who} regressed against {shown} ({n} problem{'s' if n > 1 else ''}):",
             failures,
-            "\n".join([*notes, fix]),
+            fix,
+            notes,
         )
         return Outcome(record("regressed", True, failures), message, None, comparison)
 
@@ -236,7 +260,8 @@ def evaluate(
                 f"{who} improved beyond tolerance against {shown} "
                 f"(--modelprof-strict keeps baselines tight):",
                 rows,
-                "\n".join([*notes, tighten]),
+                tighten,
+                notes,
             )
             return Outcome(record("improved", True, rows), message, None, comparison)
         hint = failure_text(f"{who} improved against {shown}:", rows, tighten)

@@ -58,6 +58,8 @@ class Evidence:
     timing: Mapping[str, Any] | None = None  # runtime.NormalisedTiming as JSON
     sweep: Mapping[str, Any] | None = None  # runtime.sweep.SweepResult as JSON
     fvcore: FvcoreEvidence | None = None
+    # Layer -> op -> the lines of model code that called it now (baseline.ops.op_sites).
+    op_sites: Mapping[str, Mapping[str, Sequence[str]]] | None = None
 
 
 def _format_count(value: float, unit: str) -> str:
@@ -143,8 +145,11 @@ def latency_checks(
         if baseline_ms is not None
         else metric.format(current.latency_ms)
     )
+    # One pair of figures per reason: a comparison gives its own (the quantile it judged), a
+    # budget its median; the medians lead only a row that has neither.
+    said = [r.removeprefix("latency ") for r in decision.reasons]
     if decision.action in ("fail", "warn"):
-        reason = f"{figures}; " + "; ".join(decision.reasons)
+        reason = "; ".join(said)
         if decision.action == "warn" and limits.timing_strict is False:
             reason += "; timing_strict=False keeps this a warning"
         elif decision.action == "warn":
@@ -154,20 +159,23 @@ def latency_checks(
         verdict = "regressed" if decision.action == "fail" else "warning"
     elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
         verdict = "warning"
-        reason = f"{figures}; " + "; ".join(decision.notes)
+        reason = "; ".join(n.removeprefix("latency ") for n in decision.notes)
     elif comparison is not None and comparison.verdict == "improved":
-        verdict, reason = "improved", f"{figures}; {comparison.describe()}"
+        verdict, reason = "improved", comparison.describe()
     elif comparison is not None:
-        verdict, reason = "ok", f"{figures}; {comparison.describe()}"
+        verdict, reason = "ok", comparison.describe()
     else:
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
     delta = DASH
     if comparison is not None:
-        # The confidence travels with the figure: tables show this column, not the reason.
-        delta = (
-            f"{comparison.slowdown * 100:+.1f} % (normalised, confidence "
-            f"{comparison.confidence * 100:.0f} %)"
+        # The confidence travels with a change or an undecided one: tables show this column,
+        # not the reason. "unchanged" claims none, as in the reason.
+        sure = (
+            f", confidence {comparison.confidence * 100:.0f} %"
+            if comparison.verdict != "unchanged"
+            else ""
         )
+        delta = f"{comparison.slowdown * 100:+.1f} % (normalised{sure})"
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
     over_budget = budget is not None and current.latency_ms > budget.limit
     return [
@@ -461,9 +469,10 @@ def judge(
         ),
         *capture_check(evidence.document, baseline),
     ]
+    from pytest_modelprof.baseline.ops import explain_ops
     from pytest_modelprof.compile.gate import explain_compile_rows
 
     comparison = explain_compile_rows(
         comparison, evidence.document, baseline, timing_strict=limits.timing_strict is True
     )
-    return comparison.plus(extra)
+    return explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)

@@ -480,11 +480,13 @@ def resolve_marker(
     known = (*MARKER_ARGS, *limit_names())
     unknown = sorted(k for k in values if k not in known)
     if unknown:
-        hints = "".join(did_you_mean(k, known) for k in unknown)
+        near = [did_you_mean(k, known) for k in unknown]
+        hints = "".join(near)
         raise SettingsError(
             f"{source}: unknown argument{'s' if len(unknown) > 1 else ''} "
             f"{', '.join(unknown)} for @pytest.mark.profile"
-            f"{hints}; expected {MARKER_SIGNATURE}"
+            # A near miss says enough; the whole signature is for a word nothing resembles.
+            + (hints if all(near) else f"{hints}; expected {MARKER_SIGNATURE}")
         )
     name = values.get("name")
     if name is not None and (not isinstance(name, str) or not name):

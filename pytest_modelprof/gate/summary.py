@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
+from pytest_modelprof.report.fit import fit_line
 
 __all__ = [
     "summary_lines",
@@ -12,7 +13,11 @@ __all__ = [
     "summary_columns",
     "with_change",
     "environment_line",
+    "inputs_identity",
+    "renamed",
 ]
+
+MIN_TEST_WIDTH = 24  # the test column shrinks (cut in the middle) down to this, then columns go
 
 
 def summary_columns(rows: Iterable[tuple[str, str, bool]]) -> list[tuple[str, str]]:
@@ -64,34 +69,127 @@ def _cell(record: GateRecord, metric: str) -> str:
     return with_change(str(row.get("current_text") or "n/a"), str(row.get("delta_text") or ""))
 
 
-def summary_lines(records: Sequence[GateRecord]) -> list[str]:
-    """The rows of the terminal summary table, regressions first."""
-    columns = _columns(records)
-    ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
-    header = ["status", "test"] + [label for _, label in columns]
-    rows = [header]
-    for r in ordered:
-        rows.append([r.status, r.label] + [_cell(r, metric) for metric, _ in columns])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+def _cut_test(label: str, width: int) -> str:
+    """A test id cut in its file part, keeping the test's own name: ``test_mo…::test_widen``;
+    a name too long for that is cut in its middle too."""
+    if len(label) <= width:
+        return label
+    cut = label.rfind("::")
+    head, tail = (label[:cut], label[cut:]) if cut > 0 else ("", label)
+    keep = min(len(head), 4)  # enough of the file to tell modules apart at a glance
+    if len(tail) + 1 + keep <= width:
+        return label[: width - 1 - len(tail)] + "\u2026" + tail
+    room = max(1, width - 1 - keep)  # the name itself, cut in its middle: its end (a param)
+    half = (room - 1) // 2
+    name = tail[: half + 1] + "\u2026" + tail[len(tail) - (room - 2 - half) :] if room > 2 else ""
+    return (label[:keep] + "\u2026" + name)[:width]
+
+
+def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
     return [
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+        "  ".join(
+            (_cut_test(c, w) if i == 1 else c).ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
+        for row in rows
     ]
 
 
-def problem_lines(records: Sequence[GateRecord]) -> list[str]:
-    """Every failed limit and warning of the run, one line each, under its test; then one
-    line for the run if baselines come from another environment (:func:`environment_line`)."""
+def summary_lines(records: Sequence[GateRecord], width: int | None = None) -> list[str]:
+    """The rows of the terminal summary table, regressions first, in at most ``width`` columns.
+
+    Too wide, the test column is cut in the middle (down to 24), then metric columns are left
+    out from the right, those that changed in no test first; a last line names them.
+    """
+    columns = _columns(records)
+    ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
+    rows = [["status", "test"] + [label for _, label in columns]]
+    for r in ordered:
+        rows.append([r.status, r.label] + [_cell(r, metric) for metric, _ in columns])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if width is None:
+        return _layout(rows, widths)
+    widths[1] = max(min(MIN_TEST_WIDTH, widths[1]), widths[1] - (_used(widths) - width))
+    # Unchanged columns (no cell shows a delta) go first, each kind from the right.
+    changed = [any("(" in row[i] for row in rows[1:]) for i in range(len(widths))]
+    order = sorted(range(len(widths) - 1, 1, -1), key=lambda i: changed[i])
+    left_out: list[int] = []
+    for i in order:
+        if _used([w for j, w in enumerate(widths) if j not in left_out]) <= width:
+            break
+        left_out.append(i)
+    keep = [i for i in range(len(widths)) if i not in left_out]
+    full = max(len(row[1]) for row in rows)  # room left over goes back to the test column
+    widths[1] = min(full, widths[1] + width - _used([widths[i] for i in keep]))
+    lines = _layout([[row[i] for i in keep] for row in rows], [widths[i] for i in keep])
+    lines = [line if len(line) <= width else line[: width - 1] + "\u2026" for line in lines]
+    if left_out:
+        names = ", ".join(rows[0][i] for i in sorted(left_out))
+        lines += fit_line(
+            f"(left out to fit {width} columns: {names}; every figure is in "
+            "--modelprof-report and --modelprof-json)",
+            width,
+        )
+    return lines
+
+
+def _used(widths: Sequence[int]) -> int:
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
+def problem_lines(
+    records: Sequence[GateRecord], width: int | None = None, *, failures: bool = True
+) -> list[str]:
+    """Every failed limit and warning of the run under its test, then one line for the run if
+    baselines come from another environment (:func:`environment_line`), wrapped to ``width``.
+
+    ``failures=False`` leaves failed limits out where pytest printed the test's failure (each
+    is said once: under FAILURES); warnings are said nowhere else.
+    """
     lines = []
     ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
     for r in ordered:
         # An error's message is the test's failure, printed above; once is enough.
-        failures = [] if r.status == "error" else r.failures
-        if not (failures or r.warnings):
+        failed = [] if r.status == "error" or not failures else r.failures
+        if not (failed or r.warnings):
             continue
         lines.append(f"{r.label}:")
-        lines += [f"  FAIL {f}" for f in failures]
+        lines += [f"  FAIL {f}" for f in failed]
         lines += [f"  warn {w}" for w in r.warnings]
     env = environment_line(r.environment for r in ordered)
     if env is not None:
         lines.append(f"note: {env}")
-    return lines
+    if width is None:
+        return lines
+    return [out for line in lines for out in fit_line(line, width)]
+
+
+def inputs_identity(model: str, inputs: Iterable[Mapping[str, object]]) -> str:
+    """``"SmallCNN 1×3×16×16 float32"``: what a profile measured, to match a renamed test's
+    missing baseline with the stale one it left behind (``inputs`` as stored in JSON)."""
+    shown = []
+    for spec in inputs:
+        shape = spec.get("shape")
+        dims = "\u00d7".join(str(d) for d in shape) if isinstance(shape, list) else "?"
+        name = f"{spec['name']}=" if spec.get("name") else ""
+        shown.append(f"{name}{dims} {spec.get('dtype')}")
+    return f"{model} {', '.join(shown)}"
+
+
+def renamed(
+    records: Sequence[GateRecord], stale: Mapping[str, str]
+) -> list[tuple[GateRecord, str]]:
+    """(test without a baseline, stale baseline) pairs that hold the same model and inputs,
+    each stale file used once; ``stale`` maps a stale file to its :func:`inputs_identity`."""
+    free = dict(stale)
+    pairs = []
+    for r in sorted(records, key=lambda r: r.label):
+        if r.status != "missing" or not r.profile:
+            continue
+        inputs = r.profile.get("inputs")
+        identity = inputs_identity(r.model, inputs if isinstance(inputs, list) else [])
+        match = next((path for path, ident in free.items() if ident == identity), None)
+        if match is not None:
+            pairs.append((r, match))
+            del free[match]
+    return pairs

@@ -6,16 +6,10 @@ the ``config.json`` of a local folder. Nothing is ever downloaded: a Hub id fail
 ``HF_HUB_OFFLINE=1`` is set before transformers is first imported. Builder keyword arguments
 (``--arch KEY=VALUE``) override config fields; ``hf_class=BertForMaskedLM`` picks another head.
 
-Which class a name builds: encoder-decoder language models their ``...ForConditionalGeneration``
-(T5, BART), decoder-only language models their ``...ForCausalLM`` (GPT-2, LLaMA, Mixtral),
-image classifiers their ``...ForImageClassification`` (ViT), everything else the base model
-(BERT: ``BertModel``). A local folder builds ``config.architectures[0]``.
-
-Text models take ``input_ids`` of shape ``(1, DEFAULT_SEQ_LEN)`` (``--seq-len`` or
-``input_shape=(batch, seq_len)`` changes it); encoder-decoder models also get
-``decoder_input_ids`` of the same shape; vision models ``pixel_values`` at the config's
-``image_size``. The built model's own config decides (vocabulary, positions, image size,
-channels), so ``--arch vocab_size=1000`` draws ids below 1000.
+The overrides are constructor arguments of the config class (``_hf_config``), so derived fields
+follow them. Which class a name builds and the inputs each kind gets: ``_hf_inputs``. The built
+model's own config decides the inputs (vocabulary, positions, image size, mel bins), so
+``--arch vocab_size=1000`` draws ids below 1000.
 """
 
 from __future__ import annotations
@@ -30,7 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
-from pytest_modelprof.models._spec import BuiltInputs, InputKind, ModelSpec, Shape
+from pytest_modelprof.models._hf_config import build_config
+from pytest_modelprof.models._hf_inputs import (
+    CLASS_KEY,
+    DEFAULT_SEQ_LEN,
+    built_inputs,
+    default_class,
+    inputs_for,
+    load_class,
+    shape_kwargs,
+    sub_field,
+)
+from pytest_modelprof.models._spec import BUILD_NOTE, ModelSpec
 
 if TYPE_CHECKING:
     from torch import nn
@@ -47,11 +52,6 @@ __all__ = [
 
 PREFIX: Final = "hf:"
 INSTALL_HINT: Final = 'pip install "pytest-modelprof[hf]"'
-DEFAULT_SEQ_LEN: Final = 128
-"""Tokens per sequence of a text model's default input (batch 1), as calflops and DeepSpeed's
-examples use; capped at the model's ``max_position_embeddings``."""
-CLASS_KEY: Final = "hf_class"
-"""Builder kwarg naming the transformers class to build instead of the default head."""
 
 
 def is_hf_name(name: str) -> bool:
@@ -102,27 +102,28 @@ def hf_spec(name: str) -> ModelSpec:
         )
     folder = Path(bare).expanduser()
     if bare and folder.is_dir():
-        config = _local_config(name, folder)
+        raw: dict[str, Any] | None = _local_config(name, folder)
         source = f"config.json in {folder}"
     elif bare in _model_types():
-        config = None
+        raw = None
         source = f"the default {bare} config"
     else:
         raise _unknown(name, bare)
-    model_type = config.model_type if config is not None else bare
-    base = _base_config(name, bare, config)
-    cls_name = _default_class(model_type, base, config is not None)
-    kind, shape = _inputs_for(name, cls_name, base)
+    model_type = str(raw["model_type"]) if raw is not None else bare
+    base = _base_config(name, bare, raw)
+    cls_name, _ = default_class(model_type, base, raw is not None)
+    kind, shape = inputs_for(cls_name, base)
+    sized = sub_field(base, "image_size") is not None
     return ModelSpec(
         name=name,
         source="hf",
-        builder=functools.partial(_build, name, bare, config, source),
+        builder=functools.partial(_build, name, bare, raw, source),
         default_input_shape=shape,
         input_kind=kind,
         group="hf",
-        shape_kwargs=functools.partial(_shape_kwargs, kind, shape),
+        shape_kwargs=functools.partial(shape_kwargs, kind, shape, sized),
         vocab_size=_vocab_size(base),
-        built_inputs=functools.partial(_built_inputs, kind),
+        built_inputs=functools.partial(built_inputs, kind),
     )
 
 
@@ -147,7 +148,7 @@ def _unknown(name: str, bare: str) -> ModelNotFoundError:
     )
 
 
-def _local_config(name: str, folder: Path) -> Any:
+def _local_config(name: str, folder: Path) -> dict[str, Any]:
     path = folder / "config.json"
     if not path.is_file():
         raise ModelNotFoundError(
@@ -173,176 +174,76 @@ def _local_config(name: str, folder: Path) -> Any:
             f"model {name!r}: {path} has model_type {raw['model_type']!r}, which this "
             "transformers version does not know; upgrade transformers"
         )
+    return raw
+
+
+def _base_config(name: str, bare: str, raw: Mapping[str, Any] | None) -> Any:
+    """The config without overrides: the type's defaults, or the folder's ``config.json``."""
     _offline()
     from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
-    return AutoConfig.from_pretrained(str(folder), local_files_only=True)
-
-
-def _base_config(name: str, bare: str, config: Any) -> Any:
-    if config is not None:
-        return config
-    _offline()
-    from transformers import AutoConfig
-
+    if raw is not None:
+        return CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
     return AutoConfig.for_model(bare)
 
 
-def _default_class(model_type: str, base: Any, from_folder: bool) -> str:
-    """The class name built by default (see the module docstring)."""
-    auto = _auto()
-    if from_folder:
-        for arch in getattr(base, "architectures", None) or ():
-            if _has_class(arch):
-                return str(arch)
-    # Whisper is an encoder-decoder without a seq2seq LM class: it must not become a causal LM.
-    encoder_decoder = bool(getattr(base, "is_encoder_decoder", False))
-    seq2seq = auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES.get(model_type)
-    causal = auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(model_type)
-    masked = auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES.get(model_type)
-    image = auto.MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING_NAMES.get(model_type)
-    if encoder_decoder and seq2seq:
-        return str(seq2seq)
-    if causal and not masked and not encoder_decoder:
-        return str(causal)
-    if image and _class_input(str(image)) == "pixel_values":
-        return str(image)
-    return str(auto.MODEL_MAPPING_NAMES[model_type])
+def _fields(kwargs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
 
 
-def _has_class(cls_name: str) -> bool:
+def _version() -> str:
     import transformers
 
-    try:
-        getattr(transformers, cls_name)
-    except (AttributeError, ImportError):
-        return False
-    return True
-
-
-def _load_class(name: str, cls_name: str) -> Any:
-    import transformers
-
-    try:
-        return getattr(transformers, cls_name)
-    except (AttributeError, ImportError) as exc:
-        raise ModelBuildError(
-            f"model {name!r}: transformers has no class {cls_name!r} ({exc}); pass an existing "
-            f"one, e.g. --arch {CLASS_KEY}=AutoModel"
-        ) from exc
-
-
-def _class_input(cls_name: str) -> str:
-    import transformers
-
-    return str(getattr(getattr(transformers, cls_name), "main_input_name", "input_ids"))
-
-
-def _sub(config: Any, key: str) -> Any:
-    """``config.key``, else the same field of its text or vision sub-config."""
-    subs = (getattr(config, "text_config", None), getattr(config, "vision_config", None))
-    for cfg in (config, *subs):
-        value = getattr(cfg, key, None) if cfg is not None else None
-        if value is not None:
-            return value
-    return None
+    return str(transformers.__version__)
 
 
 def _vocab_size(config: Any) -> int:
-    vocab = _sub(config, "vocab_size")
+    vocab = sub_field(config, "vocab_size")
     return int(vocab) if isinstance(vocab, int) and vocab > 0 else 32_000
 
 
-def _inputs_for(name: str, cls_name: str, config: Any) -> tuple[InputKind, Shape | None]:
-    main = _class_input(cls_name)
-    if main == "input_ids":
-        encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
-        kind: InputKind = "seq2seq_ids" if encoder_decoder else "input_ids"
-        return kind, _shape_of(main, config)
-    return "tensor", _shape_of(main, config)
-
-
-def _built_inputs(kind: InputKind, module: Any) -> BuiltInputs:
-    """Vocabulary and default shape from the built model's own config (``--arch`` included)."""
-    config = getattr(module, "config", None)
-    if config is None:
-        return BuiltInputs()
-    main = str(getattr(module, "main_input_name", "input_ids"))
-    expected = "pixel_values" if kind == "tensor" else "input_ids"
-    vocab = _sub(config, "vocab_size")
-    return BuiltInputs(
-        default_shape=_shape_of(main, config) if main == expected else None,
-        vocab_size=int(vocab) if isinstance(vocab, int) and vocab > 0 else None,
-    )
-
-
-def _shape_of(main: str, config: Any) -> Shape | None:
-    """The default shape of a model's main input under ``config``; ``None``: no default."""
-    if main == "input_ids":
-        limit = _sub(config, "max_position_embeddings")
-        seq = DEFAULT_SEQ_LEN
-        if isinstance(limit, int) and 0 < limit < seq:
-            seq = limit
-        return (1, seq)
-    if main == "pixel_values":
-        size = _sub(config, "image_size")
-        channels = _sub(config, "num_channels") or 3
-        if isinstance(size, (list, tuple)):
-            height, width = int(size[0]), int(size[-1])
-        elif isinstance(size, int):
-            height = width = size
-        else:
-            return None
-        return (1, int(channels), height, width)
-    # Audio and other inputs: no default; example_inputs asks for input_shape / inputs.
-    return None
-
-
-def _shape_kwargs(kind: InputKind, default: Shape | None, shape: Shape) -> dict[str, Any]:
-    """Config fields an input shape implies: a vision model's ``image_size``."""
-    if kind == "tensor" and default is not None and len(shape) == 4 and shape != default:
-        out: dict[str, Any] = {}
-        if shape[2:] != default[2:]:
-            out["image_size"] = shape[2] if shape[2] == shape[3] else (shape[2], shape[3])
-        if shape[1] != default[1]:
-            out["num_channels"] = shape[1]
-        return out
-    return {}
-
-
-def _apply_overrides(name: str, config: Any, overrides: Mapping[str, Any]) -> Any:
-    """A copy of ``config`` with ``overrides`` set; an unknown field fails with close matches."""
-    import copy
-
-    known = set(config.to_dict()) | set(getattr(config, "attribute_map", {}))
-    unknown = [k for k in overrides if k not in known and not hasattr(config, k)]
-    if unknown:
-        key = unknown[0]
-        close = difflib.get_close_matches(key, sorted(known), n=5)
-        hint = f"; did you mean: {', '.join(close)}?" if close else ""
-        raise ModelBuildError(
-            f"model {name!r}: {type(config).__name__} has no field {key!r}{hint} "
-            f"(--arch KEY=VALUE sets config fields; {CLASS_KEY}=CLASS picks the model class)"
-        )
-    new = copy.deepcopy(config)
-    for key, value in overrides.items():
-        setattr(new, key, value)
-    return new
-
-
-def _build(name: str, bare: str, config: Any, source: str, **kwargs: Any) -> nn.Module:
-    base = _base_config(name, bare, config)
-    cls_name = str(
-        kwargs.pop(CLASS_KEY, None) or _default_class(base.model_type, base, config is not None)
-    )
+def _build(
+    name: str, bare: str, raw: Mapping[str, Any] | None, source: str, **kwargs: Any
+) -> nn.Module:
+    model_type = str(raw["model_type"]) if raw is not None else bare
     for key in ("pretrained_model_name_or_path", "from_pretrained"):
         if key in kwargs:
             raise ModelBuildError(
                 f"model {name!r}: {key} would download weights; pytest-modelprof builds "
                 f"{source} with random weights and never downloads"
             )
-    cfg = _apply_overrides(name, base, kwargs)
-    cls = _load_class(name, cls_name)
-    if hasattr(cls, "from_config"):  # an Auto class
-        return cls.from_config(cfg)  # type: ignore[no-any-return]
-    return cls(cfg)  # type: ignore[no-any-return]
+    chosen = kwargs.pop(CLASS_KEY, None)
+    others: tuple[str, ...]
+    if chosen:
+        cls_name, others = str(chosen), ()
+    else:
+        base = _base_config(name, bare, raw)
+        cls_name, others = default_class(model_type, base, raw is not None)
+    cls = load_class(name, cls_name, others)
+    cfg = build_config(name, model_type, raw, kwargs, cls)
+    try:
+        module = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(cfg)  # Auto class
+    except Exception as exc:
+        import torch
+
+        if torch.get_default_device().type == "meta":
+            raise  # the engine retries on the CPU: the constructor may read tensor values
+        raise ModelBuildError(
+            f"model {name!r}: transformers cannot build {cls_name} from {type(cfg).__name__}"
+            f"({_fields(kwargs)}): {type(exc).__name__}: {exc}. This is the model's own error "
+            f"(raised inside transformers {_version()}; building {cls_name} by hand from that "
+            "config fails the same way), not pytest-modelprof's: try other --arch fields or "
+            "another transformers version"
+        ) from exc
+    if others:
+        # Say which of the mapping's classes this is; the capture reason carries it.
+        setattr(
+            module,
+            BUILD_NOTE,
+            (
+                f"built {cls_name}, the first of {', '.join((cls_name, *others))} "
+                f"({CLASS_KEY}= picks another)"
+            ),
+        )
+    return module  # type: ignore[no-any-return]

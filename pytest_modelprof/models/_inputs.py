@@ -9,9 +9,20 @@ from pytest_modelprof.errors import ModelInputError
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["InputKind", "Shape", "make_inputs"]
+__all__ = ["InputKind", "Shape", "make_inputs", "TEXT_LEN"]
 
-InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_ids", "seq2seq_ids"]
+InputKind = Literal[
+    "tensor",
+    "image_list",
+    "image_pair",
+    "token_ids",
+    "input_ids",
+    "seq2seq_ids",
+    "input_features",
+    "speech_seq2seq",
+    "input_values",
+    "image_text",
+]
 """How ``input_shape`` becomes the forward arguments.
 
 - ``tensor``: one float tensor of exactly that shape.
@@ -20,7 +31,17 @@ InputKind = Literal["tensor", "image_list", "image_pair", "token_ids", "input_id
 - ``token_ids``: one ``int64`` tensor of that shape, values in ``[0, vocab_size)``.
 - ``input_ids``: the same tensor, passed as the keyword ``input_ids=`` (Hugging Face).
 - ``seq2seq_ids``: ``input_ids=`` and ``decoder_input_ids=``, both of that shape (T5, BART).
+- ``input_features``: one float tensor of that shape as ``input_features=`` (log-mel features).
+- ``speech_seq2seq``: ``input_features=`` and ``decoder_input_ids=`` of ``(batch, text_len)``
+  (Whisper).
+- ``input_values``: one float tensor ``(batch, samples)`` as ``input_values=`` (raw audio).
+- ``image_text``: ``pixel_values=`` of that shape and ``input_ids=`` of ``(batch, text_len)``
+  (CLIP, SigLIP).
 """
+
+TEXT_LEN = 32
+"""Length of the token ids that go beside another input (a speech model's ``decoder_input_ids``,
+a dual-tower model's ``input_ids``) unless the model's positions are fewer."""
 
 Shape = tuple[int, ...]
 
@@ -33,10 +54,13 @@ def make_inputs(
     device: torch.device,
     dtype: torch.dtype,
     vocab_size: int,
+    text_len: int = TEXT_LEN,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` of random data shaped for ``kind``; see ``InputKind``."""
     import torch
 
+    if kind in ("input_features", "speech_seq2seq", "input_values", "image_text"):
+        return (), _keyword_inputs(name, kind, shape, device, dtype, vocab_size, text_len)
     if kind == "tensor":
         return (torch.randn(shape, device=device, dtype=dtype),), {}
     if kind == "token_ids":
@@ -74,3 +98,38 @@ def make_inputs(
             torch.randn(shape, device=device, dtype=dtype),
         ), {}
     raise ModelInputError(f"model {name!r}: unknown input kind {kind!r}")  # pragma: no cover
+
+
+_MAIN: dict[str, tuple[str, int]] = {
+    "input_features": ("input_features", 3),
+    "speech_seq2seq": ("input_features", 3),
+    "input_values": ("input_values", 2),
+    "image_text": ("pixel_values", 4),
+}
+_LAYOUT = {2: "(batch, samples)", 3: "(batch, features, frames), 3-d", 4: "(batch, C, H, W)"}
+
+
+def _keyword_inputs(
+    name: str,
+    kind: InputKind,
+    shape: Shape,
+    device: torch.device,
+    dtype: torch.dtype,
+    vocab_size: int,
+    text_len: int,
+) -> dict[str, Any]:
+    """A Hugging Face model's keyword inputs: the main float tensor, then token ids if needed."""
+    import torch
+
+    key, rank = _MAIN[kind]
+    if len(shape) != rank:
+        raise ModelInputError(
+            f"model {name!r} takes {key}: input_shape must be {_LAYOUT[rank]}, got {shape}"
+        )
+    out: dict[str, Any] = {key: torch.randn(shape, device=device, dtype=dtype)}
+    ids = torch.randint(0, vocab_size, (shape[0], text_len), device=device, dtype=torch.long)
+    if kind == "speech_seq2seq":
+        out["decoder_input_ids"] = ids
+    elif kind == "image_text":
+        out["input_ids"] = ids
+    return out

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, final
 
 from pytest_modelprof.errors import ModelBuildError, ModelInputError
-from pytest_modelprof.models._inputs import InputKind, Shape, make_inputs
+from pytest_modelprof.models._inputs import TEXT_LEN, InputKind, Shape, make_inputs
 
 if TYPE_CHECKING:
     import torch
@@ -24,6 +24,8 @@ __all__ = [
     "BuiltInputs",
     "BuiltInputsFn",
     "TOKEN_KINDS",
+    "SAMPLE_RATE",
+    "BUILD_NOTE",
 ]
 
 Source = Literal["torchvision", "ultralytics", "timm", "hf", "import", "registered"]
@@ -31,6 +33,11 @@ Source = Literal["torchvision", "ultralytics", "timm", "hf", "import", "register
 
 TOKEN_KINDS = frozenset({"token_ids", "input_ids", "seq2seq_ids"})
 """Input kinds whose shape is ``(batch, seq_len)``."""
+SAMPLE_RATE = 16_000
+"""Samples per second of raw audio (``input_values``): what wav2vec2 and HuBERT were trained on."""
+BUILD_NOTE = "_modelprof_build_note"
+"""Attribute a builder may set on the module it returns: a line the capture reason carries
+(which of several classes was built)."""
 
 BuildFn = Callable[..., Any]
 """Called with the merged architecture kwargs; returns the module (checked: an ``nn.Module``)."""
@@ -49,6 +56,8 @@ class BuiltInputs:
 
     default_shape: Shape | None = None
     vocab_size: int | None = None
+    text_len: int | None = None
+    """Length of companion token ids (``decoder_input_ids`` of Whisper, ``input_ids`` of CLIP)."""
 
 
 BuiltInputsFn = Callable[[Any], BuiltInputs]
@@ -147,17 +156,34 @@ class ModelSpec:
             device=torch.device(device),
             dtype=torch.float32 if dtype is None else dtype,
             vocab_size=built.vocab_size or self.vocab_size,
+            text_len=built.text_len or TEXT_LEN,
         )
 
     def input_shape_for(
-        self, *, batch: int | None = None, seq_len: int | None = None
+        self,
+        *,
+        batch: int | None = None,
+        seq_len: int | None = None,
+        seconds: float | None = None,
     ) -> Shape | None:
-        """The default input shape with its batch and/or sequence length replaced.
+        """The default input shape with its batch, sequence length or audio length replaced.
 
-        ``seq_len`` applies to text models only (input kinds with ``(batch, seq_len)`` shapes);
-        this is what ``--seq-len`` and ``--batch`` mean for a named model.
+        ``seq_len`` applies to text models only (input kinds with ``(batch, seq_len)`` shapes),
+        ``seconds`` to raw-audio models (``input_values``: ``seconds * SAMPLE_RATE`` samples);
+        this is what ``--seq-len``, ``--seconds`` and ``--batch`` mean for a named model.
         """
         shape = self.default_input_shape
+        if seconds is not None:
+            if self.input_kind != "input_values":
+                raise ModelInputError(
+                    f"model {self.name!r} takes {self.input_kind} inputs, not raw audio; "
+                    "seconds applies to input_values models only (use input_shape=(...))"
+                )
+            if not isinstance(seconds, (int, float)) or seconds <= 0:
+                raise ModelInputError(
+                    f"model {self.name!r}: seconds must be positive, got {seconds!r}"
+                )
+            seq_len = round(seconds * SAMPLE_RATE)
         if batch is None and seq_len is None:
             return shape
         for label, value in (("batch", batch), ("seq_len", seq_len)):
@@ -170,7 +196,7 @@ class ModelSpec:
                 f"model {self.name!r} ({self.source}) has no default input shape to resize; "
                 "pass input_shape=(...) instead"
             )
-        if seq_len is not None and self.input_kind not in TOKEN_KINDS:
+        if seq_len is not None and self.input_kind not in TOKEN_KINDS and seconds is None:
             raise ModelInputError(
                 f"model {self.name!r} takes {self.input_kind} inputs of shape {shape}, not token "
                 "ids; a sequence length applies to text models only (use input_shape=(...))"

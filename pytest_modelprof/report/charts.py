@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.gate.results import ProfileResult
@@ -30,6 +30,9 @@ from pytest_modelprof.report.model import (
 )
 from pytest_modelprof.schema import ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
+
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.document import BaselineDocument, BaselineOpFamily
 
 LABEL_W: Final = 190.0
 
@@ -101,7 +104,12 @@ def layer_chart(result: ProfileResult, diffs: Sequence[LayerDiff]) -> Chart:
 
 
 
-def op_chart(profile: ModelProfile | None) -> Chart:
+def op_chart(profile: ModelProfile | None, baseline: BaselineDocument | None = None) -> Chart:
+    """Each op family's FLOPs and bytes moved, baseline above current where the baseline
+    recorded its families; the current shares otherwise."""
+    before = {f.family: f for f in (baseline.op_families or [])} if baseline is not None else {}
+    if profile is not None and profile.op_breakdown and before:
+        return _op_diff_chart(profile, before)
     title = "Op-family breakdown (current)"
     legend = (LegendItem("bar-flops", "share of FLOPs"), LegendItem("bar-mem", "share of memory"))
     families = sorted(profile.op_breakdown, key=lambda f: (-f.flops, -f.memory, f.family)) \
@@ -133,8 +141,67 @@ def op_chart(profile: ModelProfile | None) -> Chart:
         f"{len(families)} op families; {format_count(total_flops, 'FLOPs')} and "
         f"{format_bytes(total_mem)} moved in all."
     )
+    if baseline is not None:
+        caption += " The baseline did not record its op families: re-record it to compare."
     return Chart(title, caption, num(CHART_W), num(height), legend, tuple(rects), (), (), (),
                  tuple(texts))
+
+
+def _versus(now: int, was: int, fmt: Callable[[float], str]) -> str:
+    """``36 MFLOPs (+0.4 %)``, ``(new)``, ``(gone)``; the figure alone when unchanged."""
+    if now == was:
+        return fmt(now)
+    if was == 0:
+        return f"{fmt(now)} (new)"
+    return f"{fmt(now)} ({format_change(change_of(now, was))})"
+
+
+def _op_diff_chart(profile: ModelProfile, before: Mapping[str, BaselineOpFamily]) -> Chart:
+    """Per op family: FLOPs baseline and current, bytes baseline and current, and the calls."""
+    title = "Op families: baseline vs current"
+    legend = (LegendItem("bar-base", "baseline"), LegendItem("bar-flops", "FLOPs (current)"),
+              LegendItem("bar-mem", "memory (current)"))
+    after = {f.family: f for f in profile.op_breakdown}
+    rows = []
+    for name in set(after) | set(before):
+        a, b = after.get(name), before.get(name)
+        rows.append((name, a.count if a else 0, b.count if b else 0, a.flops if a else 0,
+                     b.flops if b else 0, a.memory if a else 0, b.memory if b else 0))
+    # What changed first (the larger relative change in bytes or FLOPs), then the largest.
+    def moved(r: tuple[str, int, int, int, int, int, int]) -> float:
+        return max(abs(change_of(r[3], r[4]) or 0), abs(change_of(r[5], r[6]) or 0),
+                   float(r[1] != r[2]))
+
+    rows.sort(key=lambda r: (-min(moved(r), 1e9), -r[3], -r[5], r[0]))
+    max_flops = max(max(r[3], r[4]) for r in rows) or 1
+    max_mem = max(max(r[5], r[6]) for r in rows) or 1
+    row_h, top = 46.0, 8.0
+    rects, texts = [], []
+    for i, (name, calls, calls_was, fl, fl_was, mem, mem_was) in enumerate(rows):
+        y = top + i * row_h
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(name), "label", "end", name))
+        calls_text = f"\u00d7{calls}" if calls == calls_was else (
+            f"\u00d7{calls_was} \u2192 \u00d7{calls}"
+        )
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 32), calls_text + " calls", "value", "end"))
+        for dy, value, was, css, fmt, scale in (
+            (2.0, fl, fl_was, "bar-flops", lambda v: format_count(v, "FLOPs"), max_flops),
+            (23.0, mem, mem_was, "bar-mem", format_bytes, max_mem),
+        ):
+            rects.append(SvgRect(num(LABEL_W), num(y + dy), num(max(BAR_W * was / scale, 0.5)),
+                                 "8", "bar-base", f"{name}: baseline {fmt(was)}"))
+            rects.append(SvgRect(num(LABEL_W), num(y + dy + 9),
+                                 num(max(BAR_W * value / scale, 0.5)), "8", css,
+                                 f"{name}: current {fmt(value)}"))
+            x = LABEL_W + BAR_W * max(value, was) / scale + 6
+            texts.append(SvgText(num(x), num(y + dy + 15), _versus(value, was, fmt), "value"))
+    changed = sum(1 for r in rows if moved(r) > 0)
+    caption = (
+        f"{changed} of {len(rows)} op families changed; per family FLOPs (blue) and bytes "
+        f"moved (orange), the baseline's in grey above each."
+    )
+    return Chart(title, caption, num(CHART_W), num(top + row_h * len(rows) + 8), legend,
+                 tuple(rects), (), (), (), tuple(texts))
 
 
 
@@ -242,12 +309,18 @@ def timing_chart(result: ProfileResult) -> Chart | None:
     samples = [float(v) for _, t in rows for v in t["model"]["samples"]]
     if not samples:
         return Chart(title, "", num(CHART_W), "60", legend, empty="No timing rounds recorded.")
-    top_ms = max(samples) * 1.05 or 1.0
+    # The axis runs to the far fence of the rounds (q3 + 3 IQR, at least 1.25 x the median), not
+    # to the slowest round: one round of a busy machine would squeeze the rest into a corner.
+    fence = max(max(t["model"]["q3"] + 3 * (t["model"]["q3"] - t["model"]["q1"]),
+                    1.25 * t["model"]["median"]) for _, t in rows)
+    slowest = max(samples)
+    top_ms = min(slowest, fence) * 1.05 or 1.0
+    beyond = sum(1 for v in samples if v > top_ms)
     left, right, row_h, top = LABEL_W, CHART_W - 30.0, 44.0, 10.0
     axis_y = top + row_h * len(rows) + 4
 
     def x(ms: float) -> float:
-        return left + ms / top_ms * (right - left)
+        return left + min(ms, top_ms) / top_ms * (right - left)  # beyond the axis: at its end
 
     rects, lines, circles, texts = [], [], [], []
     lines.append(SvgLine(num(left), num(axis_y), num(right), num(axis_y), "axis"))
@@ -279,6 +352,9 @@ def timing_chart(result: ProfileResult) -> Chart | None:
         + (f", baseline {base_timing['normalised']:.4g}" if base_timing is not None else "")
         + change
         + ". The gate compares the normalised rounds, not these raw times."
+        + (f" {beyond} slow round{'s' if beyond > 1 else ''} beyond the axis (slowest "
+           f"{slowest:.3g} ms) {'are' if beyond > 1 else 'is'} drawn at its end."
+           if beyond else "")
     )
     height = axis_y + 22
     return Chart(title, caption, num(CHART_W), num(height), legend, tuple(rects), tuple(lines),

@@ -184,6 +184,9 @@ class Summary:
     css: str
     cells: tuple[str, ...]  # one per summary metric: "1.3 MFLOPs (+30.0 %)"
     headline: str
+    # ``label`` cut after its separators (``/``, ``::``, ``[``, ``-``, ``_``): where a long test
+    # id may wrap, so it never breaks inside a word.
+    label_parts: tuple[str, ...] = ()
 
 
 

@@ -26,6 +26,8 @@ def render_diff(view: ReportView, *, top: int = 10, width: int = DEFAULT_WIDTH) 
             ["metric", "baseline", "current", "delta", "limit", "verdict"],
             rows,
             align=["<", ">", ">", ">", ">", "<"],
+            # The limit and the delta give way before a metric's name is cut ("peak …mory").
+            flex=((4, 12), (3, 16), (0, 12)),
             width=width,
         )
         table = section.layers

@@ -9,6 +9,7 @@ draws them. Nothing here escapes text: each renderer escapes for its own medium.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
@@ -73,6 +74,7 @@ __all__ = [
     "Section",
     "ReportView",
     "build_view",
+    "breakable",
     "headline",
 ]
 
@@ -124,6 +126,15 @@ def headline(result: ProfileResult) -> str:
         "regressed": "regressed",
         "improved": "improved",
     }[result.status]
+
+
+
+_BREAKS: Final = re.compile(r"(?<=/|:|\[|\]|,|-|_)(?=[^:\]])")
+
+
+def breakable(label: str) -> tuple[str, ...]:
+    """``label`` cut after each separator: the places a long test id may wrap."""
+    return tuple(part for part in _BREAKS.split(label) if part) or (label,)
 
 
 
@@ -217,6 +228,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         css=css,
         cells=tuple(_summary_cell(result, name) for name in columns),
         headline=headline(result),
+        label_parts=breakable(result.label),
     )
     diffs = layer_diffs(result)
     problems = _problems(result)
@@ -232,7 +244,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         if result.profile is None and result.status == "error"
         else (
             layer_chart(result, diffs),
-            op_chart(result.profile),
+            op_chart(result.profile, result.baseline),
             roofline_chart(result),
             *((t,) if (t := timing_chart(result)) is not None else ()),
             *sweep_charts(result),
@@ -260,11 +272,16 @@ MAX_DETAIL_LINES: Final = 25
 
 def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The lists a row's detail carries, whatever the kind of check: graph breaks with their
-    source lines (compile health), newly uncounted ops."""
+    source lines (compile health; several rows carry the same breaks, shown once), newly
+    uncounted ops, the ops whose calls changed with the lines that called them."""
+    from pytest_modelprof.baseline.ops import op_change_text
+
     out = []
+    breaks_shown = False
     for c in result.checks:
         breaks = c.detail.get("breaks")
-        if breaks:
+        if breaks and not breaks_shown:
+            breaks_shown = True
             lines = tuple(f"{b['location']}: {b['reason']}" for b in breaks[:MAX_DETAIL_LINES])
             graphs = c.detail.get("graphs")
             before = c.detail.get("baseline_graphs")
@@ -276,6 +293,13 @@ def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
         new_ops = c.detail.get("new")
         if c.kind == "uncounted" and new_ops:
             out.append(("Newly uncounted ops", tuple(str(op) for op in new_ops)))
+        ops = c.detail.get("op_changes")
+        if ops and isinstance(ops, list):  # a results file is anyone's: take dicts only
+            lines = tuple(op_change_text(d) for d in ops[:MAX_DETAIL_LINES] if isinstance(d, dict))
+            more = c.detail.get("op_changes_more")
+            if isinstance(more, int) and more > 0:
+                lines += (f"and {more} more",)
+            out.append(("Ops whose calls changed (baseline \u2192 current)", lines))
     return tuple(out)
 
 

@@ -14,10 +14,8 @@ Four ideas, each a small pure piece:
 2. **Use the fastest rounds, not the mean.** Interference on a shared machine (preemption, a
    neighbour's cache traffic) only ever *adds* time, so the fastest rounds are the least
    disturbed ones. The statistic is the mean of the model's fastest 10 % of rounds
-   (:data:`DEFAULT_QUANTILE`) over the geometric mean of the same for each workload. The
-   mean of that share varies less than its edge (the 10th percentile) did: under heavy load
-   it decided 89-100 % of +15 % slowdowns where the percentile decided 71-92 %, with no
-   false alarm either way (issue 18, BENCHMARKS.md).
+   (:data:`DEFAULT_QUANTILE`) over the geometric mean of the same for each workload: it
+   varies less than the 10th percentile did (issue 18, BENCHMARKS.md).
 3. **Require both an effect and evidence.** A regression needs a slowdown above the tolerance
    *and* a bootstrap test (rounds resampled together with their neighbouring calibration
    rounds) that puts the probability of "no slowdown beyond the tolerance" below ``alpha``.
@@ -274,18 +272,26 @@ class LatencyComparison(_Frozen):
     current_ms: float = 0.0
 
     def describe(self) -> str:
-        """``"regressed: 0.41 -> 0.47 ms (fastest 10 %), +15.2 % slower ..., confidence 99 %"``."""
+        """``"regressed: 0.41 → 0.47 ms (fastest 10 %), +15.2 % slower ..., confidence 99 %"``."""
         if self.slowdown >= 0:
             change = f"{self.slowdown * 100:+.1f} % slower"
         else:
             change = f"{-self.slowdown * 100:.1f} % faster"
         p = self.p_slower if self.slowdown >= 0 else self.p_faster
+        # How sure a change is goes with a change; "unchanged" beside "confidence 100 %" read
+        # as a contradiction, so an unchanged result gives its interval only. An undecided one
+        # keeps it: "+9 %, confidence 62 %" is what tells it from a measured fact (issue 18).
+        sure = (
+            f", confidence {self.confidence * 100:.0f} % ("
+            if self.verdict != "unchanged"
+            else " ("
+        )
         return (
-            f"{self.verdict}: {self.baseline_ms:.4g} -> {self.current_ms:.4g} ms "
+            f"{self.verdict}: {self.baseline_ms:.4g} \u2192 {self.current_ms:.4g} ms "
             f"(fastest {self.quantile * 100:.0f} %), {change} "
             f"{'calibration-normalised' if self.normalised else 'in raw ms'} "
-            f"(limit {self.tolerance * 100:+.0f} %), confidence {self.confidence * 100:.0f} % "
-            f"({self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
+            f"(limit {self.tolerance * 100:+.0f} %){sure}"
+            f"{self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
             f"{self.ci_high * 100:+.1f} %, p={p:.2g}, "
             f"{self.rounds_current} vs {self.rounds_baseline} rounds)"
         )

@@ -216,32 +216,75 @@ def axis_values_arg(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def format_sweep(result: SweepResult) -> str:
-    """A plain-text table per axis with the fitted exponents and a bar per point."""
+_FIT_LABELS = {
+    "flops": "FLOPs", "macs": "MACs", "memory": "memory", "peak_activation_bytes": "peak act.",
+    "latency_ms": "latency",
+}
+
+
+def format_sweep(result: SweepResult, width: int = 100) -> str:
+    """A plain-text table per axis with the fitted exponents and a bar per point, every line
+    at most ``width`` columns."""
+    from pytest_modelprof.report.fit import fit_line
+    from pytest_modelprof.report.terminal import wrap_items
     from pytest_modelprof.units import format_bytes, format_count
 
-    lines = [f"sweep of {result.model} (others held at {result.base or 'defaults'})"]
+    held = ", ".join(f"{k}={v}" for k, v in result.base.items()) or "defaults"
+    lines = [f"sweep of {result.model} (others held at {held})"]
     for series in result.series:
         lines.append("")
-        lines.append(f"{series.axis:>10}  {'FLOPs':>10}  {'peak act.':>10}  {'latency':>10}  curve")
+        head = f"{series.axis:>10}  {'FLOPs':>12}  {'peak act.':>10}  {'latency':>10}  "
+        lines.append(head + "curve")
         top = max(p.flops for p in series.points) or 1
+        room = max(10, min(30, width - len(head)))
         for p in series.points:
-            bar = "#" * max(1, round(30 * p.flops / top)) if p.flops else ""
+            bar = "#" * max(1, round(room * p.flops / top)) if p.flops else ""
             lat = f"{p.latency_ms:.3g} ms" if p.latency_ms is not None else "-"
             lines.append(
-                f"{p.value:>10}  {format_count(p.flops):>10}  "
+                f"{p.value:>10}  {format_count(p.flops, 'FLOPs'):>12}  "
                 f"{format_bytes(p.peak_activation_bytes):>10}  {lat:>10}  {bar}"
             )
-        fits = ", ".join(
-            f"{m} ^{f.exponent:.2f}" + (f" (tail ^{f.tail_exponent:.2f})"
-                                        if f.tail_exponent is not None else "")
+        fits = [
+            f"{_FIT_LABELS.get(m, m)} ^{f.exponent:.2f}"
+            + (f" (last step ^{f.tail_exponent:.2f})"
+               if f.tail_exponent is not None and abs(f.tail_exponent - f.exponent) >= 0.05
+               else "")
             for m, f in series.fits.items()
-        )
-        lines.append(f"{'':>10}  growth with {series.axis}: {fits}")
+        ]
+        lines += wrap_items(f"growth with {series.axis} (metric ~ {series.axis}^k)", fits,
+                            width, "  ")
+        linear = _fixed_plus_linear([p.value for p in series.points],
+                                    [float(p.flops) for p in series.points])
+        if linear is not None:
+            # A whole-model exponent below 1 reads as sub-linear; a fixed part (a head, an
+            # embedding) plus a part linear in the axis is what it usually is: say so.
+            fixed, per = linear
+            lines += fit_line(
+                f"  FLOPs = {format_count(fixed, 'FLOPs')} + {format_count(per, 'FLOPs')} "
+                f"\u00d7 {series.axis}: linear, plus a fixed part that keeps k below 1",
+                width,
+            )
         if len(series.module_fits) > 1:
-            mods = ", ".join(f"{k} ^{f.exponent:.2f}" for k, f in series.module_fits.items())
-            lines.append(f"{'':>10}  FLOPs by module: {mods}")
+            mods = [f"{k} ^{f.exponent:.2f}" for k, f in series.module_fits.items()]
+            lines += wrap_items("FLOPs by module", mods, width, "  ")
     return "\n".join(lines) + "\n"
+
+
+def _fixed_plus_linear(xs: Sequence[int], ys: Sequence[float]) -> tuple[float, float] | None:
+    """``(fixed, per_unit)`` when ``y = fixed + per_unit * x`` fits every point within 0.5 %
+    with a fixed part of at least 5 % of the first point; else ``None``."""
+    n = len(xs)
+    if n < 3 or len(set(xs)) < n:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    per = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    fixed = my - per * mx
+    if per <= 0 or fixed < 0.05 * ys[0]:
+        return None
+    if any(abs(fixed + per * x - y) > 0.005 * y for x, y in zip(xs, ys, strict=True)):
+        return None
+    return fixed, per
 
 
 # -- inputs at a point -------------------------------------------------------------------------
@@ -312,6 +355,7 @@ def sweep(
     dtype: torch.dtype | None = None,
     name: str | None = None,
     arch_kwargs: Mapping[str, Any] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> SweepResult:
     """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
 
@@ -319,8 +363,10 @@ def sweep(
     the non-shape axes as keywords (``lambda layers: Net(layers)``); ``arch_kwargs`` are
     builder keywords held fixed at every point (``hidden_size=64``). Inputs come from
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
-    (or a named model's example inputs) with the swept dimensions changed.
+    (or a named model's example inputs) with the swept dimensions changed. ``progress`` is
+    told each point as it starts (``"batch=8 (2 of 3)"``).
     """
+    from pytest_modelprof.capture.run import real_copy
     from pytest_modelprof.profile import profile_model
 
     if not over:
@@ -368,9 +414,14 @@ def sweep(
         spec = resolve(model)
     run_device = torch.device(device) if device is not None else torch.device("cpu")
 
+    # Timing runs the module: a user's module is timed as a copy, so the forward cannot change it.
+    timed: nn.Module | None = None
+    if latency and isinstance(model, nn.Module):
+        timed = real_copy(model, label, "the latency sweep")
+
     def build(arch: dict[str, int], shape: tuple[int, ...] | None) -> nn.Module:
         if isinstance(model, nn.Module):
-            return model
+            return timed if timed is not None else model
         with torch.device(run_device):
             if spec is not None:
                 built: nn.Module = spec.build(input_shape=shape, **fixed, **arch)
@@ -399,7 +450,9 @@ def sweep(
     for axis in swept:
         values = axes[axis]
         points: list[SweepPoint] = []
-        for value in values:
+        for i, value in enumerate(values, start=1):
+            if progress is not None:
+                progress(f"{axis}={value} ({i} of {len(values)})")
             point = {**base, axis: value}
             arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
             batch = inputs_at(point)

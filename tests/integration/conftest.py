@@ -15,6 +15,13 @@ def project(pytester: pytest.Pytester) -> Iterator[Project]:
 
 
 @pytest.fixture(autouse=True)
+def _wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inner runs write to a wide terminal: tests match what is said, not where a line wraps
+    (test_output_width.py sets COLUMNS itself to check the fitting)."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
+@pytest.fixture(autouse=True)
 def _no_github_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inner pytest runs must not append to the real job summary or annotate the real CI run."""
     import os

@@ -56,9 +56,12 @@ class Browser:
             capture_output=True, text=True, timeout=120, check=False,
         )
 
-    def load(self, page: Path, workdir: Path) -> tuple[str, list[str]]:
-        """(the DOM after scripts ran, the console messages)."""
-        done = self._run(page, workdir / "profile-dom", "--dump-dom")
+    def load(
+        self, page: Path, workdir: Path, *window: str
+    ) -> tuple[str, list[str]]:
+        """(the DOM after scripts ran, the console messages); ``window``: extra flags, such as
+        ``--window-size=1400,900`` (what scripts measure depends on it)."""
+        done = self._run(page, workdir / "profile-dom", "--dump-dom", *window)
         assert done.returncode == 0, done.stderr[-2000:]
         console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
         return done.stdout, console
@@ -76,3 +79,29 @@ def browser() -> Browser:
         if found:
             return Browser(found)
     pytest.skip("no headless Chromium installed (apt-get install chromium; .ci/run installs it)")
+
+
+#: A script that measures the overview as laid out and writes it into ``<body data-measure>``.
+MEASURE_OVERVIEW = """
+<script>
+(() => {
+  const tests = [...document.querySelectorAll("table.summary tbody tr")].filter(
+    (tr) => tr.querySelector(".test"));
+  const rows = tests.map((tr) => {
+    const r = tr.getBoundingClientRect();
+    const next = tr.nextElementSibling;
+    const why = tr.querySelector(".why") || (next && next.querySelector(".why"));
+    const test = tr.querySelector(".test");
+    const w = why ? why.getBoundingClientRect() : null;
+    return {
+      css: tr.className, top: r.top, bottom: r.bottom, why: why ? why.textContent : null,
+      whyWidth: w ? w.width : 0, whyBottom: w ? w.bottom : 0,
+      testBreak: test ? getComputedStyle(test).wordBreak : null,
+      testWrap: test ? getComputedStyle(test).overflowWrap : null,
+    };
+  });
+  document.body.dataset.measure = JSON.stringify(
+    {width: window.innerWidth, height: window.innerHeight, rows: rows});
+})();
+</script>
+"""

@@ -15,6 +15,8 @@ import pytest
 from markupsafe import escape
 from modelprof_testing import Project
 
+from pytest_modelprof.report.markdown import text as markdown_text
+
 TYPO = """
 import pytest
 
@@ -39,6 +41,12 @@ def _github(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
 def _tests(root: Path) -> dict[str, dict[str, object]]:
     data = json.loads((root / "r.json").read_text())
     return {t["nodeid"] + (f"@{t['name']}" if t["name"] else ""): t for t in data["tests"]}
+
+
+def _as_shown(message: str, report: str) -> str:
+    """``message`` as the report shows it: HTML-escaped, or Markdown-escaped (every text of a
+    results file is escaped there)."""
+    return str(escape(message)) if report.endswith(".html") else markdown_text(message)
 
 
 def _flat(text: str) -> str:
@@ -68,8 +76,7 @@ def test_a_marker_typo_is_an_error_row_in_every_report(
     for name in ("r.md", "summary.md", "r.html"):
         text = (project.root / name).read_text()
         assert "2 profiles: 1 error, 1 ok" in text, name
-        shown = str(escape(message)) if name.endswith(".html") else message
-        assert _flat(shown) in _flat(text), name
+        assert _flat(_as_shown(message, name)) in _flat(text), name
     summary = (project.root / "summary.md").read_text()
     assert "| \u274c error | `test_models.py::test_typo` |" in summary
     (annotation,) = [line for line in result.outlines if line.startswith("::error ")]
@@ -106,7 +113,7 @@ def test_an_unreadable_baseline_carries_its_reason_into_every_report(
     (row,) = _tests(project.root).values()
     assert row["status"] == "error" and any(reason in f for f in row["failures"])
     for name in ("r.md", "summary.md", "r.html"):
-        assert reason in (project.root / name).read_text(), name
+        assert _as_shown(reason, name) in (project.root / name).read_text(), name
     (annotation,) = [line for line in result.outlines if line.startswith("::error ")]
     assert reason in annotation
 
@@ -217,7 +224,6 @@ def test_every_gated_test_that_fails_is_a_row_in_every_report(
         text = (project.root / name).read_text()
         assert "5 profiles: 4 error, 1 ok" in text, name
         for part in expected.values():
-            shown = str(escape(part)) if name.endswith(".html") else part
-            assert shown in text, (name, part)
+            assert _as_shown(part, name) in text, (name, part)
     annotations = [line for line in result.outlines if line.startswith("::error ")]
     assert len(annotations) == 4

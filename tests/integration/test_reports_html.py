@@ -61,3 +61,65 @@ def test_no_profiled_tests_still_writes_a_report(project: Project) -> None:
     project.pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     project.run("--modelprof-report=r.html").assert_outcomes(passed=1)
     assert "No profiled test ran" in (project.root / "r.html").read_text()
+
+
+SIX_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("variant", ["imagenet-224px-batch-32"])
+@pytest.mark.profile(model="fake:backbone")
+def test_backbone_cost_of_the_production_configuration(variant):
+    pass
+
+@pytest.mark.profile(model="fake:head")
+def test_detection_head_cost_of_the_production_configuration():
+    pass
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+@pytest.mark.profile(model="fake:steady")
+def test_steady(n):
+    pass
+"""
+
+
+def test_html_overview_fits_two_regressions_on_the_first_screen(
+    project: Project, tmp_path: Path
+) -> None:
+    """Issue 19: at 1,400 x 900 both regressed tests and their reasons are on the first screen,
+    the reason column is readable and test ids do not break mid-word. The screenshot is kept
+    as ``overview-1400x900.png`` in this test's tmp_path."""
+    import html
+    import json
+    import re
+
+    from report_testing import MEASURE_OVERVIEW
+
+    chromium = browser()
+    project.pytester.makepyfile(test_team=SIX_TESTS)
+    steady = {"flops": 5_000_000, "memory": 400_000}
+    project.set_costs(backbone={"flops": 1_000_000, "memory": 100_000, "peak": 50_000},
+                      head={"flops": 2_000_000, "memory": 200_000}, steady=steady)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=6)
+    project.set_costs(backbone={"flops": 1_300_000, "memory": 150_000, "peak": 90_000},
+                      head={"flops": 2_600_000, "memory": 260_000, "peak": 180_000},
+                      steady=steady)
+    project.run("--modelprof-report=report.html").assert_outcomes(passed=4, failed=2)
+    page = tmp_path / "overview.html"
+    page.write_text((project.root / "report.html").read_text().replace(
+        "</body>", MEASURE_OVERVIEW + "</body>"))
+    png = tmp_path / "overview-1400x900.png"
+    chromium.screenshot(page, png, width=1400, height=900)
+    dom, console = chromium.load(page, tmp_path, "--window-size=1400,900")
+    assert console == []
+    found = re.search(r'data-measure="([^"]*)"', dom)
+    assert found is not None, "the measuring script did not run"
+    measure = json.loads(html.unescape(found.group(1)))
+    assert measure["width"] == 1400
+    regressed = [r for r in measure["rows"] if "v-regressed" in r["css"]]
+    assert len(regressed) == 2 and len(measure["rows"]) == 6
+    for row in regressed:
+        assert "FLOPs" in row["why"] and "memory" in row["why"]
+        assert row["whyWidth"] >= 400, row  # readable, not a 60 px sliver
+        assert row["whyBottom"] <= 900, row  # the reason is on the first screen too
+    assert all(r["testBreak"] != "break-all" and r["testWrap"] != "anywhere"
+               for r in measure["rows"])

@@ -56,9 +56,9 @@ def test_a_cheaper_model_passes_and_a_bigger_input_is_called_out(
     (pytester.path / "size.txt").write_text("20")
     bigger = pytester.runpytest_subprocess()
     bigger.assert_outcomes(failed=1)
-    bigger.stdout.fnmatch_lines(
-        ["*FLOPs: * \u2192 * (+*%, limit +2.0 %)*", "*inputs changed: 1\u00d73\u00d716\u00d716 "
-         "float32 \u2192 1\u00d73\u00d720\u00d720 float32*"]
+    bigger.stdout.fnmatch_lines(  # the cause first (issue 19), then the rows it explains
+        ["*inputs changed: 1\u00d73\u00d716\u00d716 float32 \u2192 1\u00d73\u00d720\u00d720 "
+         "float32*", "*FLOPs: * \u2192 * (+*%, limit +2.0 %)*"]
     )
 
 
@@ -104,8 +104,9 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
     flops = project.run()
     flops.assert_outcomes(failed=1)
     flops.stdout.fnmatch_lines([
-        "*FLOPs: 1 MFLOPs \u2192 1.1 MFLOPs (+10.0 %, limit exact)*",
+        # What changed outside the model heads the failure (issue 19: the cause first).
         "*the baseline was recorded in another environment: torch 2.99.0 \u2192 0.0-fake*",
+        "*FLOPs: 1 MFLOPs \u2192 1.1 MFLOPs (+10.0 %, limit exact)*",
     ])
     # --modelprof-env-strict judges kernel-dependent counts strictly again.
     project.set_costs(tiny={"flops": 1_000_000, "memory": 103_000})
@@ -217,16 +218,16 @@ def test_a_latency_failure_is_explained_in_every_report(
 
     warned = pytester.runpytest_subprocess(*outputs)
     warned.assert_outcomes(passed=1)
-    warned.stdout.fnmatch_lines(["*warn latency: * \u2192 * ms; latency regressed: *slower*"])
+    warned.stdout.fnmatch_lines(["*warn latency: regressed: * \u2192 * ms (fastest 10 %), *slow*"])
     html = (pytester.path / "r.html").read_text()
-    assert 'data-status="warning"' in html and "latency regressed" in html
+    assert 'data-status="warning"' in html and "slower calibration-normalised" in html
     assert "within limits" not in html
 
     (pytester.path / "summary.md").unlink()
     pytester.makepyfile(test_timed=TIMED)  # a decisive slowdown beyond the limit fails
     failed = pytester.runpytest_subprocess(*outputs)
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*latency: * \u2192 * ms; latency regressed: *confidence*"])
+    failed.stdout.fnmatch_lines(["*latency: regressed: * \u2192 * ms (fastest 10 %), *confidence*"])
     reason_part = "% slower calibration-normalised"  # the figures of the latency reason
     data = json.loads((pytester.path / "r.json").read_text())
     (test,) = data["tests"]

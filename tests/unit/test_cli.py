@@ -301,7 +301,7 @@ def test_sweep_fits_exponents_and_gates_growth(capsys: pytest.CaptureFixture[str
     # Batch is linear for a CNN: exponent 1.00; a limit of 0.5 must fail with exit 1.
     args = ["sweep", "resnet18", "--batch", "1,2,4", "--input-shape", "1,3,32,32", "--no-latency"]
     assert main(args) == 0
-    assert "flops ^1.00" in capsys.readouterr().out
+    assert "FLOPs ^1.00" in capsys.readouterr().out
     assert main([*args, "--max-flops-growth-exponent", "0.5"]) == 1
     assert "above max_flops_growth_exponent=0.5" in capsys.readouterr().err
     assert main(["sweep", "resnet18"]) == 2
@@ -327,3 +327,39 @@ def test_profile_warms_up_only_models_that_need_it(capsys: pytest.CaptureFixture
     assert main(["profile", "yolov8n.yaml", "--input-shape", "1,3,64,64", "--top", "1"]) == 0
     capture_line = next(ln for ln in capsys.readouterr().out.splitlines() if "Capture" in ln)
     assert "after a warm-up forward" in capture_line
+
+
+TOKEN_LM = """
+import torch.nn as nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(100, 16)
+        self.head = nn.Linear(16, 100)
+
+    def forward(self, ids):
+        return self.head(self.emb(ids))
+
+
+def make_lm():
+    return TinyLM()
+"""
+
+
+def test_a_users_token_model_profiles_from_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Issue 19: --input-shape 1,64 gave float inputs, there was no input dtype option, and
+    # --seq-len answered "pass input_shape=(...)".
+    (tmp_path / "my_token_lm.py").write_text(TOKEN_LM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["profile", "my_token_lm:make_lm", "--seq-len", "64", "--top", "0"]) == 0
+    assert "1x64 int64" in capsys.readouterr().out
+    argv = ["profile", "my_token_lm:make_lm", "--input-shape", "2,32", "--input-dtype", "long"]
+    assert main([*argv, "--top", "0"]) == 0
+    assert "2x32 int64" in capsys.readouterr().out
+    assert main(["profile", "resnet18", "--seq-len", "64"]) != 0
+    err = capsys.readouterr().err
+    assert "first input is token ids" in err and "input_shape=(" not in err

@@ -6,6 +6,7 @@ No test asserts speed: only keys, orderings and what goes to which stream.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,63 @@ def test_untimed_graph_json_has_no_forward_ms(capsys: Capsys) -> None:
 def test_timed_with_detail_is_refused(capsys: Capsys) -> None:
     assert main(["graph", "resnet18", "--timed", "--detail"]) == 2
     assert "--timed times modules" in capsys.readouterr().err
+
+
+def _stats(median: float, low: float, high: float, std: float) -> dict[str, float | int]:
+    return {"median_ms": median, "mean_ms": median, "min_ms": low, "max_ms": high,
+            "std_ms": std, "rounds": 10}
+
+
+def test_bench_warns_when_its_rounds_spread_as_on_a_busy_machine() -> None:
+    # Issue 19: forward medians of 4.55 ms and 220 ms (std 93.5 ms) on a busy runner, no word.
+    from pytest_modelprof.cli.bench import busy_warnings
+    from pytest_modelprof.runtime.bench import BenchReport
+
+    def doc(forward: dict[str, float | int]) -> BenchReport:
+        quiet = _stats(10.0, 9.8, 10.6, 0.2)
+        return BenchReport.model_validate({
+            "runtime": {"forward": forward, "backward": quiet, "training_step": quiet},
+            "memory": {"peak_bytes": 0, "breakdown": {"parameters": 0, "gradients": 0,
+                                                       "optimizer_state": 0, "activations": 0}},
+            "flops": {"total": 0, "breakdown": {}},
+            "hardware": {"cpu": "x", "cores": 2, "torch": "t", "cuda_available": False,
+                         "gpu_name": None, "gpu_memory_bytes": None},
+            "timestamp": "2026-11-25T00:00:00Z",
+        })
+
+    (line,) = busy_warnings(doc(_stats(220.0, 4.55, 240.0, 93.5)))
+    assert line.startswith("forward rounds spread from 4.550 to 240.0 ms") and "busy" in line
+    assert busy_warnings(doc(_stats(4.6, 4.55, 5.1, 0.1))) == []
+
+
+DEEP_NAMES = """
+from collections import OrderedDict
+
+import torch.nn as nn
+
+
+def make():
+    inner = OrderedDict(
+        a_rather_long_convolution_layer_name=nn.Conv2d(3, 4, 3, padding=1),
+        and_an_activation_with_a_long_name=nn.ReLU(),
+    )
+    return nn.Sequential(OrderedDict(
+        first_encoder_stage_with_a_very_long_name=nn.Sequential(inner),
+        second_encoder_stage_with_a_very_long_name=nn.Conv2d(4, 4, 1),
+    ))
+"""
+
+
+def test_timed_graph_text_fits_100_columns_with_long_module_names(
+    capsys: Capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 19: `modelprof graph --timed` had 31 of 158 lines over 100 columns.
+    (tmp_path / "deep_names.py").write_text(DEEP_NAMES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code = main(["graph", "deep_names:make", "--timed", "--format", "txt", "--input-shape",
+                 "1,3,8,8", "--rounds", "1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "forward_ms" in out
+    wide = [line for line in out.splitlines() if len(line) > 100]
+    assert wide == []
+    assert "first_encoder" in out and "\u2026" in out  # long names cut in the middle, kept

@@ -78,8 +78,9 @@ def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_compare_fails_what_the_gate_fails(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # whole rows: this test reads verdicts, not widths
     from pytest_modelprof.schema import CaptureInfo, UncountedOp
 
     # The same costs, but the forward now needs real data and calls an op without a formula.
@@ -143,5 +144,5 @@ def test_a_latency_limit_is_judged_from_stored_rounds_or_refused(
     # The relative limit compares the two files' rounds: +100 % slower.
     assert main(["compare", fast, slow, "--limit", "max_latency_delta=10%", *strict]) == 1
     # The fastest 10 % of 10 rounds is the fastest one: 1 and 2 ms exactly.
-    assert "latency regressed: 1 -> 2 ms (fastest 10 %)" in capsys.readouterr().out
+    assert "latency: regressed: 1 \u2192 2 ms (fastest 10 %)" in capsys.readouterr().out
     assert main(["compare", slow, fast, "--limit", "max_latency_delta=10%", *strict]) == 0

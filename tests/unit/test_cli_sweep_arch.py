@@ -62,7 +62,7 @@ def test_a_torchvision_builder_keyword_in_the_text_report(capsys: Capsys) -> Non
                  "--input-shape", "1,3,32,32", "--no-latency"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "growth with num_classes: flops ^" in out
+    assert "growth with num_classes (metric ~ num_classes^k): FLOPs ^" in out
 
 
 def test_layer_count_of_a_llama_with_the_sequence_length_held(capsys: Capsys,

@@ -1,14 +1,19 @@
 """Profiling never changes the user's module: in every mode, with or without backward, on failure.
 
 A property test over a zoo of aliasing patterns (a submodule at two paths, tied parameters, a
-buffer shared by two modules, parametrizations, weight norm, spectral norm, lazy modules, ...)
-and every capture mode. Before and after ``profile_model`` the module tree must hold the very
-same tensor objects with the same devices, dtypes, values, ``requires_grad``, version counters
-(no in-place write at all) and gradients, the same training flags, hooks and attributes.
+buffer shared by two modules, parametrizations, weight norm, spectral norm, lazy modules, caches
+in the module's own dicts and lists, ...) and every capture mode. Before and after
+``profile_model`` the module tree must hold the very same tensor objects with the same devices,
+dtypes, values, ``requires_grad``, version counters (no in-place write at all) and gradients,
+the same training flags, hooks and attributes. Attributes are snapshotted by value: a container
+(dict, list, set, deque, also inside a plain object) is compared by its contents, not by
+reference, so a forward that writes into the user's container is seen.
 """
 
 from __future__ import annotations
 
+import collections
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +21,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.utils import parametrize
 
 from pytest_modelprof.errors import ModelprofError
@@ -40,9 +46,62 @@ def _tensor_state(t: torch.Tensor) -> tuple[Any, ...]:
         tuple(t.shape) if not isinstance(t, _LAZY) else None,
         t.requires_grad,
         t._version,  # any in-place write bumps it, even one that restores the values
-        t.grad,
+        t.grad if t.is_leaf else None,  # a computed tensor (weight norm) has none to read
         values,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class Same:
+    """Compares by identity: the very same object must still be there."""
+
+    obj: Any
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Same) and self.obj is other.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+_OPAQUE = (types.FunctionType, types.BuiltinFunctionType, types.ModuleType, type, nn.Module)
+
+
+def by_value(value: Any, depth: int = 0) -> Any:
+    """``value`` as a snapshot that a later write into it cannot change.
+
+    A container is held by identity *and* by a copy of its contents (recursively), so both a
+    replaced and a mutated container show; a plain object's ``__dict__`` likewise. Tensors are
+    held by identity with a copy of their state; modules by identity (they are snapshotted at
+    their own path).
+    """
+    if depth > 6:
+        return Same(value)
+    if isinstance(value, torch.Tensor):
+        return (Same(value), _tensor_state(value))
+    if isinstance(value, dict):
+        items = tuple((k, by_value(v, depth + 1)) for k, v in value.items())
+        return (Same(value), type(value), items)
+    if isinstance(value, (list, collections.deque)):
+        return (Same(value), type(value), tuple(by_value(v, depth + 1) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return (Same(value), type(value), frozenset(value))
+    if isinstance(value, tuple):
+        return (type(value), tuple(by_value(v, depth + 1) for v in value))
+    if isinstance(value, _OPAQUE) or not hasattr(value, "__dict__"):
+        return Same(value) if not isinstance(value, (int, float, str, bytes)) else value
+    return (Same(value), type(value), by_value(vars(value), depth + 1))
+
+
+def _dynamo_entries(m: nn.Module) -> int:
+    """Compiled entries Dynamo holds for the module's forward (a reset or recompile shows)."""
+    from pytest_modelprof._compat import dynamo_cache_entries
+
+    forward = getattr(type(m).forward, "__code__", None)
+    return dynamo_cache_entries(forward) if forward is not None else 0
+
+
+_TREE = ("_parameters", "_buffers", "_modules")
 
 
 def snapshot(model: nn.Module) -> dict[str, Any]:
@@ -52,7 +111,12 @@ def snapshot(model: nn.Module) -> dict[str, Any]:
         state[f"{path}:object"] = m
         state[f"{path}:class"] = type(m)
         state[f"{path}:training"] = m.training
-        state[f"{path}:attributes"] = {k: v for k, v in vars(m).items() if not k.startswith("_")}
+        state[f"{path}:attributes"] = {
+            k: by_value(v) for k, v in vars(m).items() if k not in _TREE and k not in _HOOK_DICTS
+        }
+        if isinstance(m, LazyModuleMixin):
+            state[f"{path}:lazy"] = m.has_uninitialized_params()  # type: ignore[misc]
+        state[f"{path}:compiled"] = _dynamo_entries(m)
         for hooks in _HOOK_DICTS:
             state[f"{path}:{hooks}"] = list(getattr(m, hooks).items())
         for name, p in m._parameters.items():
@@ -220,6 +284,43 @@ class CountsCalls(nn.Module):
         return self.lin(x)
 
 
+class _Rotary:
+    """A plain object (not a module) holding a cache, as rotary-embedding helpers do."""
+
+    def __init__(self) -> None:
+        self.tables: dict[int, torch.Tensor] = {}
+        self.recent: collections.deque[int] = collections.deque(maxlen=4)
+
+
+class CachesInContainers(nn.Module):
+    """A forward that caches tensors in the module's own dicts and lists (issue 17, item 3).
+
+    The mask cache starts with a real tensor the user computed; the call log, the nested dict
+    of lists, the set and the plain object's dict and deque start empty.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.masks: dict[int, torch.Tensor] = {8: torch.ones(8, 8)}
+        self.calls: list[tuple[int, ...]] = []
+        self.nested: dict[str, list[torch.Tensor]] = {"outputs": []}
+        self._seen: set[int] = set()
+        self.rotary = _Rotary()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[-1]
+        self.calls.append(tuple(x.shape))
+        self._seen.add(x.shape[0])
+        table = self.rotary.tables.get(n)
+        if table is None:
+            table = self.rotary.tables[n] = torch.eye(n, device=x.device, dtype=x.dtype)
+        self.rotary.recent.append(n)
+        out = self.lin(x) * table.diagonal() + self.masks[n][0]  # elementwise: device-checked
+        self.nested["outputs"].append(out.detach())
+        return out
+
+
 def hooked() -> nn.Module:
     model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4))
     seen: list[int] = []
@@ -271,6 +372,10 @@ ZOO: dict[str, Case] = {
     "forward_raises": Case(Raises, _x, fails=True),
     "data_dependent": Case(DataDependent, _x),
     "writes_python_state": Case(CountsCalls, _x),
+    "caches_in_containers": Case(CachesInContainers, _x),
+    "fx_graph_module": Case(
+        lambda: torch.fx.symbolic_trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU())), _x
+    ),
     "hooks": Case(hooked, _x),
     "frozen_and_grad": Case(frozen_and_half_trained, _x),
     "embedding_max_norm": Case(embedding_max_norm, _ids),
@@ -325,6 +430,23 @@ def test_shared_submodule_keeps_its_weights_on_meta() -> None:
     assert p.total_macs == 4 * (8 * 8 + 8 * 8 + 8 * 4)
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_forward_that_caches_leaves_the_users_containers_alone(mode: str) -> None:
+    # Issue 17, item 3: the copy shared the module's dicts and lists, so the capture wrote meta
+    # tensors into the user's caches and the user's own forward then failed with "Tensor on
+    # device meta is not on the expected device cpu".
+    model = CachesInContainers()
+    x = torch.randn(4, 8)
+    profile_model(model, inputs=(x,), mode=mode)  # type: ignore[arg-type]
+    out = model(x)  # the user's first forward fills the caches from scratch
+    assert out.device.type == "cpu"
+    assert model.calls == [(4, 8)] and model._seen == {4}
+    assert [t.device.type for t in model.nested["outputs"]] == ["cpu"]
+    assert list(model.masks) == [8] and not model.masks[8].is_meta
+    assert [t.device.type for t in model.rotary.tables.values()] == ["cpu"]
+    assert list(model.rotary.recent) == [8]
+
+
 def test_a_failed_capture_leaves_the_module_as_it_was() -> None:
     model = Raises()
     before = snapshot(model)
@@ -342,3 +464,57 @@ def test_timm_coat_tiny_keeps_its_weights() -> None:
     assert p.total_params == sum(t.numel() for t in model.parameters())
     assert differences(before, snapshot(model)) == []
     assert not any(t.is_meta for t in model.state_dict().values())
+
+
+def _lazy_with_caches() -> nn.Module:
+    return nn.Sequential(nn.LazyLinear(8), CachesInContainers())
+
+
+class LogsCalls(nn.Module):
+    """Writes into its containers in a way torch.jit.trace (fvcore) can follow."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+        self.log: list[str] = []
+        self.last: dict[str, torch.Tensor] = {}
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.log.append("forward")
+        out = self.lin(x)
+        self.last["out"] = out.detach()
+        return out
+
+
+@pytest.mark.parametrize("collector", ["latency", "sweep", "fvcore", "compile"])
+def test_the_gates_measurements_run_a_copy(collector: str) -> None:
+    # Issue 17, item 3: latency, the latency sweep, the fvcore cross-check and compile health
+    # ran the user's module itself: its lazy layer got materialised, its caches filled.
+    from pytest_modelprof.gate import collect
+    from pytest_modelprof.gate.settings import Limits, ProfileRequest
+
+    lazy = collector != "fvcore"  # fvcore traces with torch.jit, which a lazy layer refuses
+    model = _lazy_with_caches() if lazy else LogsCalls()
+    before = snapshot(model)
+    request = ProfileRequest(model, (4, 8))
+    if collector == "latency":
+        limits = Limits().with_values({"max_latency_ms": 1e6, "timing_rounds": 10}, "test")
+        assert collect.measure_latency(request, limits) is not None
+    elif collector == "sweep":
+        limits = Limits().with_values({"max_latency_growth_exponent": 9.0}, "test")
+        assert collect.run_sweep(request, {"batch": [2, 4]}, limits) is not None
+    elif collector == "fvcore":
+        pytest.importorskip("fvcore")
+        limits = Limits().with_values({"fvcore": True, "max_fvcore_delta": 0.5}, "test")
+        evidence = collect.run_fvcore(request, limits)
+        assert evidence is not None and evidence.error is None, evidence
+    else:
+        limits = Limits().with_values({"max_graph_breaks": 9}, "test")
+        assert collect.measure_compile(request, limits, None) is not None
+    assert differences(before, snapshot(model)) == []
+    if lazy:
+        assert isinstance(model, nn.Sequential)
+        layer = model[0]
+        assert isinstance(layer, nn.LazyLinear)  # materialising turns it into a Linear
+        assert layer.has_uninitialized_params()
+

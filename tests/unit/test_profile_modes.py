@@ -250,6 +250,36 @@ def test_a_module_built_on_meta_gets_real_tensors_only_within_the_limit(
     assert model.lin.weight.is_meta  # the user's module is still on meta
 
 
+def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
+    small_limit: int,
+) -> None:
+    # Issue 17, item 9: real tensors clone a module's real weights; auto did so at any size.
+    model = NeedsValues()  # 4 MiB of real weights, a forward that needs their values
+    with pytest.raises(ModelBuildError, match=r"copy its 4\.0 MiB of weights") as info:
+        profile_model(model, input_shape=(2, 1024))
+    message = str(info.value)
+    assert "more than the 1.0 MiB" in message
+    assert "mode='real'" in message and "mode='fake'" in message
+    assert "tried before: meta:" in message  # the fallback was what needed the copy
+    p = profile_model(model, input_shape=(2, 1024), mode="real")  # asked for: allowed
+    assert p.capture.mode == "real" and p.total_macs == 2 * 1024 * 1024
+    assert not model.lin.weight.is_meta and model.lin.weight.grad is None
+
+
+def test_a_measurements_copy_of_a_module_is_size_checked(small_limit: int) -> None:
+    # Timing, fvcore and compile health run a copy with the module's weights: same 2 GiB rule.
+    from pytest_modelprof.profile import real_model_and_inputs
+
+    model = NeedsValues()
+    with pytest.raises(ModelBuildError, match=r"the latency measurement runs a copy") as info:
+        real_model_and_inputs(model, input_shape=(2, 1024), purpose="the latency measurement")
+    assert "4.0 MiB" in str(info.value) and "model='pkg.module:factory'" in str(info.value)
+    small = nn.Linear(4, 4)
+    copy, _ = real_model_and_inputs(small, input_shape=(1, 4))
+    assert copy is not small and copy.weight is not small.weight
+    assert torch.equal(copy.weight, small.weight)  # the user's weights, copied
+
+
 def test_a_value_dependent_shape_skips_fake_tensors() -> None:
     # Boolean indexing sizes its output from the values (nonzero): fake tensors cannot either.
     p = profile_model(NeedsValues(), input_shape=(2, 1024))

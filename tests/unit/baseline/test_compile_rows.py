@@ -101,3 +101,19 @@ def test_a_compile_limit_without_a_measurement_is_unmeasured(
     out = run(make_profile(), tmp_path, {"max_graph_breaks": 0}, update=True)
     assert out.failure is not None and "graph breaks" in out.failure
     assert "does not measure it" in out.failure
+
+
+def test_an_unmeasured_graph_break_budget_fails_with_or_without_a_baseline(
+    tmp_path: Path, make_profile: MakeProfile
+) -> None:
+    # Issue 17 item 11, as seen: max_graph_breaks=0, a baseline that holds the metric, and a
+    # run that did not measure it (no compile health) used to be "missing" and pass.
+    measured = make_profile(compile_health=health())
+    assert run(measured, tmp_path, {"max_graph_breaks": 0}, update=True).failure is None
+    unmeasured = make_profile()
+    with_baseline = run(unmeasured, tmp_path, {"max_graph_breaks": 0})
+    row = next(c for c in with_baseline.comparison.checks if c.metric == "graph_breaks")
+    assert row.verdict == "unmeasured"
+    assert with_baseline.failure is not None and "graph breaks" in with_baseline.failure
+    without = run(unmeasured, tmp_path / "fresh", {"max_graph_breaks": 0})
+    assert without.failure is not None and "graph breaks" in without.failure

@@ -13,7 +13,7 @@ from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
 from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
-from pytest_modelprof.gate.summary import problem_lines, summary_lines
+from pytest_modelprof.gate.summary import inputs_identity, problem_lines, renamed, summary_lines
 from pytest_modelprof.schema import LayerStats, ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]
@@ -244,3 +244,45 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
         fixture("x", name="b")
     assert len(seen) == 2  # refused before profiling
     assert [n for n, _, _ in profiles.entries] == [None, "b"]
+
+
+def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
+    # Issue 19: the table alone was 119-161 columns at COLUMNS=100.
+    checks = [
+        {"metric": m, "label": m, "summary": True, "current_text": "12.3 KFLOPs",
+         "delta_text": "+1.1 KFLOPs (+10.0 %)" if m == "flops" else "\u2013"}
+        for m in ("flops", "params", "memory", "peak", "ai", "subgraphs")
+    ]
+    rows = [
+        GateRecord("tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]", None,
+                   "m", "regressed", "a", checks=checks),
+        GateRecord("tests/models/test_zoo.py::test_b", None, "m", "ok", "b", checks=checks),
+    ]
+    for width in (100, 80, 60):
+        lines = summary_lines(rows, width)
+        assert max(len(line) for line in lines) <= width, lines
+        assert "flops" in lines[0] and "12.3 KFLOPs (+10.0 %)" in lines[1]  # the change stays
+        assert any(line.startswith("(left out to fit") for line in lines) or "ai" in lines[0]
+        assert "test_b" in lines[2] and "::test_a_" in lines[1]  # test names survive the cut
+
+
+def test_failed_limits_are_left_to_pytest_and_warnings_wrap() -> None:
+    row = GateRecord("t::a", None, "m", "regressed", "a", failed=True,
+                     failures=["FLOPs: 1 → 2 (+100.0 %, limit exact)"],
+                     warnings=["memory: " + "x " * 60])
+    lines = problem_lines([row], 80, failures=False)
+    assert not any("FAIL" in line for line in lines)  # printed once, under FAILURES
+    assert all(len(line) <= 80 for line in lines) and len(lines) > 2
+
+
+def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename() -> None:
+    inputs = [{"shape": [1, 3, 8, 8], "dtype": "float32", "name": None}]
+    missing = GateRecord("t.py::test_new", None, "Net", "missing", "t/test_new.json",
+                         profile={"inputs": inputs})
+    stale = {
+        "t/test_other.json": inputs_identity("Other", inputs),
+        "t/test_old.json": inputs_identity("Net", inputs),
+    }
+    assert renamed([missing], stale) == [(missing, "t/test_old.json")]
+    other = [{"shape": [1, 3, 9, 9], "dtype": "float32", "name": None}]
+    assert renamed([missing], {"t/test_old.json": inputs_identity("Net", other)}) == []

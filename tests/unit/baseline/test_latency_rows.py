@@ -99,3 +99,20 @@ def test_an_undecided_row_carries_its_confidence_in_the_delta_column_too() -> No
     assert sure in row.delta_text and sure in row.reason, (row.delta_text, row.reason)
     (decided,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
     assert f"confidence {decided.detail['confidence'] * 100:.0f} %" in decided.delta_text
+    (same,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
+    assert "confidence" not in same.delta_text  # unchanged claims none (issue 19)
+
+
+def test_a_latency_reason_gives_one_pair_of_figures_with_one_arrow() -> None:
+    # Issue 19: the medians, then the fast-rounds pair, with two arrow styles, in one reason.
+    (row,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
+    assert row.reason.count(" ms") == 1 and row.reason.count("\u2192") == 1, row.reason
+    assert "->" not in row.reason and "(fastest 10 %)" in row.reason
+    assert not row.reason.startswith("latency")  # the row's label says it: "latency: ..."
+
+
+def test_an_unchanged_latency_claims_no_confidence() -> None:
+    # Issue 19: "unchanged" beside "confidence 100 %" read as a contradiction.
+    (row,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
+    assert row.verdict == "ok" and "unchanged" in row.reason
+    assert "confidence" not in row.reason and "% CI" in row.reason

@@ -162,17 +162,24 @@ def test_compat_private_apis_smoke() -> None:
     from pytest_modelprof import _compat
 
     seen: list[str] = []
+    below: list[int] = []
 
     class Spy(_compat.TorchDispatchMode):  # type: ignore[no-untyped-call]
         def __torch_dispatch__(
             self, func: Any, types: Any, args: Any = (), kwargs: Any = None
         ) -> Any:
             seen.append(str(func))
+            below.append(_compat.dispatch_modes_below())
             return func(*args, **(kwargs or {}))
 
     with Spy():  # type: ignore[no-untyped-call]
         torch.ones(2) + 1
     assert "aten.add.Tensor" in seen
+    assert set(below) == {0}
+    below.clear()
+    with Spy(), Spy():  # type: ignore[no-untyped-call]
+        torch.ones(2) * 2  # the inner mode sees the outer one below it; the outer sees none
+    assert below[-2:] == [1, 0]
     assert _compat.fake_fallback_errors()
     with _compat.FakeTensorMode():
         t = torch.empty(2, 3)
@@ -277,3 +284,21 @@ def test_outputs_inside_dicts_are_model_outputs() -> None:
     assert cap.output_ops == (add.index, mul.index)
     # Both outputs (64 B each) stay live to the end: peak 128 B.
     assert p.peak_activation_bytes == 128
+
+
+class _ToNumpy(nn.Module):
+    """Copies data to the host with ``.numpy()`` and sizes its output by it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        repeats = int(x.abs().sum().detach().cpu().numpy()) % 3 + 1
+        return self.fc(x).repeat(repeats, 1)
+
+
+def test_numpy_in_forward_is_a_host_sync_like_item_and_falls_back_to_real() -> None:
+    p = profile_model(_ToNumpy(), input_shape=(2, 8))
+    assert p.capture.mode == "real"
+    assert p.total_macs > 0

@@ -69,9 +69,12 @@ def test_another_thread_running_the_same_model_does_not_touch_the_scopes() -> No
     x = torch.randn(2, 4)
     alone = profile_model(model, inputs=(x,))
     # While the capture runs (between layers a and b), another thread runs layer b for real.
-    model.handoff.append(threading.Thread(target=lambda: model.b(torch.randn(3, 4))))
+    other = threading.Thread(target=lambda: model.b(torch.randn(3, 4)))
+    model.handoff.append(other)
     during = profile_model(model, inputs=(x,))
-    assert model.handoff == []  # the other thread did run
+    # The other thread did run (popped from the copy's list: the module's own is not touched).
+    assert other.ident is not None and not other.is_alive()
+    assert model.handoff == [other]
     assert layers(during) == layers(alone)
     assert {lr.name: lr.calls for lr in during.layers} == {"a": 1, "b": 1}
 

@@ -111,6 +111,18 @@ def test_rms_norm() -> None:
     assert entry.formula({"input": x_meta, "weight": w_meta}, None) == OpCost(64)
 
 
+def test_weight_norm() -> None:
+    # wav2vec2's positional convolution: weight_norm(conv, dim=2) on an (8, 4, 3) weight.
+    conv = nn.utils.parametrizations.weight_norm(nn.Conv1d(4, 8, 3), dim=2)
+    fam = family_totals(conv, torch.randn(1, 4, 10))
+    assert "uncounted" not in fam
+    # v has 96 elements: square-accumulate 2 + scale 1 = 288; g has 3 norms: sqrt + divide = 6.
+    entry = default_registry().lookup(torch.ops.aten._weight_norm_interface.default)
+    assert entry is not None
+    v, g = TensorMeta((8, 4, 3), "float32", 4), TensorMeta((1, 1, 3), "float32", 4)
+    assert entry.formula({"v": v, "g": g, "dim": 2}, None) == OpCost(294)
+
+
 def test_softmax_pool_interp_reduction_embedding() -> None:
     x = torch.randn(1, 2, 4, 4)  # 32 elements
     assert family_totals(nn.Softmax(dim=-1), x)["softmax"] == (160, 0)  # 5 per element

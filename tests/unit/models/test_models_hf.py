@@ -38,8 +38,8 @@ TINY_LLAMA = {
         ("hf:t5", "T5ForConditionalGeneration", "seq2seq_ids", (1, DEFAULT_SEQ_LEN)),
         ("hf:vit", "ViTForImageClassification", "tensor", (1, 3, 224, 224)),
         # An encoder-decoder without a seq2seq LM class stays whole (not its decoder as an LM);
-        # audio features have no default shape.
-        ("hf:whisper", "WhisperModel", "tensor", None),
+        # it takes 30 s of 80-bin log-mel features (and decoder ids).
+        ("hf:whisper", "WhisperModel", "speech_seq2seq", (1, 80, 3000)),
     ],
 )
 def test_architectures_build_from_their_config_class_on_meta(

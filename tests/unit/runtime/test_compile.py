@@ -10,6 +10,8 @@ import argparse
 import inspect
 import json
 import logging
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -193,7 +195,38 @@ def test_no_compiled_state_is_left_behind_and_the_model_is_unchanged() -> None:
     assert torch.is_grad_enabled()
 
 
-def test_dynamo_state_of_the_caller_is_reset_too() -> None:
+def test_compiled_functions_of_the_process_keep_their_compiled_code() -> None:
+    # Issue 17, item 3: analyze_compile called torch.compiler.reset() before and after, which
+    # dropped every compiled function of the test process: each recompiled on its next call.
+    compiles: list[int] = []
+
+    def counting(gm: torch.fx.GraphModule, example_inputs: object) -> object:
+        compiles.append(1)
+        return gm.forward
+
+    def users(x: torch.Tensor) -> torch.Tensor:
+        y = torch.sin(x)
+        torch._dynamo.graph_break()  # one break record of the caller's own
+        return y + 1
+
+    compiled = torch.compile(users, backend=counting)
+    x = torch.randn(4)
+    try:
+        compiled(x)
+        assert len(compiles) == 2  # the two halves around the break
+        caller_breaks = _compat.dynamo_break_events()
+        health = analyze_compile(Branchy(), torch.randn(2, 8))
+        assert health.graphs == 2 and health.graph_breaks == 1  # the caller's break not counted
+        compiled(x)
+        assert len(compiles) == 2  # no recompilation: its compiled code was still there
+        assert _compat.dynamo_cache_entries(users.__code__) == 1
+        assert _compat.dynamo_break_events() == caller_breaks  # its records are back
+        assert _compat.dynamo_cache_entries(Branchy.forward.__code__) == 0  # ours dropped
+    finally:
+        torch.compiler.reset()
+
+
+def test_dynamo_state_of_the_caller_does_not_decide_the_counts() -> None:
     # Compiled state made before the analysis must not decide its counts.
     model = Branchy()
     with torch.no_grad():
@@ -364,6 +397,32 @@ def test_compat_dynamo_frames_compiled_smoke() -> None:
     assert _compat.dynamo_cache_entries(g.__code__) == 0
 
 
+def test_compat_dynamo_scoped_smoke() -> None:
+    def earlier(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x - 1
+
+    def inside(x: torch.Tensor) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        return x + 1
+
+    torch.compiler.reset()
+    try:
+        torch.compile(earlier, backend="eager")(torch.ones(2))
+        breaks = _compat.dynamo_break_events()
+        assert len(breaks) == 1
+        with _compat.dynamo_scoped():
+            assert _compat.dynamo_break_events() == []  # records of its own
+            torch.compile(inside, backend="eager")(torch.ones(2))
+            assert len(_compat.dynamo_break_events()) == 1
+            assert _compat.dynamo_cache_entries(inside.__code__) == 1
+        assert _compat.dynamo_cache_entries(inside.__code__) == 0  # dropped on exit
+        assert _compat.dynamo_cache_entries(earlier.__code__) == 1  # kept
+        assert _compat.dynamo_break_events() == breaks
+    finally:
+        torch.compiler.reset()
+
+
 def test_compat_dynamo_explain_smoke() -> None:
     with torch.no_grad():  # with grad, Dynamo warns about reading .grad of non-leaf tensors
         out = _compat.dynamo_explain(Branchy())(torch.randn(2, 8))
@@ -402,3 +461,34 @@ def test_the_gate_compiles_as_the_test_asks() -> None:
     assert recompiles(False) == 2
     assert recompiles(True) == 0
     assert recompiles("auto") == 1  # one recompile, then the batch dimension is dynamic
+
+
+class Worded(nn.Module):
+    """Three breaks a user writes: a branch on a tensor, a skipped call, a print."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.fc(x)
+        if x.sum() > 0:
+            x = x * 2
+        time.sleep(0)
+        print("", end="")
+        return x + 1
+
+
+def test_break_reasons_are_in_the_users_words_and_dynamo_warns_nothing() -> None:
+    # Issue 19: "generic_jump TensorVariable()", "Attempted to call function marked as skipped",
+    # and a multi-line UserWarning of Dynamo's in pytest's warnings summary.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        health = analyze_compile(Worded(), torch.randn(2, 8))
+    reasons = [br.reason for br in health.break_reasons]
+    assert len(reasons) == 3, reasons
+    assert "data-dependent `if` on a tensor" in reasons[0]
+    assert "`time.sleep`, which Dynamo skips" in reasons[1]
+    assert "`print`" in reasons[2]
+    assert not any("TensorVariable" in r or "marked as skipped" in r for r in reasons)
+    assert [str(w.message) for w in caught if "Dynamo" in str(w.message)] == []

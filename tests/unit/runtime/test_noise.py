@@ -309,7 +309,7 @@ def test_gate_reasons_carry_baseline_current_delta_limit_and_confidence() -> Non
     assert decision.action == "fail" and decision.verdict == "regressed"
     assert decision.confidence == c.confidence and decision.slowdown == c.slowdown
     (reason,) = decision.reasons
-    assert f"{c.baseline_ms:.4g} -> {c.current_ms:.4g} ms" in reason
+    assert f"{c.baseline_ms:.4g} \u2192 {c.current_ms:.4g} ms" in reason
     assert f"{c.slowdown * 100:+.1f} % slower" in reason
     assert "(limit +8 %)" in reason
     assert f"confidence {c.confidence * 100:.0f} %" in reason

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 import torch
@@ -141,3 +142,20 @@ def test_parse_axis_values() -> None:
     for bad in ["8", "1,x", "8,1", "0,4"]:
         with pytest.raises(ValueError):
             parse_axis_values(bad)
+
+
+def test_the_sweep_text_fits_100_columns_with_units_and_explains_a_fixed_part() -> None:
+    # Issue 19: "13.6 G" without a unit, a 174-column growth line, and "flops ^0.43" for a
+    # model linear in its layers plus a fixed head read as sub-linear.
+    told: list[str] = []
+    result = sweep(
+        lambda layers: nn.Sequential(
+            nn.Linear(64, 256), *[nn.Linear(256, 256) for _ in range(layers)], nn.Linear(256, 8)
+        ),
+        over={"layers": [1, 2, 4]}, input_shape=(4, 64), latency=False, progress=told.append,
+    )
+    text = format_sweep(result, width=100)
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert "FLOPs" in text.splitlines()[2] and re.search(r"\d MFLOPs ", text), text
+    assert re.search(r"FLOPs = [\d.]+ [KM]FLOPs \+ [\d.]+ [KM]FLOPs \u00d7 layers", text), text
+    assert told == ["layers=1 (1 of 3)", "layers=2 (2 of 3)", "layers=4 (3 of 3)"]

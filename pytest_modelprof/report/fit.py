@@ -1,0 +1,35 @@
+"""Text that fits the terminal: messages wrapped under their own indentation.
+
+Pure functions of text and a width (the terminal's, as pytest measures it: ``COLUMNS`` or the
+tty, 80 otherwise). JSON and the other reports keep the unwrapped text.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+__all__ = ["fit_line", "fit_text"]
+
+CONTINUE = "  "  # a wrapped line's continuation indent, under its own first line
+
+
+def fit_line(line: str, width: int) -> list[str]:
+    """One line as lines of at most ``width`` columns, continued two columns further in."""
+    if len(line) <= width:
+        return [line]
+    body = line.lstrip(" ")
+    indent = line[: min(len(line) - len(body), max(0, width // 2 - len(CONTINUE)))]
+    return textwrap.wrap(
+        body,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + CONTINUE,
+        break_on_hyphens=False,
+        # A path or a command longer than the terminal is cut rather than overflowing it.
+        break_long_words=True,
+    ) or [line[:width]]
+
+
+def fit_text(text: str, width: int) -> str:
+    """Every line of ``text`` fitted by :func:`fit_line`; blank lines stay."""
+    return "\n".join(out for line in text.split("\n") for out in fit_line(line, width))

@@ -1,0 +1,179 @@
+"""Hugging Face transformers by name, every kind, against FlopCounterMode and exact parameters.
+
+``ZOO`` holds 49 architectures across decoders, encoders, encoder-decoders, vision, speech and
+vision-language models, each named as a new user would (``hf:NAME``) with two layers and the
+config's default widths otherwise. Each must
+
+- build the class its users mean (``ZOO``'s second column: the dual-tower CLIP, Whisper whole),
+- profile in the default mode with nothing uncounted,
+- have parameters equal to ``sum(p.numel())`` of that class built by hand from
+  ``AutoConfig.for_model(NAME, **fields)``, and
+- have MACs equal to ``torch.utils.flop_counter.FlopCounterMode`` (FLOPs / 2) on that hand-built
+  model and the same inputs, SDPA on its math path for both (``canonical_kernels``): on meta
+  tensors where the profile ran on meta, else on real CPU tensors.
+
+``MODELS_OWN_ERROR`` holds architectures transformers itself cannot build or run at this size;
+the profile's error must say the error is the model's own, and building or running the class by
+hand must fail with the same exception. The default run checks ``QUICK``; all of them::
+
+    python -m pytest tests/accuracy/test_hf_zoo.py -m zoo -p no:randomly
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_modelprof.errors import ModelBuildError, ModelForwardError, ModelprofError
+from pytest_modelprof.profile import profile_model
+
+transformers = pytest.importorskip("transformers")
+
+_TWO = {"num_hidden_layers": 2}
+_ENC_DEC = {"encoder_layers": 2, "decoder_layers": 2}
+_TOWERS = {"text_config": {"num_hidden_layers": 2}, "vision_config": {"num_hidden_layers": 2}}
+
+ZOO: dict[str, tuple[str, dict[str, Any]]] = {
+    # decoders
+    "gpt2": ("GPT2LMHeadModel", _TWO),
+    "llama": ("LlamaForCausalLM", _TWO),
+    "mistral": ("MistralForCausalLM", _TWO),
+    "qwen2": ("Qwen2ForCausalLM", _TWO),
+    "qwen3": ("Qwen3ForCausalLM", _TWO),
+    "gemma": ("GemmaForCausalLM", _TWO),
+    "gemma2": ("Gemma2ForCausalLM", _TWO),
+    "gemma3_text": ("Gemma3ForCausalLM", _TWO),
+    "phi": ("PhiForCausalLM", _TWO),
+    "phi3": ("Phi3ForCausalLM", _TWO),
+    "olmo2": ("Olmo2ForCausalLM", _TWO),
+    "falcon": ("FalconForCausalLM", {**_TWO, "hidden_size": 256, "num_attention_heads": 8}),
+    "gpt_neox": ("GPTNeoXForCausalLM", _TWO),
+    "gptj": ("GPTJForCausalLM", _TWO),
+    "bloom": ("BloomForCausalLM", _TWO),
+    "opt": ("OPTForCausalLM", _TWO),
+    "cohere": ("CohereForCausalLM", _TWO),
+    "granite": ("GraniteForCausalLM", _TWO),
+    "starcoder2": ("Starcoder2ForCausalLM", _TWO),
+    "stablelm": ("StableLmForCausalLM", _TWO),
+    "deepseek_v3": ("DeepseekV3ForCausalLM", _TWO),
+    "mamba": ("MambaForCausalLM", _TWO),
+    "mamba2": ("Mamba2ForCausalLM", _TWO),
+    # encoders
+    "bert": ("BertModel", _TWO),
+    "roberta": ("RobertaModel", _TWO),
+    "deberta-v2": ("DebertaV2Model", _TWO),
+    "electra": ("ElectraModel", _TWO),
+    "distilbert": ("DistilBertModel", _TWO),
+    "albert": ("AlbertModel", _TWO),
+    # encoder-decoders
+    "t5": ("T5ForConditionalGeneration", {"num_layers": 2, "num_decoder_layers": 2}),
+    "bart": ("BartForConditionalGeneration", _ENC_DEC),
+    "marian": ("MarianMTModel", _ENC_DEC),
+    "mbart": ("MBartForConditionalGeneration", _ENC_DEC),
+    "pegasus": ("PegasusForConditionalGeneration", _ENC_DEC),
+    # vision
+    "vit": ("ViTForImageClassification", _TWO),
+    "deit": ("DeiTForImageClassification", _TWO),  # first of two classes in its mapping
+    "swin": ("SwinForImageClassification", {"depths": [1, 1], "num_heads": [3, 6]}),
+    "dinov2": ("Dinov2ForImageClassification", _TWO),
+    "beit": ("BeitForImageClassification", _TWO),
+    "convnext": ("ConvNextForImageClassification", {"depths": [1, 1, 1, 1]}),
+    "resnet": ("ResNetForImageClassification", {"depths": [1, 1, 1, 1]}),
+    "segformer": ("SegformerForSemanticSegmentation", {"depths": [1, 1, 1, 1]}),
+    # speech
+    "whisper": ("WhisperModel", _ENC_DEC),
+    "speech_to_text": ("Speech2TextModel", _ENC_DEC),
+    "wav2vec2": ("Wav2Vec2Model", _TWO),
+    "hubert": ("HubertModel", _TWO),
+    # vision-language
+    "clip": ("CLIPModel", _TOWERS),
+    "siglip": ("SiglipModel", _TOWERS),
+    "blip": ("BlipModel", _TOWERS),
+}
+
+QUICK = frozenset(
+    {"llama", "falcon", "bert", "t5", "deit", "segformer", "whisper", "wav2vec2", "clip"}
+)
+
+MODELS_OWN_ERROR: dict[str, tuple[type[ModelprofError], str]] = {
+    # transformers 5.2x: DbrxForCausalLM reads rope_theta its attention sub-config lacks.
+    "dbrx": (ModelBuildError, "DbrxForCausalLM"),
+    # Jamba's forward asks its cache for a length its linear-attention layers cannot give.
+    "jamba": (ModelForwardError, "JambaForCausalLM"),
+}
+
+
+def _params() -> list[object]:
+    return [pytest.param(a, marks=pytest.mark.zoo(quick=a in QUICK), id=a) for a in ZOO]
+
+
+def reference(arch: str, mode: str) -> tuple[int, int]:
+    """Parameters and FlopCounterMode MACs of ``ZOO[arch]`` built by hand from its config."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from pytest_modelprof.models import resolve
+    from pytest_modelprof.profile import canonical_kernels
+
+    cls_name, fields = ZOO[arch]
+    config = transformers.AutoConfig.for_model(arch, **fields)
+    device = "meta" if mode == "meta" else "cpu"
+    with torch.device(device):
+        model = getattr(transformers, cls_name)(config).eval()
+    params = sum(p.numel() for p in model.parameters())
+    torch.manual_seed(0)
+    args, kwargs = resolve(f"hf:{arch}").example_inputs(device=device, module=model)
+    with torch.no_grad(), canonical_kernels(), FlopCounterMode(display=False) as counter:
+        model(*args, **kwargs)
+    return params, counter.get_total_flops() // 2
+
+
+def test_the_zoo_spans_every_kind() -> None:
+    assert len(ZOO) >= 40
+    assert QUICK <= set(ZOO) and len(QUICK) <= 10
+    kinds = {"input_ids", "seq2seq_ids", "tensor", "speech_seq2seq", "input_values", "image_text"}
+    from pytest_modelprof.models import resolve
+
+    assert {resolve(f"hf:{a}").input_kind for a in QUICK} == kinds  # the quick run: every kind
+
+
+@pytest.mark.parametrize("arch", _params())
+def test_params_exact_and_macs_match_flop_counter(arch: str) -> None:
+    import torch
+
+    from pytest_modelprof.models import resolve
+
+    cls_name, fields = ZOO[arch]
+    with torch.device("meta"):
+        built = resolve(f"hf:{arch}").build(**fields)
+    assert type(built).__name__ == cls_name
+
+    ours = profile_model(f"hf:{arch}", **fields)
+    assert ours.uncounted_ops == []
+    params, macs = reference(arch, ours.capture.mode)
+    assert ours.total_params == params
+    assert macs > 0
+    assert ours.total_macs == macs, (
+        f"hf:{arch} ({ours.capture.mode}): ours {ours.total_macs:,} MACs, FlopCounterMode {macs:,}"
+    )
+
+
+@pytest.mark.parametrize(
+    "arch", [pytest.param(a, marks=pytest.mark.zoo(quick=a == "jamba")) for a in MODELS_OWN_ERROR]
+)
+def test_what_transformers_cannot_run_is_reported_as_the_models_own_error(arch: str) -> None:
+    import torch
+
+    error, cls_name = MODELS_OWN_ERROR[arch]
+    with pytest.raises(error, match="the model's own error") as raised:
+        profile_model(f"hf:{arch}", num_hidden_layers=2)
+    cause = raised.value.__cause__
+    assert cause is not None
+    # By hand (on meta: the error comes before any data is read): the same exception.
+    config = transformers.AutoConfig.for_model(arch, num_hidden_layers=2)
+    with pytest.raises(type(cause)) as by_hand, torch.device("meta"):
+        model = getattr(transformers, cls_name)(config).eval()
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 100, (1, 16)))
+    assert str(by_hand.value) == str(cause)

@@ -1,0 +1,140 @@
+"""Meta kernels run once per distinct call (capture/metacache.py), with every number unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+import torchvision
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from pytest_modelprof._compat import TorchDispatchMode
+from pytest_modelprof.profile import profile_model
+
+
+def test_repeated_meta_kernels_run_once_per_distinct_call() -> None:
+    # Issue 18, item 5 (speed is measured in benchmarks/bench_default_mode.py, not here): a
+    # meta capture runs each distinct kernel call once; resnet18's repeated blocks repeat calls.
+    from pytest_modelprof.capture import metacache
+
+    user = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 224, 224)
+    metacache.clear()
+    before = metacache.cache_stats()
+    first = profile_model(user, inputs=(x,), mode="meta")
+    mid = metacache.cache_stats()
+    assert mid["hits"] > before["hits"]  # repeats inside one forward are answered already
+    assert mid["entries"] > 0
+    second = profile_model(user, inputs=(x,), mode="meta")
+    after = metacache.cache_stats()
+    assert after["misses"] == mid["misses"]  # the second capture runs no meta kernel again
+    assert second.total_flops == first.total_flops and second.total_memory == first.total_memory
+
+
+class _Passthrough(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **(kwargs or {}))
+
+
+class _Strided(nn.Module):
+    """Ops whose outputs are not plain contiguous tensors, and integer true division."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.bn = nn.BatchNorm1d(6)
+
+    def forward(self, x: torch.Tensor) -> Any:
+        y = self.norm(x.transpose(1, 2))  # a non-contiguous input
+        z = self.bn(y) * 2
+        counts = torch.ones(3, dtype=torch.int64, device=x.device)
+        w = (z.permute(2, 0, 1) + 1).sum(0) / 3  # a permuted result, reduced
+        return w, counts / torch.ones_like(counts)  # int / int: the default dtype
+
+
+@pytest.mark.parametrize(
+    "build, inputs",
+    [
+        (lambda: torchvision.models.resnet18(), lambda: (torch.randn(1, 3, 64, 64),)),
+        (
+            lambda: torchvision.models.VisionTransformer(32, 8, 2, 2, 16, 32, num_classes=5),
+            lambda: (torch.randn(2, 3, 32, 32),),
+        ),
+        (_Strided, lambda: (torch.randn(2, 8, 6),)),
+    ],
+    ids=["resnet18", "vit", "strided"],
+)
+def test_repeated_meta_captures_give_identical_profiles(
+    build: Callable[[], nn.Module], inputs: Callable[[], tuple[torch.Tensor, ...]]
+) -> None:
+    # The second capture reuses what the first learnt; every number must equal those of a
+    # capture that ran every meta kernel (under another dispatch mode the table is bypassed),
+    # also in training mode (backward), and fake mode's.
+    torch.manual_seed(0)
+    module = build().eval()
+    x = inputs()
+    with _Passthrough():  # type: ignore[no-untyped-call]
+        reference = profile_model(module, inputs=x).model_dump()
+        reference_train = profile_model(module, inputs=x, include_backward=True).model_dump()
+    first = profile_model(module, inputs=x).model_dump()
+    assert first == reference
+    assert profile_model(module, inputs=x).model_dump() == first
+    train = profile_model(module, inputs=x, include_backward=True).model_dump()
+    assert train == reference_train
+    assert profile_model(module, inputs=x, include_backward=True).model_dump() == train
+    fake = profile_model(module, inputs=x, mode="fake")
+    assert (fake.total_macs, fake.total_memory) == (first["total_macs"], first["total_memory"])
+
+
+def test_integer_true_division_follows_the_default_dtype_of_each_call() -> None:
+    # counts / ones: int64 / int64 gives the default dtype, which the second call changes.
+    module = _Strided().eval()
+    x = torch.randn(2, 8, 6)
+    written = []
+    for dtype in (torch.float32, torch.float64):
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            profile = profile_model(module, inputs=(x,))
+        finally:
+            torch.set_default_dtype(previous)
+        last = profile._capture.ops[-1] if profile._capture is not None else None
+        assert last is not None and last.op.startswith("aten.div")
+        written.append((last.outputs[0].dtype, last.bytes_written))
+    assert written == [("float32", 12), ("float64", 24)]
+
+
+def test_a_dispatch_mode_around_the_capture_still_sees_every_op() -> None:
+    # A caller's own mode (here FlopCounterMode) around profile_model counts the same on the
+    # second call as on the first: nothing is answered past it.
+    torch.manual_seed(0)
+    module = torchvision.models.resnet18().eval()
+    x = torch.randn(1, 3, 64, 64)
+    counted = []
+    for _ in range(2):
+        with FlopCounterMode(display=False) as counter:
+            profile = profile_model(module, inputs=(x,))
+        counted.append(counter.get_total_flops())
+    assert counted[0] == counted[1] == 2 * profile.total_macs
+
+
+def test_only_plain_strided_meta_calls_are_kept() -> None:
+    from pytest_modelprof.capture import metacache
+
+    add = torch.ops.aten.add.Tensor
+    meta = torch.empty(3, 3, device="meta")
+    key, out = metacache.lookup(add, (meta, meta), {})
+    assert key is not None and out is None  # first time: the caller runs the kernel
+    metacache.remember(key, add(meta, meta))
+    again = metacache.lookup(add, (meta, meta), {})[1]
+    assert again.is_meta and again.shape == (3, 3) and again.stride() == (3, 1)
+    indices = torch.zeros(2, 0, dtype=torch.long)
+    sparse = torch.sparse_coo_tensor(indices, torch.zeros(0), (3, 3), check_invariants=True)
+    real = torch.ones(3, 3)
+    for args in [(sparse.to("meta"), sparse.to("meta")), (real, real), (meta, real)]:
+        assert metacache.lookup(add, args, {}) == (None, None)
+    view = torch.ops.aten.t.default  # its result aliases its argument: never answered
+    assert metacache.lookup(view, (meta,), {}) == (None, None)
