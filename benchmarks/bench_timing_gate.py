@@ -31,7 +31,7 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py --quick      (3-5 minutes on 2 cores)
+Reproduce: python benchmarks/bench_timing_gate.py --quick   (4 min CPU, 7-8 min on 2 busy cores)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_SESSIONS} sessions per variant and load (>= 300 pairs "
-                             "per rate and scenario), no raw-ms contrast (~3-5 min on 2 cores)")
+                             "per rate and scenario), no raw-ms contrast (~4 min of CPU)")
     parser.add_argument("--sessions", type=int, default=None,
                         help=f"sessions per variant and load (default {FULL_SESSIONS}, --quick "
                              f"{QUICK_SESSIONS})")
