@@ -168,7 +168,14 @@ def latency_checks(
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
     delta = DASH
     if comparison is not None:
-        delta = f"{comparison.slowdown * 100:+.1f} % (normalised)"
+        # The confidence travels with a change or an undecided one: tables show this column,
+        # not the reason. "unchanged" claims none, as in the reason.
+        sure = (
+            f", confidence {comparison.confidence * 100:.0f} %"
+            if comparison.verdict != "unchanged"
+            else ""
+        )
+        delta = f"{comparison.slowdown * 100:+.1f} % (normalised{sure})"
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
     # A median over the budget fires it when the fast rounds agree (or timing_strict=True fails
     # it anyway); one the fast rounds do not confirm only warns, so it makes no row hard.

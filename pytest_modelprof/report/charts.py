@@ -347,8 +347,8 @@ def timing_chart(result: ProfileResult) -> Chart | None:
         delta = result.timing["normalised"] / base_timing["normalised"] - 1
         change = f" ({format_change(delta)})"
     caption = (
-        f"{result.timing['rounds']} rounds; calibration-normalised q"
-        f"{result.timing['quantile'] * 100:.0f}: current {result.timing['normalised']:.4g}"
+        f"{result.timing['rounds']} rounds; calibration-normalised, fastest "
+        f"{result.timing['quantile'] * 100:.0f} %: current {result.timing['normalised']:.4g}"
         + (f", baseline {base_timing['normalised']:.4g}" if base_timing is not None else "")
         + change
         + ". The gate compares the normalised rounds, not these raw times."

@@ -11,10 +11,11 @@ Four ideas, each a small pure piece:
    by 10-13 % for whole sessions while the model's did not, and every comparison against such
    a session was a false alarm. The geometric mean over three different workloads moved
    2-3x less (``benchmarks/bench_timing_gate.py``, BENCHMARKS.md).
-2. **Use a fast quantile, not the mean.** Interference on a shared machine (preemption, a
+2. **Use the fastest rounds, not the mean.** Interference on a shared machine (preemption, a
    neighbour's cache traffic) only ever *adds* time, so the fastest rounds are the least
-   disturbed ones. The statistic is the model's 10th percentile (:data:`DEFAULT_QUANTILE`)
-   over the geometric mean of the calibration workloads' 10th percentiles.
+   disturbed ones. The statistic is the mean of the model's fastest 10 % of rounds
+   (:data:`DEFAULT_QUANTILE`) over the geometric mean of the same for each workload: it
+   varies less than the 10th percentile did (issue 18, BENCHMARKS.md).
 3. **Require both an effect and evidence.** A regression needs a slowdown above the tolerance
    *and* a bootstrap test (rounds resampled together with their neighbouring calibration
    rounds) that puts the probability of "no slowdown beyond the tolerance" below ``alpha``.
@@ -59,6 +60,7 @@ __all__ = [
     "LatencyComparison",
     "GateDecision",
     "bootstrap_slowdown",
+    "fast_mean",
     "decide",
     "compare_timings",
     "needs_more_rounds",
@@ -74,7 +76,7 @@ CALIBRATION_PARTS: Final = ("dispatch", "compute", "memory")
 DEFAULT_TOLERANCE: Final = 0.08
 #: Significance level of the one-sided bootstrap test.
 DEFAULT_ALPHA: Final = 0.05
-#: Which quantile of the rounds the statistic compares (see the module docstring).
+#: The share of fastest rounds whose mean the statistic compares (see the module docstring).
 DEFAULT_QUANTILE: Final = 0.1
 #: :func:`compare_sequential` measures at most this many times the initial rounds.
 DEFAULT_MAX_ROUNDS_FACTOR: Final = 4
@@ -94,7 +96,8 @@ def _geomean(values: Sequence[float]) -> float:
 class NormalisedTiming(_Frozen):
     """One session's rotating rounds of the model and the calibration workloads.
 
-    ``normalised`` (model time in calibration units, at ``quantile``) is the headline number
+    ``normalised`` (model time in calibration units: the mean of the fastest ``quantile``
+    share of rounds on each side, :func:`fast_mean`) is the headline number
     a baseline stores; the round samples are what :func:`compare_timings` resamples.
     ``calibration`` holds one number per round (the geometric mean of the workloads in
     ``calibration_parts``, or the single workload of a session made by :meth:`from_samples`).
@@ -206,8 +209,19 @@ class NormalisedTiming(_Frozen):
 
     @property
     def fast_ms(self) -> float:
-        """The model's raw latency at ``quantile`` (the rounds the comparison looks at), in ms."""
-        return _quantile_sorted(sorted(self.model.samples), self.quantile)
+        """The model's mean over its fastest ``quantile`` share of rounds (what the comparison
+        looks at), in ms."""
+        return fast_mean(sorted(self.model.samples), self.quantile)
+
+
+def _fast_count(rounds: int, share: float) -> int:
+    return max(1, min(rounds, math.floor(rounds * share + 0.5)))
+
+
+def fast_mean(ordered: Sequence[float], share: float) -> float:
+    """The mean of the fastest ``share`` of the ascending ``ordered`` values (at least one)."""
+    k = _fast_count(len(ordered), share)
+    return math.fsum(ordered[:k]) / k
 
 
 def _parts_of(calibration: TimingStats, parts: Sequence[TimingStats]) -> list[TimingStats]:
@@ -226,10 +240,10 @@ def _side(model: Sequence[float], parts: Sequence[TimingStats] | None) -> _Side:
 
 
 def _statistic(side: _Side, q: float) -> float:
-    top = _quantile_sorted(sorted(side[0]), q)
+    top = fast_mean(sorted(side[0]), q)
     if side[1] is None:
         return top
-    bottom = _geomean([_quantile_sorted(sorted(p), q) for p in side[1]])
+    bottom = _geomean([fast_mean(sorted(p), q) for p in side[1]])
     if bottom <= 0:
         raise ValueError("calibration timings must be > 0")
     return top / bottom
@@ -252,28 +266,29 @@ class LatencyComparison(_Frozen):
     rounds_current: int
     rounds_baseline: int
     normalised: bool
-    # The model's raw milliseconds at ``quantile`` on each side, for people to read; on a
+    # The model's raw milliseconds (its fastest ``quantile`` share) on each side, to read; on a
     # different or busier runner they differ by more than ``slowdown`` says.
     baseline_ms: float = 0.0
     current_ms: float = 0.0
 
     def describe(self) -> str:
-        """``"regressed: 0.412 → 0.474 ms (q10), +15.2 % slower ..., confidence 99 % ..."``."""
+        """``"regressed: 0.41 → 0.47 ms (fastest 10 %), +15.2 % slower ..., confidence 99 %"``."""
         if self.slowdown >= 0:
             change = f"{self.slowdown * 100:+.1f} % slower"
         else:
             change = f"{-self.slowdown * 100:.1f} % faster"
         p = self.p_slower if self.slowdown >= 0 else self.p_faster
         # How sure a change is goes with a change; "unchanged" beside "confidence 100 %" read
-        # as a contradiction, so an unchanged result gives its interval only.
+        # as a contradiction, so an unchanged result gives its interval only. An undecided one
+        # keeps it: "+9 %, confidence 62 %" is what tells it from a measured fact (issue 18).
         sure = (
             f", confidence {self.confidence * 100:.0f} % ("
-            if self.verdict in ("regressed", "improved")
+            if self.verdict != "unchanged"
             else " ("
         )
         return (
             f"{self.verdict}: {self.baseline_ms:.4g} \u2192 {self.current_ms:.4g} ms "
-            f"(q{self.quantile * 100:.0f}), {change} "
+            f"(fastest {self.quantile * 100:.0f} %), {change} "
             f"{'calibration-normalised' if self.normalised else 'in raw ms'} "
             f"(limit {self.tolerance * 100:+.0f} %){sure}"
             f"{self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
@@ -324,11 +339,12 @@ def _replicates(
     gen = torch.Generator().manual_seed(seed)
     rounds = torch.tensor(model, dtype=torch.float64)
     idx = torch.randint(len(rounds), (resamples, len(rounds)), generator=gen)
-    top = torch.quantile(rounds[idx], quantile, dim=1)
+    k = _fast_count(len(rounds), quantile)  # fast_mean over each resample: its k fastest
+    top = torch.topk(rounds[idx], k, dim=1, largest=False).values.mean(dim=1)
     if parts is None:
         return top
     calib = torch.tensor(parts, dtype=torch.float64)  # (workloads, rounds)
-    low = torch.quantile(calib[:, idx], quantile, dim=2)  # (workloads, resamples)
+    low = torch.topk(calib[:, idx], k, dim=2, largest=False).values.mean(dim=2)
     return top / torch.exp(torch.log(low).mean(dim=0))
 
 
@@ -459,8 +475,8 @@ def compare_timings(
         rounds_current=len(cur[0]),
         rounds_baseline=len(base[0]),
         normalised=cur[1] is not None,
-        baseline_ms=_quantile_sorted(sorted(base[0]), q),
-        current_ms=_quantile_sorted(sorted(cur[0]), q),
+        baseline_ms=fast_mean(sorted(base[0]), q),
+        current_ms=fast_mean(sorted(cur[0]), q),
     )
 
 

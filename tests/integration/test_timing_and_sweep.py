@@ -67,7 +67,7 @@ def test_a_decisive_slowdown_fails_and_a_warning_has_its_own_status(
     result.stdout.fnmatch_lines_random(
         [
             "*test_timed.py::test_default regressed*",
-            "*latency: regressed: * \u2192 * ms (q10), * % slower * (limit +25 %), confidence *",
+            "*latency: regressed: * \u2192 * ms (fastest 10 %), * % slower * (limit +25 %), conf*",
             "*test_timed.py::test_strict regressed*",
             "warning *test_timed.py::test_warns *",  # the status column of the terminal summary
             "*warn latency: regressed: *timing_strict=False keeps this a warning*",

@@ -218,7 +218,7 @@ def test_a_latency_failure_is_explained_in_every_report(
 
     warned = pytester.runpytest_subprocess(*outputs)
     warned.assert_outcomes(passed=1)
-    warned.stdout.fnmatch_lines(["*warn latency: regressed: * \u2192 * ms (q10), *slower*"])
+    warned.stdout.fnmatch_lines(["*warn latency: regressed: * \u2192 * ms (fastest 10 %), *slow*"])
     html = (pytester.path / "r.html").read_text()
     assert 'data-status="warning"' in html and "slower calibration-normalised" in html
     assert "within limits" not in html
@@ -227,7 +227,7 @@ def test_a_latency_failure_is_explained_in_every_report(
     pytester.makepyfile(test_timed=TIMED)  # a decisive slowdown beyond the limit fails
     failed = pytester.runpytest_subprocess(*outputs)
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*latency: regressed: * \u2192 * ms (q10), *confidence*"])
+    failed.stdout.fnmatch_lines(["*latency: regressed: * \u2192 * ms (fastest 10 %), *confidence*"])
     reason_part = "% slower calibration-normalised"  # the figures of the latency reason
     data = json.loads((pytester.path / "r.json").read_text())
     (test,) = data["tests"]

@@ -88,11 +88,26 @@ def test_a_growth_limit_set_to_off_sweeps_nothing() -> None:
     assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None
 
 
+def test_an_undecided_row_carries_its_confidence_in_the_delta_column_too() -> None:
+    # Issue 18: Markdown, HTML and `modelprof compare` tables show the delta column, not the
+    # reason; an undecided "+25 %" there must not read as a measured fact.
+    noisy = NormalisedTiming.from_samples([5.0, 9.0, 13.0], [1.0] * 3).model_dump(mode="json")
+    base = NormalisedTiming.from_samples([4.0, 8.0, 12.0], [1.0] * 3).model_dump(mode="json")
+    (row,) = latency_checks(noisy, base, _limits(max_latency_delta=0.1))
+    assert row.verdict == "warning"
+    sure = f"confidence {row.detail['confidence'] * 100:.0f} %"
+    assert sure in row.delta_text and sure in row.reason, (row.delta_text, row.reason)
+    (decided,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
+    assert f"confidence {decided.detail['confidence'] * 100:.0f} %" in decided.delta_text
+    (same,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
+    assert "confidence" not in same.delta_text  # unchanged claims none (issue 19)
+
+
 def test_a_latency_reason_gives_one_pair_of_figures_with_one_arrow() -> None:
-    # Issue 19: the medians, then the q10 pair, with two arrow styles, in one reason.
+    # Issue 19: the medians, then the fast-rounds pair, with two arrow styles, in one reason.
     (row,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
     assert row.reason.count(" ms") == 1 and row.reason.count("\u2192") == 1, row.reason
-    assert "->" not in row.reason and "(q10)" in row.reason
+    assert "->" not in row.reason and "(fastest 10 %)" in row.reason
     assert not row.reason.startswith("latency")  # the row's label says it: "latency: ..."
 
 
