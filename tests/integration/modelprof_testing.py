@@ -86,3 +86,18 @@ class Project:
 
     def run(self, *args: str) -> pytest.RunResult:
         return self.pytester.runpytest(*args)
+
+
+def custom_op(qualname: str, name: str) -> str:
+    """Source of a custom op without a cost formula (a clone, with a fake kernel), for the
+    model files the integration tests write: ``custom_op("mylib::attn", "attn")``."""
+    return f"""
+@torch.library.custom_op("{qualname}", mutates_args=())
+def {name}(x: torch.Tensor) -> torch.Tensor:
+    return x.clone()
+
+
+@{name}.register_fake
+def _(x):
+    return torch.empty_like(x)
+"""

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from modelprof_testing import Project
+from modelprof_testing import Project, custom_op
 
 # -- a limit the user set is never skipped --------------------------------------------------------
 
@@ -54,16 +54,7 @@ import torch.nn as nn
 
 CHANGED = pathlib.Path(__file__).with_name("changed.txt").read_text() == "1"
 
-
-@torch.library.custom_op("modelprof_test::mystery", mutates_args=())
-def mystery(x: torch.Tensor) -> torch.Tensor:
-    return x.clone()
-
-
-@mystery.register_fake
-def _(x):
-    return torch.empty_like(x)
-
+""" + custom_op("modelprof_test::mystery", "mystery") + """
 
 class Net(nn.Module):
     def __init__(self):

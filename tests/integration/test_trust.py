@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from modelprof_testing import Project
+from modelprof_testing import Project, custom_op
 
 # -- a cheaper model never fails by default -----------------------------------------------------
 
@@ -314,16 +314,7 @@ import torch.nn as nn
 
 NEW_OP = pathlib.Path(__file__).with_name("new_op.txt").read_text() == "1"
 
-
-@torch.library.custom_op("modelprof_test::mystery", mutates_args=())
-def mystery(x: torch.Tensor) -> torch.Tensor:
-    return x.clone()
-
-
-@mystery.register_fake
-def _(x):
-    return torch.empty_like(x)
-
+""" + custom_op("modelprof_test::mystery", "mystery") + """
 
 class Net(nn.Module):
     def __init__(self):
