@@ -8,9 +8,22 @@ from __future__ import annotations
 
 import textwrap
 
-__all__ = ["fit_line", "fit_text"]
+__all__ = ["fit_line", "fit_text", "wrap_under"]
 
 CONTINUE = "  "  # a wrapped line's continuation indent, under its own first line
+
+
+def wrap_under(text: str, width: int, indent: str) -> list[str]:
+    """``text`` wrapped to ``width`` at ``indent``, continued two columns further in; a word
+    longer than a line (a path, a command) is cut rather than overflowing it."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + CONTINUE,
+        break_on_hyphens=False,
+        break_long_words=True,
+    )
 
 
 def fit_line(line: str, width: int) -> list[str]:
@@ -19,15 +32,7 @@ def fit_line(line: str, width: int) -> list[str]:
         return [line]
     body = line.lstrip(" ")
     indent = line[: min(len(line) - len(body), max(0, width // 2 - len(CONTINUE)))]
-    return textwrap.wrap(
-        body,
-        width=width,
-        initial_indent=indent,
-        subsequent_indent=indent + CONTINUE,
-        break_on_hyphens=False,
-        # A path or a command longer than the terminal is cut rather than overflowing it.
-        break_long_words=True,
-    ) or [line[:width]]
+    return wrap_under(body, width, indent) or [line[:width]]
 
 
 def fit_text(text: str, width: int) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pytest_modelprof.analysis.rollup import Totals, classify, module_tree_totals
+from pytest_modelprof.report.fit import wrap_under
 from pytest_modelprof.schema import LayerStats, ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 
@@ -81,10 +82,7 @@ def _bound(bottleneck: str) -> str:
 
 
 def wrap(text: str, width: int, indent: str) -> list[str]:
-    return textwrap.wrap(
-        text, width=width, initial_indent=indent, subsequent_indent=indent + INDENT,
-        break_on_hyphens=False,
-    ) or [indent]
+    return wrap_under(text, width, indent) or [indent]
 
 
 # -- tables -------------------------------------------------------------------------------------
