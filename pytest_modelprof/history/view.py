@@ -4,12 +4,13 @@ the text, Markdown and HTML renderers (which only lay it out)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, Step, TestHistory
 from pytest_modelprof.report.model import Chart, Fact
+from pytest_modelprof.report.view import breakable
 
 __all__ = ["StepRow", "TestSection", "HistoryView", "build_history_view", "coverage_line"]
 
@@ -29,12 +30,14 @@ class StepRow:
     change: str
     environment: str
     css: str  # "up" (worse), "down" (better) or "" (only the environment changed)
+    test_parts: tuple[str, ...] = ()  # ``test`` cut where it may wrap (report.view.breakable)
 
 
 @dataclass(frozen=True)
 class TestSection:
     anchor: str
     test: str
+    test_parts: tuple[str, ...]
     facts: tuple[Fact, ...]
     latest: tuple[tuple[str, str], ...]  # (metric label, newest value)
     charts: tuple[Chart, ...]
@@ -98,7 +101,7 @@ def _row(test: str, metric: Metric, point: Point, commit: CommitRow) -> StepRow:
         delta=signed(metric, delta) if delta else "0",
         change=change_of(before, point.change) if delta else "",
         environment="; ".join(point.environment),
-        css=("up" if worse else "down") if delta else "",
+        css=("up" if worse else "down") if delta else "", test_parts=breakable(test),
     )
 
 
@@ -122,6 +125,7 @@ def _section(i: int, test: TestHistory, doc: HistoryDocument,
         facts.append(Fact("removed in", f"{commit.short} ({commit.date[:10]}) {commit.subject}"))
     order = {c.hash: k for k, c in enumerate(doc.commits)}
     keyed: list[tuple[int, int, StepRow]] = []
+    env_only: list[Point] = []
     latest = []
     charts = []
     label = test_label(test.test, test.name)
@@ -130,9 +134,18 @@ def _section(i: int, test: TestHistory, doc: HistoryDocument,
         latest.append((metric.label, metric.format(series.points[-1].value)))
         charts.append(series_chart(series, metric, doc.commits, commits))
         keyed += [(order[p.commit], m, _row(label, metric, p, commits[p.commit]))
-                  for p in series.points[1:] if p.delta or p.environment]
+                  for p in series.points[1:] if p.delta]
+        env_only += [p for p in series.points[1:] if p.environment and not p.delta]
+    # An environment change that moved no metric is one row, not one per metric.
+    moved = {k for k, _, _ in keyed}
+    for p in env_only:
+        if order[p.commit] not in moved:
+            moved.add(order[p.commit])
+            row = _row(label, _metric(test.series[0].metric), p, commits[p.commit])
+            keyed.append((order[p.commit], -1, replace(row, metric="(none moved)", before="",
+                                                          after="", delta="")))
     keyed.sort(key=lambda k: k[:2])
-    return TestSection(anchor=f"test-{i}", test=label, facts=tuple(facts), latest=tuple(latest),
+    return TestSection(anchor=f"test-{i}", test=label, test_parts=breakable(label), facts=tuple(facts), latest=tuple(latest),
                        charts=tuple(charts), steps=tuple(r for _, _, r in keyed))
 
 
