@@ -54,7 +54,7 @@ def _run(args: argparse.Namespace) -> int:
     doc = read_history(paths, metrics=args.metric, since=args.since, tests=args.test,
                        top=args.top)
     view = build_history_view(doc)
-    if args.json_out == "-":
+    if args.json_out == "-":  # JSON alone on stdout, so it pipes into jq
         out(doc.to_json())
     elif args.json_out:
         write_text_atomic(Path(args.json_out), doc.to_json())
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
         if target:
             write_text_atomic(Path(target), render(view))
             note(f"wrote {target}")
-    if args.json_out != "-" and not (args.markdown or args.html):
+    if not (args.json_out or args.markdown or args.html):
         out(render_text(view))
     return EXIT_OK
 

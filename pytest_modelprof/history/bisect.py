@@ -57,8 +57,8 @@ class BisectResult:
 def search(count: int, probe: Callable[[int], Verdict]) -> tuple[int, list[int], list[int]]:
     """Binary search over candidates ``0..count-1`` (the last one known bad, the good commit
     before them all), ``git bisect`` style: the probe nearest the middle, a skipped one
-    replaced by its nearest neighbour (the later one on a tie). Returns (first bad, indices probed in order, the
-    skipped indices that leave the answer open)."""
+    replaced by its nearest neighbour (the later one on a tie). Returns (first bad, indices
+    probed in order, the skipped indices that leave the answer open)."""
     lo, hi = -1, count - 1
     skipped: set[int] = set()
     probed: list[int] = []
@@ -136,9 +136,7 @@ class StepRunner:
                 except subprocess.TimeoutExpired:
                     return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
                 if done.returncode != 0:
-                    tail = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
-                    return Probe(commit, skipped=f"pytest exit code {done.returncode}: "
-                                 + " / ".join(tail[-2:]))
+                    return Probe(commit, skipped=_why(done))
                 return self._read(commit, baselines)
 
     def _read(self, commit: Commit, baselines: Path) -> Probe:
@@ -159,6 +157,17 @@ class StepRunner:
             return Probe(commit, document=docs[0], skipped=f"the profile has no "
                          f"{self.metric.label} (its test sets no limit that measures it)")
         return Probe(commit, value=value, document=docs[0])
+
+
+def _why(done: subprocess.CompletedProcess[str]) -> str:
+    """``pytest exit code 4: SyntaxError: invalid syntax / 1 error in 0.29s``: the exit code,
+    the last error line pytest printed (``E   ...``) and its last line."""
+    out = [ln.strip() for ln in done.stdout.splitlines() if ln.strip()]
+    err = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
+    errors = [ln[1:].strip() for ln in out + err if ln.startswith("E ")]
+    said = [errors[-1]] if errors else []
+    said += [ln for ln in (out or err)[-1:] if ln not in said]  # pytest's summary line
+    return f"pytest exit code {done.returncode}: " + " / ".join(said)
 
 
 def _commits(repo: Repo, good: str, bad: str) -> list[Commit]:

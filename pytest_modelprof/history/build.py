@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
+from pytest_modelprof.baseline.document import BaselineEnvironment
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import (
@@ -33,6 +33,7 @@ from pytest_modelprof.history.model import (
     Step,
     TestHistory,
 )
+from pytest_modelprof.history.versions import VersionSummary, read_version
 
 __all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "build_history"]
 
@@ -77,7 +78,7 @@ class _Version:
     commit: Commit
     path: str
     blob: str
-    doc: BaselineDocument
+    doc: VersionSummary
 
 
 @dataclass
@@ -99,20 +100,20 @@ class _Reader:
 
     def __init__(self, blobs: Mapping[str, bytes]) -> None:
         self.blobs = blobs
-        self.docs: dict[str, BaselineDocument | str] = {}
+        self.docs: dict[str, VersionSummary | str] = {}
         self.notes: list[str] = []
 
-    def read(self, blob: str, path: str, commit: Commit) -> BaselineDocument | None:
+    def read(self, blob: str, path: str, commit: Commit) -> VersionSummary | None:
         if blob not in self.docs:
             data = self.blobs.get(blob)
             if data is None:
                 self.docs[blob] = "its content is not in this clone"
             else:
                 try:
-                    self.docs[blob] = BaselineDocument.from_json(
-                        data.decode("utf-8", "replace"), source=path)
+                    self.docs[blob] = read_version(data, source=path)
                 except ModelprofError as exc:
-                    self.docs[blob] = " ".join(str(exc).split())
+                    # The advice to rewrite the file is for the current one, not a past version.
+                    self.docs[blob] = " ".join(str(exc).split()).split(". Delete it")[0]
         doc = self.docs[blob]
         if isinstance(doc, str):
             self.notes.append(f"{path} at {commit.short} skipped: {doc.removeprefix(path + ': ')}")
@@ -172,7 +173,7 @@ def _environment_changes(before: BaselineEnvironment, after: BaselineEnvironment
     return out
 
 
-def _key(doc: BaselineDocument) -> tuple[str, str]:
+def _key(doc: VersionSummary) -> tuple[str, str]:
     return doc.test, doc.name or ""
 
 
@@ -230,7 +231,8 @@ def build_history(
     removed = {id(lin.versions[-1]): lin.removed_in for lin in lineages}
     histories: list[TestHistory] = []
     used: set[str] = set()
-    steps: list[tuple[tuple[float, float, int, str, str], Step]] = []
+    # Sort keys first; only the rows that make the table become Step records.
+    steps: list[tuple[tuple[float, float, int, str, str], VersionSummary, Metric, Point]] = []
     for versions in profiles:
         last = versions[-1]
         renamed: list[str] = []
@@ -243,9 +245,8 @@ def build_history(
             if points:
                 series.append(MetricSeries(metric=metric.name, label=metric.label,
                                            direction=metric.direction, points=points))
-                for p in points:
-                    if p.delta:
-                        steps.append(_step(last.doc, metric, p, order))
+                steps += [(_step_key(last.doc, metric, p, order), last.doc, metric, p)
+                          for p in points if p.delta]
         used.update(v.commit.hash for v in versions)
         gone = removed.get(id(last))
         if gone is not None:
@@ -263,7 +264,7 @@ def build_history(
         commits=[CommitRow(hash=c.hash, short=c.short, date=c.date, subject=c.subject)
                  for c in commits_in_order if c.hash in used],
         tests=histories,
-        largest_steps=[s for _, s in steps[:top]],
+        largest_steps=[_step(doc, metric, p) for _, doc, metric, p in steps[:top]],
         notes=reader.notes,
     )
 
@@ -276,11 +277,13 @@ def _points(versions: Sequence[_Version], metric: Metric) -> list[Point]:
         if value is None:
             continue
         if prev is None:
-            points.append(Point(commit=v.commit.hash, value=value))
+            # model_construct: every field comes from validated versions, so skip validation
+            # again (history builds one point per version and metric: thousands).
+            points.append(Point.model_construct(commit=v.commit.hash, value=value))
         else:
             before = prev.doc.metrics[metric.name]
             delta = value - before
-            points.append(Point(
+            points.append(Point.model_construct(
                 commit=v.commit.hash, value=value, delta=delta,
                 change=delta / abs(before) if before else None,
                 environment=_environment_changes(prev.doc.environment, v.doc.environment),
@@ -289,16 +292,21 @@ def _points(versions: Sequence[_Version], metric: Metric) -> list[Point]:
     return points
 
 
-def _step(doc: BaselineDocument, metric: Metric, p: Point,
-          order: Mapping[str, int]) -> tuple[tuple[float, float, int, str, str], Step]:
+def _step_key(doc: VersionSummary, metric: Metric, p: Point,
+              order: Mapping[str, int]) -> tuple[float, float, int, str, str]:
+    """Largest relative change first (from zero: infinite), then the largest delta."""
+    assert p.delta is not None
+    size = math.inf if p.change is None else abs(p.change)
+    return (-size, -abs(p.delta), order[p.commit], doc.test, metric.name)
+
+
+def _step(doc: VersionSummary, metric: Metric, p: Point) -> Step:
     assert p.delta is not None
     after = p.value
     before = after - p.delta
-    size = math.inf if p.change is None else abs(p.change)
-    step = Step(test=doc.test, name=doc.name, metric=metric.name, commit=p.commit,
+    return Step(test=doc.test, name=doc.name, metric=metric.name, commit=p.commit,
                 before=before, after=after, delta=p.delta, change=p.change,
                 worse=metric.worse_by(after, before) > 0, environment=p.environment)
-    return (-size, -abs(p.delta), order[p.commit], doc.test, metric.name), step
 
 
 def read_history(

@@ -145,8 +145,9 @@ def _section(i: int, test: TestHistory, doc: HistoryDocument,
             keyed.append((order[p.commit], -1, replace(row, metric="(none moved)", before="",
                                                           after="", delta="")))
     keyed.sort(key=lambda k: k[:2])
-    return TestSection(anchor=f"test-{i}", test=label, test_parts=breakable(label), facts=tuple(facts), latest=tuple(latest),
-                       charts=tuple(charts), steps=tuple(r for _, _, r in keyed))
+    return TestSection(anchor=f"test-{i}", test=label, test_parts=breakable(label),
+                       facts=tuple(facts), latest=tuple(latest), charts=tuple(charts),
+                       steps=tuple(r for _, _, r in keyed))
 
 
 def build_history_view(doc: HistoryDocument, *, title: str = "Cost history") -> HistoryView:

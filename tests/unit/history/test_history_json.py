@@ -159,3 +159,12 @@ def test_a_corrupt_version_is_a_note_not_a_crash(tmp_path: Path) -> None:
     (note,) = doc.notes
     assert note.startswith(f"baselines/tests/test_models/test_net.json at {repo.commits[1][:8]}"
                            " skipped: corrupt baseline (not valid JSON")
+
+
+def test_the_summary_fields_are_the_documents() -> None:
+    """history reads a projection of the baseline document: the same types, field by field."""
+    from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.history.versions import VersionSummary
+
+    for name, summary in VersionSummary.model_fields.items():
+        assert summary.annotation == BaselineDocument.model_fields[name].annotation, name
