@@ -320,7 +320,7 @@ def read_history(
     """The history of the baselines under ``paths`` (files or folders of one repository)."""
     picked = pick_metrics(metrics)
     repo = find_repo(paths)
-    pathspecs = [repo.relative(p) for p in paths]
+    pathspecs = [repo.relative(p) or "." for p in paths]  # "": the top of the tree
     head = repo.resolve("HEAD")
     start: dict[str, str] = {}
     start_commit: Commit | None = None
@@ -330,7 +330,7 @@ def read_history(
         start_commit = _commit(repo, since_hash)
     entries = read_log(repo, pathspecs, since=since)
     if not entries and not start:
-        where = ", ".join(p or "." for p in pathspecs)
+        where = ", ".join(pathspecs)
         raise HistoryError(
             f"no committed baseline under {where} in {repo.root}"
             + (f" after {since}" if since else "")
@@ -340,7 +340,7 @@ def read_history(
                                     if _is_baseline(c.path)}
     first = start_commit or (entries[0].commit if entries else None)
     coverage = Coverage(
-        head=head, since=since, paths=[p or "." for p in pathspecs],
+        head=head, since=since, paths=pathspecs,
         commits_seen=len(entries) + (1 if start_commit else 0),
         first_commit=first.hash if first else None, first_date=first.date if first else None,
         shallow=repo.is_shallow(),

@@ -168,3 +168,20 @@ def test_the_summary_fields_are_the_documents() -> None:
 
     for name, summary in VersionSummary.model_fields.items():
         assert summary.annotation == BaselineDocument.model_fields[name].annotation, name
+
+
+def test_the_whole_repository_and_no_torch(repo: GitRepo, tmp_path: Path) -> None:
+    """From the top of the tree the baselines are found all the same, and history (which
+    reads committed files) never imports torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from pytest_modelprof.cli import main; "
+            "assert main(['history', '.', '--json', sys.argv[1]]) == 0; "
+            "assert 'torch' not in sys.modules")
+    out = tmp_path / "all.json"
+    done = subprocess.run([sys.executable, "-c", code, str(out)], cwd=repo.root,
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["coverage"]["paths"] == ["."] and len(data["tests"]) == 2
