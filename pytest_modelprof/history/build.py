@@ -34,6 +34,7 @@ from pytest_modelprof.history.model import (
     TestHistory,
 )
 from pytest_modelprof.history.versions import VersionSummary, read_version
+from pytest_modelprof.schema import FLOAT_DIGITS
 
 __all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "build_history"]
 
@@ -269,6 +270,14 @@ def build_history(
     )
 
 
+def _round(value: float) -> float:
+    """A float rounded as every persisted document rounds them (``schema.FLOAT_DIGITS``)."""
+    if isinstance(value, float):
+        rounded = round(value, FLOAT_DIGITS)
+        return 0.0 if rounded == 0 else rounded  # no "-0.0"
+    return value
+
+
 def _points(versions: Sequence[_Version], metric: Metric) -> list[Point]:
     points: list[Point] = []
     prev: _Version | None = None
@@ -282,10 +291,10 @@ def _points(versions: Sequence[_Version], metric: Metric) -> list[Point]:
             points.append(Point.model_construct(commit=v.commit.hash, value=value))
         else:
             before = prev.doc.metrics[metric.name]
-            delta = value - before
+            delta = _round(value - before)
             points.append(Point.model_construct(
                 commit=v.commit.hash, value=value, delta=delta,
-                change=delta / abs(before) if before else None,
+                change=_round(delta / abs(before)) if before else None,
                 environment=_environment_changes(prev.doc.environment, v.doc.environment),
             ))
         prev = v
@@ -303,7 +312,7 @@ def _step_key(doc: VersionSummary, metric: Metric, p: Point,
 def _step(doc: VersionSummary, metric: Metric, p: Point) -> Step:
     assert p.delta is not None
     after = p.value
-    before = after - p.delta
+    before = _round(after - p.delta)
     return Step(test=doc.test, name=doc.name, metric=metric.name, commit=p.commit,
                 before=before, after=after, delta=p.delta, change=p.change,
                 worse=metric.worse_by(after, before) > 0, environment=p.environment)

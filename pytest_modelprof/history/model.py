@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_modelprof.schema import dumps_deterministic
-
 __all__ = [
     "HISTORY_SCHEMA_VERSION",
     "CommitRow",
@@ -24,86 +22,92 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# Fields are declared in alphabetical order: pydantic writes them in declaration order, so its
+# JSON writer (Rust: a third of the time of json.dumps with an indent, for thousands of points)
+# gives sorted keys, like schema.dumps_deterministic; floats are rounded to FLOAT_DIGITS where
+# they are made (history.build). A test checks both.
+
+
 class CommitRow(_Frozen):
     """A commit that changed at least one of the baselines shown, in history order."""
 
+    date: str  # committer date, UTC, ISO 8601
     hash: str
     short: str
-    date: str  # committer date, UTC, ISO 8601
     subject: str
 
 
 class Point(_Frozen):
     """A metric's value in one committed version of a baseline."""
 
+    change: float | None = None  # relative delta; None at the first point and from zero
     commit: str  # full hash; ``commits`` has its date and subject
-    value: int | float
     delta: int | float | None = None  # against the previous version; None at the first
-    change: float | None = None  # relative delta; +-inf from a zero value
     # What changed in the environment since the previous version: "torch 2.14.1 -> 2.15.0".
     environment: list[str] = []
+    value: int | float
 
 
 class MetricSeries(_Frozen):
     """One metric of one test over its committed versions."""
 
-    metric: str
-    label: str
     direction: str  # "lower" or "higher" is better
+    label: str
+    metric: str
     points: list[Point]
 
 
 class TestHistory(_Frozen):
     """One profile (test and ``name=``), followed through renames."""
 
-    test: str  # the node id of its newest version
-    name: str | None
     model: str
+    name: str | None
     path: str  # the newest baseline file, relative to the repository
-    renamed_from: list[str] = []  # earlier test ids, oldest first
     removed_in: str | None = None  # the commit that deleted its baseline, if one did
-    versions: int
+    renamed_from: list[str] = []  # earlier test ids, oldest first
     series: list[MetricSeries]
+    test: str  # the node id of its newest version
+    versions: int
 
 
 class Step(_Frozen):
     """A change of one metric between two consecutive versions (the largest-steps table)."""
 
-    test: str
-    name: str | None
-    metric: str
-    commit: str
-    before: int | float
     after: int | float
-    delta: int | float
+    before: int | float
     change: float | None
-    worse: bool
+    commit: str
+    delta: int | float
     environment: list[str] = []
+    metric: str
+    name: str | None
+    test: str
+    worse: bool
 
 
 class Coverage(_Frozen):
     """How much history was read: all of it, or what a shallow clone holds."""
 
-    head: str
-    since: str | None
-    paths: list[str]
-    commits_seen: int  # commits that changed a baseline shown
+    commits_seen: int  # commits that changed a file under ``paths``
     first_commit: str | None
     first_date: str | None
+    head: str
+    paths: list[str]
     shallow: bool
+    since: str | None
 
 
 class HistoryDocument(_Frozen):
     """``modelprof history``: every test's metrics over the commits that changed them."""
 
-    schema_version: int = HISTORY_SCHEMA_VERSION
-    coverage: Coverage
-    metrics: list[str]
     commits: list[CommitRow]
-    tests: list[TestHistory]
+    coverage: Coverage
     largest_steps: list[Step]
+    metrics: list[str]
     notes: list[str] = []  # versions that could not be read, and why
+    schema_version: int = HISTORY_SCHEMA_VERSION
+    tests: list[TestHistory]
 
     def to_json(self) -> str:
         """Deterministic JSON: sorted keys, fixed float rounding, indent 2, trailing newline."""
-        return dumps_deterministic(self.model_dump(mode="json"))
+        return self.model_dump_json(indent=2) + "\n"

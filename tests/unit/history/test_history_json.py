@@ -11,6 +11,7 @@ from history_repo import NET, NETWORK, OTHER, GitRepo, git, scenario
 
 from pytest_modelprof.cli import main
 from pytest_modelprof.history import HistoryDocument, read_history
+from pytest_modelprof.schema import dumps_deterministic
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +93,14 @@ def test_json_is_deterministic_and_validates(repo: GitRepo, tmp_path: Path) -> N
     second = read_history([repo.root / "baselines"]).to_json()
     assert first == second and first.endswith("}\n")
     assert HistoryDocument.model_validate_json(first).to_json() == first
-    assert list(json.loads(first)) == sorted(json.loads(first))  # sorted keys
+    # Sorted keys at every level, floats rounded as in every persisted document, indent 2.
+    def sorted_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        assert [k for k, _ in pairs] == sorted(k for k, _ in pairs)
+        return dict(pairs)
+
+    data = json.loads(first, object_pairs_hook=sorted_keys)
+    assert json.loads(dumps_deterministic(data)) == data
+    assert first.startswith('{\n  "commits": [\n    {\n      "date": ')
 
 
 def test_metric_choice_and_since(repo: GitRepo, tmp_path: Path) -> None:
