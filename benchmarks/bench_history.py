@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -108,18 +109,22 @@ def main() -> None:
         out = Path(tmp) / "history.json"
         cmd = [sys.executable, "-m", "pytest_modelprof.cli", "history", "baselines", "--json",
                str(out)]
-        times = []
+        times, cpu = [], []
         for _ in range(args.repeat):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run(cmd, cwd=root, check=True, capture_output=True)
             times.append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)  # git's processes included
+            cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         doc = json.loads(out.read_text())
         points = sum(len(s["points"]) for t in doc["tests"] for s in t["series"])
         load = os.getloadavg()[0]
         print(f"repository: {args.commits} commits x {args.baselines} baselines, generated in "
               f"{made:.1f} s")
         print(f"history --json: best {min(times):.2f} s of {args.repeat} "
-              f"({', '.join(f'{t:.2f}' for t in times)}); {len(doc['commits'])} commits, "
+              f"({', '.join(f'{t:.2f}' for t in times)}), CPU time {min(cpu):.2f} s; "
+              f"{len(doc['commits'])} commits, "
               f"{len(doc['tests'])} tests, {points} points; load average {load:.1f} "
               f"on {os.cpu_count()} CPUs")
 

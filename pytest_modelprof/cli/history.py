@@ -42,8 +42,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.history import HistoryError, read_history
-    from pytest_modelprof.history.render import render_html, render_markdown, render_text
-    from pytest_modelprof.history.view import build_history_view
 
     paths = [Path(p) for p in args.paths]
     if not paths:
@@ -53,12 +51,17 @@ def _run(args: argparse.Namespace) -> int:
         paths = [Path("baselines")]
     doc = read_history(paths, metrics=args.metric, since=args.since, tests=args.test,
                        top=args.top)
-    view = build_history_view(doc)
     if args.json_out == "-":  # JSON alone on stdout, so it pipes into jq
         out(doc.to_json())
     elif args.json_out:
         write_text_atomic(Path(args.json_out), doc.to_json())
         note(f"wrote {args.json_out}")
+    if args.json_out and not (args.markdown or args.html):
+        return EXIT_OK  # no view to build: the charts of every series are most of its time
+    from pytest_modelprof.history.render import render_html, render_markdown, render_text
+    from pytest_modelprof.history.view import build_history_view
+
+    view = build_history_view(doc)
     for target, render in ((args.markdown, render_markdown), (args.html, render_html)):
         if target:
             write_text_atomic(Path(target), render(view))
