@@ -128,6 +128,9 @@ class StepRunner:
         with tempfile.TemporaryDirectory(prefix="modelprof-bisect-", dir=self.tmp) as work:
             with worktree(self.repo, commit.hash, Path(work)) as tree:
                 baselines = Path(work) / "baselines"
+                if not (tree / self.subdir).is_dir():
+                    return Probe(commit, skipped=f"the folder {self.subdir} (where you run "
+                                 f"bisect) does not exist at this commit")
                 try:
                     done = subprocess.run(
                         self.command(baselines), cwd=tree / self.subdir, env=self.env(tree),
@@ -136,7 +139,7 @@ class StepRunner:
                 except subprocess.TimeoutExpired:
                     return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
                 if done.returncode != 0:
-                    return Probe(commit, skipped=_why(done))
+                    return Probe(commit, skipped=_why(done, self.test))
                 return self._read(commit, baselines)
 
     def _read(self, commit: Commit, baselines: Path) -> Probe:
@@ -159,9 +162,11 @@ class StepRunner:
         return Probe(commit, value=value, document=docs[0])
 
 
-def _why(done: subprocess.CompletedProcess[str]) -> str:
+def _why(done: subprocess.CompletedProcess[str], test: str) -> str:
     """``pytest exit code 4: SyntaxError: invalid syntax / 1 error in 0.29s``: the exit code,
     the last error line pytest printed (``E   ...``) and its last line."""
+    if "ERROR: not found:" in done.stderr and "E " not in done.stdout:
+        return f"pytest exit code {done.returncode}: {test} does not exist at this commit"
     out = [ln.strip() for ln in done.stdout.splitlines() if ln.strip()]
     err = [ln.strip() for ln in done.stderr.splitlines() if ln.strip()]
     errors = [ln[1:].strip() for ln in out + err if ln.startswith("E ")]

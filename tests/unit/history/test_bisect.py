@@ -105,8 +105,9 @@ def test_a_test_that_writes_no_baseline(
     assert main(["bisect", "test_net.py::test_nothing", "--good", repo.commits[0],
                  "--bad", repo.commits[1]]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err.startswith(f"modelprof: error: cannot profile the good commit "
-                          f"{repo.commits[0][:8]}: pytest exit code 4")
+    assert err == (f"modelprof: error: cannot profile the good commit {repo.commits[0][:8]}: "
+                   f"pytest exit code 4: test_net.py::test_nothing does not exist at this "
+                   f"commit. Give --good a commit where the test runs")
 
 
 def test_search_is_git_bisect_with_skips() -> None:

@@ -97,3 +97,23 @@ def test_history_markdown(repo: GitRepo, tmp_path: Path) -> None:
             f"+1.1 MFLOPs | +100.0 % |  | widen network |") in text
     assert f"## `{OTHER}`" in text
     assert "renamed from: tests/test_models.py::test_net" in text
+
+
+def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
+    from history_repo import baseline
+
+    evil = "<script>alert(1)</script> | `x`"
+    test = "tests/test_x.py::test_y[<b>]"
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write(test, baseline(test, flops=10))
+    repo.commit("add")
+    repo.write(test, baseline(test, flops=20))
+    repo.commit(evil)
+    page, md = tmp_path / "h.html", tmp_path / "h.md"
+    assert main(["history", str(repo.root / "baselines"), "--html", str(page),
+                 "--markdown", str(md)]) == 0
+    text = page.read_text()
+    assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<b>" not in text.replace("<wbr>", "")
+    markdown = md.read_text()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; \\| `x`" in markdown

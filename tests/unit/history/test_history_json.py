@@ -193,3 +193,12 @@ def test_the_whole_repository_and_no_torch(repo: GitRepo, tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert data["coverage"]["paths"] == ["."] and len(data["tests"]) == 2
+
+
+def test_one_baseline_file(repo: GitRepo, tmp_path: Path) -> None:
+    out = tmp_path / "one.json"
+    path = repo.path_of(OTHER)
+    assert main(["history", str(path), "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [t["test"] for t in data["tests"]] == [OTHER]
+    assert data["coverage"]["paths"] == ["baselines/tests/test_models/test_other[large].json"]
