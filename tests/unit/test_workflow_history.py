@@ -55,4 +55,6 @@ def test_the_history_step_draws_the_page(tmp_path: Path) -> None:
     page = (repo.root / "history.html").read_text()
     assert page.count("<svg") == 8 and "widen network" in page
     assert (repo.root / "history.json").is_file()
-    assert summary.read_text().startswith("# Cost history\n")
+    text = summary.read_text()
+    assert text.startswith("# Cost history\n") and "## Largest steps" in text
+    assert "widen network" in text and "## `" not in text  # not each test's section
