@@ -26,7 +26,7 @@ from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.store import iter_baseline_files
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.history.git import Commit, GitError, Repo, parse_log, run_git
+from pytest_modelprof.history.git import Commit, GitError, Repo, commits, run_git
 
 __all__ = ["Probe", "BisectResult", "search", "StepRunner", "bisect", "worktree"]
 
@@ -181,9 +181,7 @@ def _commits(repo: Repo, good: str, bad: str) -> list[Commit]:
     if done.returncode != 0:
         raise GitError(f"the good commit {good[:8]} is not an ancestor of the bad commit "
                        f"{bad[:8]}: give --good an older commit of the same history")
-    raw = repo.git("log", "--reverse", "--first-parent", "--no-patch", "-z",
-                   "--format=%x1e%H%x1f%ct%x1f%s", f"{good}..{bad}")
-    return [e.commit for e in parse_log(raw)]
+    return commits(repo, "--reverse", "--first-parent", f"{good}..{bad}")
 
 
 def bisect(
@@ -200,8 +198,7 @@ def bisect(
     if good_hash == bad_hash:
         raise GitError(f"--good {good_ref} and --bad {bad_ref} are the same commit")
     candidates = _commits(repo, good_hash, bad_hash)
-    good_commit = parse_log(repo.git("log", "-1", "-z", "--format=%x1e%H%x1f%ct%x1f%s",
-                                     good_hash))[0].commit
+    (good_commit,) = commits(repo, "-1", good_hash)
     log(f"bisect: {len(candidates)} commits after {good_commit.short}; profiling the good "
         f"commit")
     good = runner(good_commit)

@@ -17,10 +17,9 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import (
     Commit,
     LogEntry,
-    Repo,
+    commits,
     find_repo,
     list_tree,
-    parse_log,
     read_blobs,
     read_log,
 )
@@ -336,7 +335,7 @@ def read_history(
     if since is not None:
         since_hash = repo.resolve(since)
         start = list_tree(repo, since_hash, pathspecs)
-        start_commit = _commit(repo, since_hash)
+        (start_commit,) = commits(repo, "-1", since_hash)
     entries = read_log(repo, pathspecs, since=since)
     if not entries and not start:
         where = ", ".join(pathspecs)
@@ -356,8 +355,3 @@ def read_history(
     )
     return build_history(entries, read_blobs(repo, wanted), picked, coverage=coverage,
                          start=start, start_commit=start_commit, tests=tests, top=top)
-
-
-def _commit(repo: Repo, commit_hash: str) -> Commit:
-    raw = repo.git("log", "-1", "-z", "--format=%x1e%H%x1f%ct%x1f%s", commit_hash)
-    return parse_log(raw)[0].commit

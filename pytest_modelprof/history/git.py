@@ -24,6 +24,7 @@ __all__ = [
     "Change",
     "LogEntry",
     "find_repo",
+    "commits",
     "read_log",
     "read_blobs",
     "list_tree",
@@ -151,10 +152,19 @@ def read_log(repo: Repo, pathspecs: Sequence[str], *, since: str | None = None,
     its changes and their blob ids (renames detected). ``since``: only commits after it."""
     rev = f"{since}..{head}" if since else head
     raw = repo.git(
-        "log", "--reverse", "--first-parent", "--diff-merges=first-parent", "-M", "--raw",
-        "--no-abbrev", "-z", "--format=%x1e%H%x1f%ct%x1f%s", rev, "--", *(pathspecs or ["."]),
+        # --no-color, --no-show-signature: a user's log config must not reach the parser.
+        "log", "--no-color", "--no-show-signature", "--reverse", "--first-parent",
+        "--diff-merges=first-parent", "-M", "--raw", "--no-abbrev", "-z",
+        "--format=%x1e%H%x1f%ct%x1f%s", rev, "--", *(pathspecs or ["."]),
     )
     return parse_log(raw)
+
+
+def commits(repo: Repo, *revs: str) -> list[Commit]:
+    """The commits ``git log revs`` names (``-1 HASH``, ``A..B`` with options), as given."""
+    raw = repo.git("log", "--no-color", "--no-show-signature", "--no-patch", "-z",
+                   "--format=%x1e%H%x1f%ct%x1f%s", *revs)
+    return [e.commit for e in parse_log(raw)]
 
 
 def parse_log(raw: bytes) -> list[LogEntry]:
