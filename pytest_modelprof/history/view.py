@@ -159,7 +159,9 @@ def build_history_view(doc: HistoryDocument, *, title: str = "Cost history") -> 
         Fact("head", doc.coverage.head[:8]),
         Fact("baselines", ", ".join(doc.coverage.paths)),
         Fact("tests", str(len(doc.tests))),
-        Fact("metrics", ", ".join(_metric(m).label for m in doc.metrics)),
+        # The metrics some version recorded (subgraphs only where a fusion limit measured them).
+        Fact("metrics", ", ".join(_metric(m).label for m in doc.metrics
+                                  if any(s.metric == m for t in doc.tests for s in t.series))),
     )
     return HistoryView(
         title=title, coverage=coverage_line(doc), facts=facts,

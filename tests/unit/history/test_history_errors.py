@@ -82,3 +82,7 @@ def test_the_commands_are_listed_with_examples(capsys: pytest.CaptureFixture[str
         assert main([command, "--help"]) == 0
         text = capsys.readouterr().out
         assert f"Examples:\n  modelprof {command} " in text
+        if command == "history":
+            from pytest_modelprof.history.build import DEFAULT_METRICS
+
+            assert f"(default: {', '.join(DEFAULT_METRICS)}, where" in " ".join(text.split())
