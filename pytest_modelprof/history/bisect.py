@@ -104,7 +104,6 @@ class StepRunner:
     subdir: str = ""  # where pytest runs, relative to the top of the tree (the user's cwd)
     pytest_args: Sequence[str] = ()
     timeout: float | None = None
-    log: Callable[[str], None] = lambda _: None
     tmp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
 
     def command(self, baselines: Path) -> list[str]:
