@@ -202,3 +202,24 @@ def test_one_baseline_file(repo: GitRepo, tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert [t["test"] for t in data["tests"]] == [OTHER]
     assert data["coverage"]["paths"] == ["baselines/tests/test_models/test_other[large].json"]
+
+
+def test_a_merged_branch_is_one_step_of_the_first_parent_line(tmp_path: Path) -> None:
+    from history_repo import baseline
+
+    repo = GitRepo.create(tmp_path / "repo")
+    repo.write(NET, baseline(NET, flops=10))
+    repo.commit("add")
+    git(repo.root, "checkout", "-q", "-b", "feature")
+    repo.write(NET, baseline(NET, flops=20))
+    repo.commit("grow")
+    repo.write(NET, baseline(NET, flops=30))
+    repo.commit("grow more")
+    git(repo.root, "checkout", "-q", "main")
+    (repo.root / "notes.txt").write_text("x")
+    repo.commit("elsewhere")
+    git(repo.root, "merge", "-q", "--no-ff", "-m", "Merge feature", "feature")
+    doc = read_history([repo.root / "baselines"], metrics=["flops"])
+    subjects = {c.hash: c.subject for c in doc.commits}
+    assert [(subjects[p.commit], p.value) for p in doc.tests[0].series[0].points] == [
+        ("add", 10), ("Merge feature", 30)]
