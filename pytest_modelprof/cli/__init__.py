@@ -22,12 +22,14 @@ from pytest_modelprof.cli import (
     compare,
     fvcore,
     graph,
+    history,
     listing,
     merge,
     partition,
     profile,
     report,
 )
+from pytest_modelprof.cli import bisect as bisect_command
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
@@ -49,6 +51,8 @@ COMMANDS: tuple[Command, ...] = (
     merge.COMMAND,
     report.COMMAND,
     comment.COMMAND,
+    history.COMMAND,
+    bisect_command.COMMAND,
 )
 
 
