@@ -202,16 +202,11 @@ class Tracer:
                     break
 
     def push_scope(self, path: str, module_type: str) -> None:
-        """Attribute the ops that follow to ``path`` (e.g. backward ops to a pseudo-layer)."""
+        """Attribute the ops that follow, to the end of :meth:`tracing`, to ``path`` (backward
+        ops to a pseudo-layer)."""
         self.capture.module_types.setdefault(path, module_type)
         self._stack.append(path)
         self._owners.append(-1)
-
-    def pop_scope(self) -> None:
-        """End the scope of the last :meth:`push_scope`."""
-        if self._owners and self._owners[-1] == -1:
-            self._owners.pop()
-            self._stack.pop()
 
     @property
     def current_module(self) -> str:
