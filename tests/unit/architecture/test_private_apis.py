@@ -62,3 +62,29 @@ def test_the_scan_finds_private_uses() -> None:
         "line 3: from _pytest.nodes import ...",
         "line 5: ._base",
     ]
+
+
+def tracer_privates(source: str) -> list[str]:
+    """``"line N: tracer._x"`` where ``source`` reaches a private member of a tracer."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        owner = node.value
+        name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+        if name == "tracer":
+            found.append(f"line {node.lineno}: tracer.{node.attr}")
+    return found
+
+
+def test_the_tracer_is_used_through_its_public_methods() -> None:
+    # RecurrentOnMeta records its one op with Tracer.record_op, as the dispatch hook does.
+    offenders = {
+        path.name: uses
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path.name != "tracer.py" and (uses := tracer_privates(path.read_text("utf-8")))
+    }
+    assert offenders == {}, f"private members of the tracer used outside tracer.py: {offenders}"
+    assert tracer_privates("self.tracer._record(f)\ntracer.paused = True\n") == [
+        "line 1: tracer._record"
+    ]
