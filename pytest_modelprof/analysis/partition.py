@@ -49,9 +49,10 @@ Tensors internal to a subgraph cost no traffic; views cost none. Starting from t
 per-op bytes, a read is internal when its producer (through views) is in the same subgraph,
 and a write is internal when all its consumers are.
 
-NB: the capture links each op to its producers but not each input slot to its producer; the
-bytes of an internal edge are those of the producer's outputs whose shape and dtype appear
-among the consumer's inputs, capped at what the consumer read. A parameter read by two ops of
+NB: internal edges are matched by shape and dtype, not by input slot (the capture's
+``input_producers`` names each slot's producer; the partition does not read it yet): the bytes
+of an internal edge are those of the producer's outputs whose shape and dtype appear among the
+consumer's inputs, capped at what the consumer read. A parameter read by two ops of
 one subgraph (tied weights) is still counted twice.
 
 Parameters are conserved: each module's own parameters are credited to the first subgraph

@@ -111,7 +111,6 @@ class Tracer:
             name: sum(p.numel() for p in m.parameters(recurse=False))
             for name, m in model.named_modules()
         }
-        # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
         # WeakTensorKeyDictionary is untyped upstream; Any keeps strict mypy quiet about .get.
         # tensor -> (producing op index or -1, buffer id, parameter/buffer name or None); one
         # weak lookup per input gives all three.

@@ -50,8 +50,8 @@ __all__ = [
     "format_sweep",
 ]
 
-#: Gate limit name -> the swept metric it bounds.
-# Limit name -> swept metric; shared with the plugin's settings (torch-free module).
+#: Gate limit name -> the swept metric it bounds (from the torch-free metric table, which the
+#: plugin's settings read too).
 GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
 _METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
 
