@@ -25,10 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
-
-from pydantic import ConfigDict, TypeAdapter
-from pydantic.dataclasses import dataclass as pydantic_dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
@@ -82,9 +79,7 @@ class Policy:
         return self.budgets.get(metric.name)
 
 
-# A pydantic dataclass: a row read back from a results file is validated, and the judge's
-# rules keep using ``dataclasses.replace``.
-@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+@dataclass(frozen=True)
 class Check:
     """One limit's verdict with everything a message or a report row needs, already formatted.
 
@@ -96,6 +91,10 @@ class Check:
     say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
     fvcore), which fail in update mode too.
     """
+
+    # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
+    # validates it (extra fields refused) where a record or a results file is read.
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
 
     metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
     label: str
@@ -110,7 +109,7 @@ class Check:
     delta_text: str = DASH
     hard: bool = False
     summary: bool = False  # a column of the summary tables
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def change(self) -> float | None:
@@ -134,23 +133,27 @@ class Check:
         return getattr(self, key)
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Check:
-        """This row with ``update`` applied (validated), as results files' rows were copied
-        when they were pydantic models."""
+        """This row with ``update`` applied, as results files' rows were copied when they were
+        pydantic models."""
         return replace(self, **(update or {}))
 
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON object (the results document's ``checks`` entries)."""
-        data: dict[str, Any] = _ADAPTER.dump_python(self)
-        return data
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "detail": dict(self.detail)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Check:
-        """The inverse of :meth:`to_json` (validated: a bad row raises pydantic's error)."""
-        return _ADAPTER.validate_python({**data, "detail": dict(data.get("detail") or {})})
+        """The inverse of :meth:`to_json`, validated as a results file's rows are."""
+        from pydantic import TypeAdapter
+
+        row: Check = TypeAdapter(cls).validate_python(
+            {**data, "detail": dict(data.get("detail") or {})}
+        )
+        return row
 
 
 _FIELDS: Final = frozenset(f.name for f in fields(Check))
-_ADAPTER: Final[TypeAdapter[Check]] = TypeAdapter(Check)
 
 
 def relative_change(current: float | None, baseline: float | None) -> float | None:
