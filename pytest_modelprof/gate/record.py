@@ -131,5 +131,3 @@ def records_to_json(records: Iterable[ProfileResult]) -> str:
 def records_from_json(text: str) -> list[ProfileResult]:
     """The inverse of :func:`records_to_json`."""
     return [ProfileResult.model_validate(item) for item in json.loads(text)]
-
-

@@ -59,7 +59,7 @@ def _terminal_layers(text: str) -> list[str]:
     lines = text.splitlines()
     start = next(i for i, line in enumerate(lines) if "layers that grew most (memory):" in line)
     named = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("    "):
             break
         named.append(line.split()[0])
@@ -71,7 +71,7 @@ def _markdown_layers(text: str) -> list[str]:
     heads = [i for i, line in enumerate(lines) if GREW_MOST.search(line)]
     named = []
     for i in heads:
-        for line in lines[i + 1:]:
+        for line in lines[i + 1 :]:
             if not line.strip():
                 if named:
                     break
