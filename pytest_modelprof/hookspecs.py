@@ -33,7 +33,10 @@ def pytest_modelprof_profile(
 @pytest.hookspec()
 def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
     """Called once per gated profile, on the xdist controller (or the only process); a gated
-    test that failed before its gate judged it gives one record with status ``error``."""
+    test that failed before its gate judged it gives one record with status ``error``.
+
+    ``record`` is the results file's entry for the profile (``gate.record.ProfileResult``);
+    its ``checks`` are :class:`~pytest_modelprof.baseline.compare.Check` rows."""
 
 
 @pytest.hookspec()

@@ -3,7 +3,8 @@
 Every limit the gate knows (a relative delta, an absolute budget, latency, a growth exponent,
 the fvcore cross-check, uncounted ops, compile health) ends as a :class:`Check`: the metric, the
 kind of limit, baseline, current, delta, the limit, a verdict and a one-line reason with the
-figures, plus a JSON detail for the report sections of that kind. Renderers read rows only.
+figures, plus a JSON detail for the report sections of that kind. The same type travels from the
+judge through the gate's record and the results file to every renderer; renderers read rows only.
 
 Verdicts:
 
@@ -23,8 +24,8 @@ Pure and total: :func:`compare` never raises part-way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
@@ -45,6 +46,7 @@ __all__ = [
     "format_change",
     "change_text",
     "layer_growth",
+    "grown_layer_text",
 ]
 
 Verdict = Literal["ok", "improved", "regressed", "warning", "unmeasured", "new", "missing"]
@@ -81,12 +83,20 @@ class Policy:
 class Check:
     """One limit's verdict with everything a message or a report row needs, already formatted.
 
+    The one row type: the judge makes it, the gate's record and the results file hold it (its
+    JSON is the results document's ``checks`` entries) and every renderer reads it.
+
     ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
-    row read back from JSON renders without the metric table. ``hard`` marks limits that
-    rewriting the baseline cannot fix (budgets, growth, fvcore), which fail in update mode too.
+    row read back from JSON renders without the metric table (a metric registered by a plugin,
+    say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
+    fvcore), which fail in update mode too.
     """
 
-    metric: str
+    # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
+    # validates it (extra fields refused) where a record or a results file is read.
+    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
+
+    metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
     label: str
     kind: CheckKind
     verdict: Verdict
@@ -115,29 +125,35 @@ class Check:
         """One line: ``FLOPs: 1.82 GFLOPs -> 2.1 GFLOPs (+15.4 %, limit max_flops_delta=+10 %)``."""
         return f"{self.label}: {self.reason}"
 
+    def __getitem__(self, key: str) -> Any:
+        """``row["verdict"]``: rows were plain dicts in ``GateRecord.checks`` before they were
+        this type, and ``pytest_modelprof_record`` hooks written then read them so."""
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Check:
+        """This row with ``update`` applied, as results files' rows were copied when they were
+        pydantic models."""
+        return replace(self, **(update or {}))
+
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON object (the results document's ``checks`` entries)."""
-        return {
-            "metric": self.metric,
-            "label": self.label,
-            "kind": self.kind,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "current": self.current,
-            "baseline": self.baseline,
-            "limit": self.limit,
-            "current_text": self.current_text,
-            "baseline_text": self.baseline_text,
-            "delta_text": self.delta_text,
-            "hard": self.hard,
-            "summary": self.summary,
-            "detail": dict(self.detail),
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "detail": dict(self.detail)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Check:
-        """The inverse of :meth:`to_json`."""
-        return cls(**{**data, "detail": dict(data.get("detail") or {})})
+        """The inverse of :meth:`to_json`, validated as a results file's rows are."""
+        from pydantic import TypeAdapter
+
+        row: Check = TypeAdapter(cls).validate_python(
+            {**data, "detail": dict(data.get("detail") or {})}
+        )
+        return row
+
+
+_FIELDS: Final = frozenset(f.name for f in fields(Check))
 
 
 def relative_change(current: float | None, baseline: float | None) -> float | None:
@@ -408,6 +424,15 @@ def layer_growth(
             deltas.append(LayerDelta(name, kind, old, new))
     deltas.sort(key=lambda d: (-d.growth, d.name))
     return tuple(deltas[:top])
+
+
+def grown_layer_text(layer: Mapping[str, Any]) -> str:
+    """``copy (Copy): 4.1 KB -> 8.19 KB (+4.1 KB)``: one entry of a row's ``detail["layers"]``,
+    as the failure text and every report name it."""
+    return (
+        f"{layer.get('name', '?')} ({layer.get('type', '?')}): {layer.get('baseline', DASH)} "
+        f"\u2192 {layer.get('current', DASH)} ({layer.get('growth', DASH)})"
+    )
 
 
 def compare(

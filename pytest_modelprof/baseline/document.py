@@ -25,6 +25,7 @@ __all__ = [
     "BaselineOpFamily",
     "BaselineEnvironment",
     "BaselineDocument",
+    "baseline_layers",
     "migrate",
 ]
 
@@ -121,17 +122,6 @@ class BaselineDocument(_Frozen):
         timing: Mapping[str, Any] | None = None,
     ) -> BaselineDocument:
         """The baseline a profile would write; also the "current" side of a comparison."""
-        rows: dict[str, BaselineLayer] = {}
-        for layer in profile.layers:  # a module may appear twice (shared modules): sum it
-            prev = rows.get(layer.name)
-            rows[layer.name] = BaselineLayer(
-                name=layer.name,
-                type=layer.type,
-                flops=layer.flops + (prev.flops if prev else 0),
-                macs=layer.macs + (prev.macs if prev else 0),
-                params=max(layer.params, prev.params if prev else 0),
-                memory=layer.memory + (prev.memory if prev else 0),
-            )
         values = {
             k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
             for k, v in metric_values(profile).items()
@@ -142,7 +132,7 @@ class BaselineDocument(_Frozen):
             model=profile.model,
             inputs=list(profile.inputs),
             metrics=values,
-            layers=sorted(rows.values(), key=lambda r: r.name),
+            layers=baseline_layers(profile),
             settings=dict(sorted(settings.items())),
             environment=BaselineEnvironment(
                 torch_version=profile.environment.torch_version,
@@ -194,6 +184,22 @@ class BaselineDocument(_Frozen):
                 f"{source}: corrupt baseline ({problems}). Delete it and run "
                 f"`pytest --modelprof-update-baselines` to write it again."
             ) from None
+
+
+def baseline_layers(profile: ModelProfile) -> list[BaselineLayer]:
+    """The profile's layers as a baseline stores them, by name: the current side of a diff."""
+    rows: dict[str, BaselineLayer] = {}
+    for layer in profile.layers:  # a module may appear twice (shared modules): sum it
+        prev = rows.get(layer.name)
+        rows[layer.name] = BaselineLayer(
+            name=layer.name,
+            type=layer.type,
+            flops=layer.flops + (prev.flops if prev else 0),
+            macs=layer.macs + (prev.macs if prev else 0),
+            params=max(layer.params, prev.params if prev else 0),
+            memory=layer.memory + (prev.memory if prev else 0),
+        )
+    return sorted(rows.values(), key=lambda r: r.name)
 
 
 def _ops(profile: ModelProfile) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.gate.record import Status
 from pytest_modelprof.gate.results import (
-    CheckResult,
     Document,
     ProfileResult,
     RunInfo,
@@ -56,10 +55,12 @@ def _result(
         model=after.model,
         status=status,
         failed=status == "regressed",
-        checks=[CheckResult.model_validate(c.to_json()) for c in comparison.checks],
+        checks=list(comparison.checks),
         failures=[c.describe() for c in comparison.failures],
         warnings=[c.describe() for c in comparison.warnings],
         environment=list(comparison.environment),
+        metrics={k: float(v) for k, v in after.metrics.items()},
+        baseline_metrics={k: float(v) for k, v in before.metrics.items()} if before else {},
         baseline=before,
         timing=after.timing,
         **fields,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.compare import Check, Comparison
+from pytest_modelprof.baseline.compare import Check, Comparison, grown_layer_text
 from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
@@ -58,10 +58,7 @@ def _row_lines(check: Check) -> list[str]:
     layers = check.detail.get("layers") if check.detail else None
     if layers:
         lines.append(f"  layers that grew most ({check.label}):")
-        lines += [
-            f"    {d['name']} ({d['type']}): {d['baseline']} \u2192 {d['current']} ({d['growth']})"
-            for d in layers
-        ]
+        lines += [f"    {grown_layer_text(d)}" for d in layers]
     ops = check.detail.get("op_changes") if check.detail else None
     if ops:
         from pytest_modelprof.baseline.ops import op_change_text
@@ -203,9 +200,9 @@ def evaluate(
                 {k: float(v) for k, v in baseline.metrics.items()} if baseline else {}
             ),
             failed=failed,
-            checks=[c.to_json() for c in comparison.checks],
-            profile=profile.model_dump(mode="json"),
-            baseline=baseline.model_dump(mode="json") if baseline else None,
+            checks=list(comparison.checks),
+            profile=profile,
+            baseline=baseline,
             warnings=[c.describe() for c in comparison.warnings],
             failures=[c.describe() for c in failures] + ([error] if error else []),
             environment=env,

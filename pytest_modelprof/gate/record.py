@@ -1,19 +1,29 @@
-"""The gate's output for one profile, as plain JSON-able values (no torch, no pydantic).
+"""The one record of one gated profile: what the gate decided, every check row, the profile
+and the baseline it was judged against.
 
-Dependency-free on purpose: the plugin, the xdist transport, the results document and the
-reports all read :class:`GateRecord`, so it sits below all of them.
+:class:`ProfileResult` (also named :data:`GateRecord`) is what :func:`~.evaluate.evaluate`
+makes, what travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get,
+and what the results document (:mod:`pytest_modelprof.gate.results`) lists: one type, so a field
+added here reaches every reader. Torch-free (pydantic and the schema only).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
 from typing import Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
     "Status",
     "STATUS_ORDER",
+    "SourceLocation",
+    "ProfileResult",
     "GateRecord",
     "model_label",
     "error_record",
@@ -33,36 +43,54 @@ STATUS_ORDER: Final[tuple[Status, ...]] = (
     "new",
     "ok",
 )
-@dataclass(frozen=True)
-class GateRecord:
-    """One profile's result, as the summary and other plugins see it (JSON-able)."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SourceLocation(_Frozen):
+    """Where a test is defined: a path relative to the rootdir (with ``/``) and a 1-based line."""
+
+    path: str
+    line: int
+
+
+class ProfileResult(_Frozen):
+    """One gated profile of one test: its status, the check rows, the profile and the baseline."""
 
     nodeid: str
-    name: str | None
+    name: str | None = None
     model: str
     status: Status
-    baseline_path: str  # relative to the baseline directory, always with "/"
-    metrics: dict[str, float] = field(default_factory=dict)
-    baseline_metrics: dict[str, float] = field(default_factory=dict)
     failed: bool = False
-    # For the reports (HTML, JSON, Markdown): every metric's verdict, the profile and the
-    # baseline it was judged against, all as JSON documents (see pytest_modelprof.gate.results).
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    profile: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
-    warnings: list[str] = field(default_factory=list)  # rows that warn, not fail (one line each)
-    # Every failed limit, one line each; for an ``error`` the message the test failed with.
-    failures: list[str] = field(default_factory=list)
-    environment: list[str] = field(default_factory=list)  # how the env differs from the baseline
-    # Raw measurements for the reports, as JSON: the timing rounds (runtime.NormalisedTiming)
-    # and the scaling sweep (sweep.SweepResult) when the test asked for them.
+    baseline_path: str = ""  # relative to the baseline directory, always with "/"
+    location: SourceLocation | None = None
+    checks: list[Check] = []
+    # One line per failed limit and per warning, as the terminal printed them; for an
+    # ``error`` the message the test failed with.
+    failures: list[str] = []
+    warnings: list[str] = []
+    # How the run's environment differs from the baseline's ("torch 2.15.0 -> 2.14.1").
+    environment: list[str] = []
+    # The metric values measured now and stored in the baseline, by metric name.
+    metrics: dict[str, float] = {}
+    baseline_metrics: dict[str, float] = {}
+    profile: ModelProfile | None = None
+    baseline: BaselineDocument | None = None
+    # Plain JSON so that reading results never needs torch: runtime.NormalisedTiming (the
+    # current timing rounds; the baseline's are in ``baseline.timing``) and sweep.SweepResult.
     timing: dict[str, Any] | None = None
     sweep: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
-        """``nodeid`` or ``nodeid@name``."""
+        """``nodeid`` or ``nodeid@name``, as in the terminal summary."""
         return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
+
+
+#: The name the plugin's hooks and the gate used for :class:`ProfileResult`: the same type.
+GateRecord = ProfileResult
 
 
 def model_label(model: object) -> str:
@@ -80,11 +108,11 @@ def error_record(
     name: str | None = None,
     model: object = None,
     baseline_path: str = "",
-) -> GateRecord:
+) -> ProfileResult:
     """A gated test that failed before its gate could judge it (a bad marker, the model's own
     exception, a missing extra, the test's own assertion): one ``error`` row whose failure is
     the message the terminal showed, so no report can show the run as green."""
-    return GateRecord(
+    return ProfileResult(
         nodeid=nodeid,
         name=name,
         model=model_label(model),
@@ -95,13 +123,11 @@ def error_record(
     )
 
 
-def records_to_json(records: Iterable[GateRecord]) -> str:
+def records_to_json(records: Iterable[ProfileResult]) -> str:
     """Records as one JSON string (the xdist transport on the test report)."""
-    return json.dumps([asdict(r) for r in records], sort_keys=True)
+    return json.dumps([r.model_dump(mode="json") for r in records], sort_keys=True)
 
 
-def records_from_json(text: str) -> list[GateRecord]:
+def records_from_json(text: str) -> list[ProfileResult]:
     """The inverse of :func:`records_to_json`."""
-    return [GateRecord(**item) for item in json.loads(text)]
-
-
+    return [ProfileResult.model_validate(item) for item in json.loads(text)]

@@ -23,10 +23,15 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof import __version__
-from pytest_modelprof.baseline.compare import FAILING, CheckKind, Verdict
+from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord, Status
+from pytest_modelprof.gate.record import (
+    STATUS_ORDER,
+    ProfileResult,
+    SourceLocation,
+    Status,
+)
 from pytest_modelprof.schema import ModelProfile, dumps_deterministic
 
 __all__ = [
@@ -46,7 +51,7 @@ __all__ = [
     "results_json_schema",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 2
+RESULTS_SCHEMA_VERSION: Final = 3
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -56,76 +61,9 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class CheckResult(_Frozen):
-    """One limit's verdict: the row every renderer shows (see :class:`~.baseline.compare.Check`).
-
-    The texts are formatted when the row is made, so a results file renders without the metric
-    table that produced it (a metric registered by a plugin, say).
-    """
-
-    metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
-    label: str
-    kind: CheckKind
-    verdict: Verdict
-    reason: str  # one line with the figures: baseline -> current, delta, limit, confidence
-    current: float | None = None
-    baseline: float | None = None
-    limit: str = ""
-    current_text: str = "\u2013"
-    baseline_text: str = "\u2013"
-    delta_text: str = "\u2013"
-    hard: bool = False
-    summary: bool = False
-    detail: dict[str, Any] = {}
-
-    @property
-    def failed(self) -> bool:
-        """Whether this row fails its test."""
-        return self.verdict in FAILING
-
-    def describe(self) -> str:
-        """``label: reason``: the line a failure message lists."""
-        return f"{self.label}: {self.reason}"
-
-
-#: Kept for code written against the first results schema.
-MetricResult = CheckResult
-
-
-class SourceLocation(_Frozen):
-    """Where a test is defined: a path relative to the rootdir (with ``/``) and a 1-based line."""
-
-    path: str
-    line: int
-
-
-class ProfileResult(_Frozen):
-    """One gated profile of one test: its verdict, the checks, the profile and the baseline."""
-
-    nodeid: str
-    name: str | None = None
-    model: str
-    status: Status
-    failed: bool = False
-    baseline_path: str = ""
-    location: SourceLocation | None = None
-    checks: list[CheckResult] = []
-    # One line per failed limit and per warning, as the terminal printed them.
-    failures: list[str] = []
-    warnings: list[str] = []
-    # How the run's environment differs from the baseline's ("torch 2.15.0 -> 2.14.1").
-    environment: list[str] = []
-    profile: ModelProfile | None = None
-    baseline: BaselineDocument | None = None
-    # Plain JSON so that reading results never needs torch: runtime.NormalisedTiming (the
-    # current timing rounds; the baseline's are in ``baseline.timing``) and sweep.SweepResult.
-    timing: dict[str, Any] | None = None
-    sweep: dict[str, Any] | None = None
-
-    @property
-    def label(self) -> str:
-        """``nodeid`` or ``nodeid@name``, as in the terminal summary."""
-        return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
+#: The row type under the names the first results schemas gave it: the same type as the judge's.
+CheckResult = Check
+MetricResult = Check
 
 
 class RunInfo(_Frozen):
@@ -200,8 +138,8 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
                 f"{source}: results schema_version {version} is newer than this "
                 f"pytest-modelprof understands (up to {RESULTS_SCHEMA_VERSION}); upgrade it"
             )
-    if isinstance(data, dict) and cls is RunResults and data.get("schema_version") == 1:
-        data = _results_v1_to_v2(data)
+    if isinstance(data, dict) and cls is RunResults:
+        data = _migrate(data)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -212,6 +150,20 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
         more = len(exc.errors()) - 5
         suffix = f" (and {more} more)" if more > 0 else ""
         raise ReportError(f"{source}: not a valid {cls.__name__} ({problems}{suffix})") from None
+
+
+def _results_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
+    """v3 holds the gate's one record type, which adds each test's ``metrics`` and
+    ``baseline_metrics`` (empty when not known), and the judge's row type: same fields."""
+    return {**data, "schema_version": 3}
+
+
+def _migrate(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` brought up to :data:`RESULTS_SCHEMA_VERSION`, one step at a time."""
+    steps = {1: _results_v1_to_v2, 2: _results_v2_to_v3}
+    while isinstance(version := data.get("schema_version"), int) and version in steps:
+        data = steps[version](data)
+    return data
 
 
 def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
@@ -328,32 +280,15 @@ def collect_run_info(
 
 
 def results_from_records(
-    records: Iterable[GateRecord],
+    records: Iterable[ProfileResult],
     locations: Mapping[str, SourceLocation],
     run: RunInfo,
 ) -> RunResults:
     """The results document of a pytest run, from the gate's records (one per profile)."""
-    tests = []
-    for r in records:
-        tests.append(
-            ProfileResult(
-                nodeid=r.nodeid,
-                name=r.name,
-                model=r.model,
-                status=r.status,
-                failed=r.failed,
-                baseline_path=r.baseline_path,
-                location=locations.get(r.nodeid),
-                checks=[CheckResult.model_validate(c) for c in r.checks],
-                failures=list(r.failures),
-                warnings=list(r.warnings),
-                environment=list(r.environment),
-                profile=ModelProfile.model_validate(r.profile) if r.profile else None,
-                baseline=BaselineDocument.model_validate(r.baseline) if r.baseline else None,
-                timing=r.timing,
-                sweep=r.sweep,
-            )
-        )
+    tests = [
+        r.model_copy(update={"location": locations[r.nodeid]}) if r.nodeid in locations else r
+        for r in records
+    ]
     return RunResults(run=run, tests=tests)
 
 

@@ -58,15 +58,15 @@ def environment_line(differences: Iterable[Sequence[str]]) -> str | None:
 
 def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
     return summary_columns(
-        (row["metric"], row["label"], bool(row.get("summary"))) for r in records for row in r.checks
+        (row.metric, row.label, row.summary) for r in records for row in r.checks
     )
 
 
 def _cell(record: GateRecord, metric: str) -> str:
-    row = next((c for c in record.checks if c["metric"] == metric), None)
+    row = next((c for c in record.checks if c.metric == metric), None)
     if row is None:
         return "n/a"
-    return with_change(str(row.get("current_text") or "n/a"), str(row.get("delta_text") or ""))
+    return with_change(row.current_text or "n/a", row.delta_text)
 
 
 def _cut_test(label: str, width: int) -> str:
@@ -184,10 +184,10 @@ def renamed(
     free = dict(stale)
     pairs = []
     for r in sorted(records, key=lambda r: r.label):
-        if r.status != "missing" or not r.profile:
+        if r.status != "missing" or r.profile is None:
             continue
-        inputs = r.profile.get("inputs")
-        identity = inputs_identity(r.model, inputs if isinstance(inputs, list) else [])
+        inputs = [spec.model_dump(mode="json") for spec in r.profile.inputs]
+        identity = inputs_identity(r.model, inputs)
         match = next((path for path, ident in free.items() if ident == identity), None)
         if match is not None:
             pairs.append((r, match))

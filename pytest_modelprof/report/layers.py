@@ -1,4 +1,7 @@
-"""The per-layer diff of a profile against its baseline: rows for the sortable table."""
+"""The per-layer diff of a profile against its baseline: rows for the sortable table.
+
+Every layer that changed, for the table and the FLOPs chart; which layers explain a verdict
+is the row's ``detail["layers"]`` (see ``view._grown_layers``), never recomputed here."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_modelprof.baseline.compare import format_change
-from pytest_modelprof.baseline.document import BaselineDocument, BaselineLayer
+from pytest_modelprof.baseline.document import BaselineLayer, baseline_layers
 from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
@@ -52,12 +55,8 @@ class LayerDiff:
 
 
 def current_rows(result: ProfileResult) -> list[BaselineLayer]:
-    if result.profile is None:
-        return []
-    doc = BaselineDocument.from_profile(
-        result.profile, test=result.nodeid, name=result.name, settings={}
-    )
-    return list(doc.layers)
+    """The profile's layers as its baseline would store them (what the layer diff compares)."""
+    return baseline_layers(result.profile) if result.profile is not None else []
 
 
 

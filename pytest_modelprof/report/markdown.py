@@ -98,9 +98,9 @@ def _detail(section: Section) -> list[str]:
         lines.append(_row([_cell(r.label), _cell(r.baseline), _cell(r.current), _cell(r.delta),
                            _cell(r.limit), verdict]))
     if section.top_layers:
-        lines += ["", "Layers whose FLOPs changed most:", ""]
-        lines += [f"- {code(name)} ({code(kind)}): {_cell(delta)}"
-                  for name, kind, delta in section.top_layers]
+        lines += ["", f"{_cell(section.top_layers_title)}:", ""]
+        lines += [f"- {code(name)} ({code(kind)}): {_cell(growth)}"
+                  for name, kind, growth in section.top_layers]
     lines.append("")
     return lines
 

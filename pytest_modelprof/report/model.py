@@ -1,9 +1,12 @@
-"""The report view model: plain frozen records of strings that every renderer lays out."""
+"""The report view model: frozen records of strings (and the check rows themselves) that every
+renderer lays out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Final, Literal
+
+from pytest_modelprof.baseline.compare import Check
 
 STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
     "regressed": ("regressed", "\u274c"),
@@ -54,17 +57,46 @@ class StatusCount:
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One check of one test: baseline, current, delta, limit, verdict and why."""
+    """One check of one test as the tables lay it out: the row itself (no copied fields), its
+    texts under the table's column names."""
 
-    label: str
-    baseline: str
-    current: str
-    delta: str
-    limit: str
-    verdict: str
-    css: str
-    reason: str = ""
-    kind: str = "delta"
+    check: Check
+
+    @property
+    def label(self) -> str:
+        return self.check.label
+
+    @property
+    def baseline(self) -> str:
+        return self.check.baseline_text
+
+    @property
+    def current(self) -> str:
+        return self.check.current_text
+
+    @property
+    def delta(self) -> str:
+        return self.check.delta_text
+
+    @property
+    def limit(self) -> str:
+        return self.check.limit or "\u2013"
+
+    @property
+    def verdict(self) -> str:
+        return self.check.verdict
+
+    @property
+    def css(self) -> str:
+        return f"v-{self.check.verdict}"
+
+    @property
+    def reason(self) -> str:
+        return self.check.reason
+
+    @property
+    def kind(self) -> str:
+        return self.check.kind
 
 
 
@@ -202,8 +234,11 @@ class Section:
     charts: tuple[Chart, ...]
     notes: tuple[str, ...]
     problems: tuple[str, ...]  # one line per failed limit, with its figures
-    top_layers: tuple[tuple[str, str, str], ...]  # (name, type, "+300 KFLOPs") for Markdown
+    # (name, type, "+300 KFLOPs"): the layers that grew most, from the row's detail["layers"]
+    # (the failure text names the same), under ``top_layers_title`` ("Layers whose memory ...").
+    top_layers: tuple[tuple[str, str, str], ...]
     warnings: tuple[str, ...] = ()  # one line per limit that warns (latency without strict)
+    top_layers_title: str = ""
     # Lists a row's detail carries, by kind: ("Graph breaks (2)", ("model.py:12: ...", ...)).
     details: tuple[tuple[str, tuple[str, ...]], ...] = ()
 

@@ -89,9 +89,8 @@ class SessionReports:
             collect_run_info,
             results_from_records,
         )
-        from pytest_modelprof.schema import ModelProfile
 
-        profiles = [ModelProfile.model_validate(r.profile) for r in self.records if r.profile]
+        profiles = [r.profile for r in self.records if r.profile is not None]
         run = collect_run_info(
             rootdir=self.rootdir,
             env=self.env,

@@ -14,12 +14,10 @@ from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
-from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
+from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.gate.results import ProfileResult, RunResults
 from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
-from pytest_modelprof.report._format import (
-    signed_count,
-    time,
-)
+from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,
     op_chart,
@@ -29,7 +27,6 @@ from pytest_modelprof.report.charts import (
 )
 from pytest_modelprof.report.layers import (
     layer_diffs,
-    layer_name,
     layer_table,
 )
 from pytest_modelprof.report.model import (
@@ -79,7 +76,7 @@ __all__ = [
 
 
 
-def _problem(check: CheckResult) -> str:
+def _problem(check: Check) -> str:
     """``FLOPs: 1.2 GFLOPs -> 1.4 GFLOPs (+15.4 %, limit +10.0 %)``: the row's own reason."""
     return check.describe()
 
@@ -148,20 +145,7 @@ def _summary_metrics(results: Sequence[ProfileResult]) -> tuple[tuple[str, str],
 
 
 def _metric_rows(result: ProfileResult) -> tuple[MetricRow, ...]:
-    return tuple(
-        MetricRow(
-            label=c.label,
-            baseline=c.baseline_text,
-            current=c.current_text,
-            delta=c.delta_text,
-            limit=c.limit or "\u2013",
-            verdict=c.verdict,
-            css=f"v-{c.verdict}",
-            reason=c.reason,
-            kind=c.kind,
-        )
-        for c in result.checks
-    )
+    return tuple(MetricRow(c) for c in result.checks)
 
 
 
@@ -227,11 +211,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
     )
     diffs = layer_diffs(result)
     problems = _problems(result)
-    top = tuple(
-        (layer_name(d.name), d.type, signed_count(d.delta("flops"), "FLOPs", None))
-        for d in diffs[:5]
-        if d.delta("flops") != 0
-    )
+    grown_title, grown = _grown_layers(result)
     loc = f"{result.location.path}:{result.location.line}" if result.location else ""
     # A test that failed before it was profiled has nothing to draw: its message is the section.
     charts = (
@@ -254,7 +234,8 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         charts=charts,
         notes=_notes(result),
         problems=problems,
-        top_layers=top,
+        top_layers=grown,
+        top_layers_title=grown_title,
         warnings=warned,
         details=_details(result),
     )
@@ -263,6 +244,21 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
 DASH: Final = "\u2013"
 #: At most this many entries of a detail list are shown in a report.
 MAX_DETAIL_LINES: Final = 25
+
+
+def _grown_layers(result: ProfileResult) -> tuple[str, tuple[tuple[str, str, str], ...]]:
+    """(title, (name, type, growth) ...) of the layers that grew most, read from the row that
+    carries them (the failure text lists the same ones); ``("", ())`` when no row does."""
+    for c in result.checks:
+        layers = c.detail.get("layers")
+        if layers and isinstance(layers, list):  # a results file is anyone's: take dicts only
+            rows = tuple(
+                (str(d.get("name", "?")), str(d.get("type", "?")), str(d.get("growth", DASH)))
+                for d in layers[:MAX_DETAIL_LINES]
+                if isinstance(d, dict)
+            )
+            return f"Layers whose {c.label} grew most", rows
+    return "", ()
 
 
 def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
@@ -14,7 +15,7 @@ from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
 from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 from pytest_modelprof.gate.summary import inputs_identity, problem_lines, renamed, summary_lines
-from pytest_modelprof.schema import LayerStats, ModelProfile
+from pytest_modelprof.schema import LayerStats, ModelProfile, TensorSpec
 
 MakeProfile = Callable[..., ModelProfile]
 MakeLayer = Callable[..., LayerStats]
@@ -143,23 +144,26 @@ def test_named_profiles_get_their_own_files(tmp_path: Path, make_profile: MakePr
 
 
 def test_records_round_trip() -> None:
-    record = GateRecord("t::x", "n", "m", "ok", "t/x@n.json", {"flops": 1.0}, {}, False)
+    record = GateRecord(nodeid="t::x", name="n", model="m", status="ok",
+                        baseline_path="t/x@n.json", metrics={"flops": 1.0})
     assert records_from_json(records_to_json([record])) == [record]
     assert record.label == "t::x@n"
 
 
-def _flops_row(current: str, delta: str = "\u2013") -> list[dict[str, object]]:
-    return [{"metric": "flops", "label": "FLOPs", "summary": True, "current_text": current,
-             "delta_text": delta}]
+def _flops_row(current: str, delta: str = "\u2013") -> list[Check]:
+    return [Check(metric="flops", label="FLOPs", kind="delta", verdict="ok", reason="",
+                  summary=True, current_text=current, delta_text=delta)]
 
 
 def test_summary_puts_regressions_first() -> None:
     rows = [
-        GateRecord("t::a", None, "m", "ok", "a", {"flops": 1e9}, checks=_flops_row("1 GFLOPs")),
-        GateRecord("t::b", None, "m", "regressed", "b", {"flops": 2e9}, {"flops": 1e9}, True,
+        GateRecord(nodeid="t::a", model="m", status="ok", baseline_path="a",
+                   metrics={"flops": 1e9}, checks=_flops_row("1 GFLOPs")),
+        GateRecord(nodeid="t::b", model="m", status="regressed", baseline_path="b",
+                   metrics={"flops": 2e9}, baseline_metrics={"flops": 1e9}, failed=True,
                    checks=_flops_row("2 GFLOPs", "+1 GFLOPs (+100.0 %)")),
-        GateRecord("t::c", None, "m", "missing", "c", {"flops": 1e6}, {}, True,
-                   checks=_flops_row("1 MFLOPs")),
+        GateRecord(nodeid="t::c", model="m", status="missing", baseline_path="c",
+                   metrics={"flops": 1e6}, failed=True, checks=_flops_row("1 MFLOPs")),
     ]
     lines = summary_lines(rows)
     assert lines[0].split()[:3] == ["status", "test", "FLOPs"]
@@ -171,9 +175,11 @@ def test_another_environment_is_one_line_per_run_on_a_pass_too() -> None:
     # Issue 18, item 1: two passing tests on another torch, one also on another torchvision.
     torch_change, vision_change = "torch 2.99.0 \u2192 2.14.1", "torchvision 0.99 \u2192 0.29.1"
     rows = [
-        GateRecord("t::a", None, "m", "ok", "a", environment=[torch_change]),
-        GateRecord("t::b", None, "m", "ok", "b", environment=[torch_change, vision_change]),
-        GateRecord("t::c", None, "m", "ok", "c"),
+        GateRecord(nodeid="t::a", model="m", status="ok", baseline_path="a",
+                   environment=[torch_change]),
+        GateRecord(nodeid="t::b", model="m", status="ok", baseline_path="b",
+                   environment=[torch_change, vision_change]),
+        GateRecord(nodeid="t::c", model="m", status="ok", baseline_path="c"),
     ]
     (line,) = problem_lines(rows)
     assert line.startswith(
@@ -249,14 +255,16 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
 def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
     # Issue 19: the table alone was 119-161 columns at COLUMNS=100.
     checks = [
-        {"metric": m, "label": m, "summary": True, "current_text": "12.3 KFLOPs",
-         "delta_text": "+1.1 KFLOPs (+10.0 %)" if m == "flops" else "\u2013"}
+        Check(metric=m, label=m, kind="delta", verdict="ok", reason="", summary=True,
+              current_text="12.3 KFLOPs",
+              delta_text="+1.1 KFLOPs (+10.0 %)" if m == "flops" else "\u2013")
         for m in ("flops", "params", "memory", "peak", "ai", "subgraphs")
     ]
     rows = [
-        GateRecord("tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]", None,
-                   "m", "regressed", "a", checks=checks),
-        GateRecord("tests/models/test_zoo.py::test_b", None, "m", "ok", "b", checks=checks),
+        GateRecord(nodeid="tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]",
+                   model="m", status="regressed", baseline_path="a", checks=checks),
+        GateRecord(nodeid="tests/models/test_zoo.py::test_b", model="m", status="ok",
+                   baseline_path="b", checks=checks),
     ]
     for width in (100, 80, 60):
         lines = summary_lines(rows, width)
@@ -267,7 +275,8 @@ def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
 
 
 def test_failed_limits_are_left_to_pytest_and_warnings_wrap() -> None:
-    row = GateRecord("t::a", None, "m", "regressed", "a", failed=True,
+    row = GateRecord(nodeid="t::a", model="m", status="regressed", baseline_path="a",
+                     failed=True,
                      failures=["FLOPs: 1 → 2 (+100.0 %, limit exact)"],
                      warnings=["memory: " + "x " * 60])
     lines = problem_lines([row], 80, failures=False)
@@ -275,10 +284,13 @@ def test_failed_limits_are_left_to_pytest_and_warnings_wrap() -> None:
     assert all(len(line) <= 80 for line in lines) and len(lines) > 2
 
 
-def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename() -> None:
+def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename(
+    make_profile: MakeProfile,
+) -> None:
     inputs = [{"shape": [1, 3, 8, 8], "dtype": "float32", "name": None}]
-    missing = GateRecord("t.py::test_new", None, "Net", "missing", "t/test_new.json",
-                         profile={"inputs": inputs})
+    missing = GateRecord(nodeid="t.py::test_new", model="Net", status="missing",
+                         baseline_path="t/test_new.json",
+                         profile=make_profile(inputs=[TensorSpec.model_validate(inputs[0])]))
     stale = {
         "t/test_other.json": inputs_identity("Other", inputs),
         "t/test_old.json": inputs_identity("Net", inputs),

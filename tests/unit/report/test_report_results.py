@@ -18,6 +18,8 @@ from pytest_modelprof.gate.results import (
     results_json_schema,
 )
 from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.report.markdown import render_markdown
+from pytest_modelprof.report.view import build_view
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -107,3 +109,25 @@ def test_merge_joins_shards(results: RunResults) -> None:
     other = b.model_copy(update={"run": RunInfo(commit="ffff")})
     with pytest.raises(ReportError, match="different commits"):
         merge_results([("a.json", a), ("b.json", other)])
+
+
+def test_a_results_file_of_schema_version_2_still_loads(tmp_path: Path) -> None:
+    # Written by pytest-modelprof before the row and record types became one (issue 20):
+    # its rows were CheckResult models and its tests lacked metrics / baseline_metrics.
+    path = Path(__file__).with_name("data") / "results-v2.json"
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 2
+    loaded = load_document(path)
+    assert isinstance(loaded, RunResults) and loaded.schema_version == 3
+    assert [(t.label, t.status) for t in loaded.tests] == [
+        (t["nodeid"] + (f"@{t['name']}" if t["name"] else ""), t["status"]) for t in raw["tests"]
+    ]
+    for test, old in zip(loaded.tests, raw["tests"], strict=True):
+        assert [c.to_json() for c in test.checks] == old["checks"]  # every field kept
+        assert test.metrics == {} and test.baseline_metrics == {}
+    regressed = loaded.tests[2]
+    assert regressed.failed and any(c.detail.get("layers") for c in regressed.checks)
+    # It renders and writes back as the current version, which reads back the same.
+    assert "regressed" in render_markdown(build_view(loaded))
+    again = RunResults.from_json(loaded.to_json())
+    assert again.schema_version == 3 and again.to_json() == loaded.to_json()
