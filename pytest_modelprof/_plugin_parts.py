@@ -229,7 +229,7 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_modelprof.report.fit import fit_line
+        from pytest_modelprof.textfit import fit_line
 
         width = int(terminalreporter.config.get_terminal_writer().fullwidth)
         for line in self.notes:

@@ -134,7 +134,7 @@ def _configure_reports(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from pytest_modelprof.report.fit import fit_line
+    from pytest_modelprof.textfit import fit_line
 
     return fit_line(config.stash[SESSION_KEY].settings.header(), _terminal_width(config))
 
@@ -228,7 +228,7 @@ def _short_failure(item: pytest.Item, message: str) -> None:
     """A failure without a traceback: the message already names the culprit and the fix.
     The terminal gets it fitted to its width; the reports get it as written."""
     __tracebackhide__ = True
-    from pytest_modelprof.report.fit import fit_text
+    from pytest_modelprof.textfit import fit_text
 
     item.stash.setdefault(ITEM_KEY, ItemState()).message = message
     pytest.fail(fit_text(message, _terminal_width(item.config)), pytrace=False)
@@ -367,7 +367,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
-    from pytest_modelprof.report.fit import fit_line
+    from pytest_modelprof.textfit import fit_line
 
     tr = terminalreporter
     width = _terminal_width(config)

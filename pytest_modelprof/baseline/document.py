@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof.baseline.metrics import active_metrics, metric_values
-from pytest_modelprof.compile.health import CompileHealth
+from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dumps_deterministic
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from pytest_modelprof.baseline.compare import Check, Comparison
 from pytest_modelprof.baseline.metrics import COMPILE, METRICS
-from pytest_modelprof.compile.health import BreakReason, CompileHealth, new_breaks
+from pytest_modelprof.compile_health import BreakReason, CompileHealth, new_breaks
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument

@@ -21,7 +21,7 @@ from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
 if TYPE_CHECKING:
-    from pytest_modelprof.compile.health import CompileHealth
+    from pytest_modelprof.compile_health import CompileHealth
 
 __all__ = [
     "SWEEP",
@@ -49,7 +49,7 @@ def measure_latency(
         return None
     from pydantic import ValidationError
 
-    from pytest_modelprof.profile import real_model_and_inputs
+    from pytest_modelprof.capture.real import real_model_and_inputs
     from pytest_modelprof.runtime import NormalisedTiming, measure_forward_sequential
 
     baseline: NormalisedTiming | None = None
@@ -100,7 +100,7 @@ def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None
     """With ``fvcore=True``: fvcore's MAC count beside ours, or why it could not be taken."""
     if not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
         return None
-    from pytest_modelprof.analysis.fvcore import compare_with_fvcore
+    from pytest_modelprof.runtime.fvcore import compare_with_fvcore
 
     shape = request.input_shape
     single = shape if shape and all(isinstance(d, int) for d in shape) else None

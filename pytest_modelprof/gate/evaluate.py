@@ -23,7 +23,7 @@ from pytest_modelprof.gate.settings import Limits, SessionSettings
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
-    from pytest_modelprof.compile.health import CompileHealth
+    from pytest_modelprof.compile_health import CompileHealth
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
@@ -179,7 +179,7 @@ def evaluate(
     if "fvcore" in measured:
         fvcore = FvcoreEvidence(**measured["fvcore"])
     if "compile" in measured:
-        from pytest_modelprof.compile.health import CompileHealth
+        from pytest_modelprof.compile_health import CompileHealth
 
         compile_health = CompileHealth.model_validate(measured["compile"])
     if compile_health is not None:

@@ -225,8 +225,7 @@ _FIT_LABELS = {
 def format_sweep(result: SweepResult, width: int = 100) -> str:
     """A plain-text table per axis with the fitted exponents and a bar per point, every line
     at most ``width`` columns."""
-    from pytest_modelprof.report.fit import fit_line
-    from pytest_modelprof.report.terminal import wrap_items
+    from pytest_modelprof.textfit import fit_line, wrap_items
     from pytest_modelprof.units import format_bytes, format_count
 
     held = ", ".join(f"{k}={v}" for k, v in result.base.items()) or "defaults"
