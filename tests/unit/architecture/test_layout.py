@@ -204,3 +204,50 @@ def test_the_gate_and_the_cli_are_packages() -> None:
     for moved in ("gate.py", "results.py", "settings.py", "sweep.py", "fvcore_compare.py",
                   "graph_export.py", "export.py", "cli.py"):
         assert moved not in loose
+
+
+def _imports_of(prefix: str) -> dict[str, set[str]]:
+    """The run-time imports (lazy ones included) of every module named ``prefix`` or under it."""
+    return {
+        name: targets
+        for name, targets in _graph().items()
+        if name == prefix or name.startswith(prefix + ".")
+    }
+
+
+def _reaching(prefixes: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
+    found = []
+    for prefix in prefixes:
+        for name, imported in sorted(_imports_of(prefix).items()):
+            found += [
+                f"{name} -> {t}"
+                for t in sorted(imported)
+                if any(t == x or t.startswith(x + ".") for x in targets)
+            ]
+    return found
+
+
+def test_the_compile_package_measures_and_judges_nothing() -> None:
+    # Compile rows are built by the judge (baseline.compile_rows, called from gate.judge), not
+    # rewritten by the compile package after it: the measuring side builds no check row.
+    rows = ("pytest_modelprof.baseline.compare", "pytest_modelprof.gate")
+    assert _reaching(("pytest_modelprof.compile",), rows) == []
+
+
+def test_the_schema_and_the_baseline_do_not_import_the_compile_package() -> None:
+    # The compile health record is a torch-free leaf beside schema.py.
+    below = ("pytest_modelprof.schema", "pytest_modelprof.baseline")
+    assert _reaching(below, ("pytest_modelprof.compile",)) == []
+    leaf = "pytest_modelprof.compile_health"
+    assert _imports_of(leaf)[leaf] == set()
+
+
+def test_nothing_below_the_engine_imports_it() -> None:
+    # profile.py runs the capture and the analyses: what it builds on never reaches back up.
+    below = (
+        "pytest_modelprof.schema",
+        "pytest_modelprof.analysis",
+        "pytest_modelprof.capture",
+        "pytest_modelprof.compile",
+    )
+    assert _reaching(below, ("pytest_modelprof.profile",)) == []
