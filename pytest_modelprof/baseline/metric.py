@@ -56,6 +56,7 @@ class Metric:
     # (``max_flops_growth_exponent``), ``sweep_field`` the profile field the sweep fits.
     growth_key: str | None = None
     sweep_field: str | None = None
+    growth_label: str | None = None  # its name in a sweep's fits, when not ``label``
 
     def value(
         self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None

@@ -38,6 +38,7 @@ __all__ = [
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
     "GROWTH_LIMITS",
+    "growth_labels",
     "metric_values",
 ]
 
@@ -145,6 +146,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=lambda v: format_count(v, "MACs"),
         layer_field="macs",
         summary=False,
+        sweep_field="macs",  # fitted by a sweep, with no growth limit of its own
     ),
     Metric(
         name="params",
@@ -183,6 +185,7 @@ _BUILTIN: tuple[Metric, ...] = (
         kernel_dependent=True,
         growth_key="max_peak_memory_growth_exponent",
         sweep_field="peak_activation_bytes",
+        growth_label="peak act.",
     ),
     Metric(
         name="arithmetic_intensity",
@@ -394,6 +397,12 @@ GROWTH_LIMITS: Mapping[str, str] = _GrowthLimits()
 
 #: Every limit name a user may type, mapped to its metric (follows the active table).
 LIMIT_KEYS: Mapping[str, Metric] = _LimitKeys()
+
+
+def growth_labels() -> dict[str, str]:
+    """The name of each swept profile field in a sweep's fits (``peak_activation_bytes`` ->
+    ``peak act.``), from each metric's own ``sweep_field`` and labels."""
+    return {m.sweep_field: m.growth_label or m.label for m in active_metrics() if m.sweep_field}
 
 
 def metric_values(
