@@ -18,10 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Measure", "Collector", "Evidence", "any_limit"]
+__all__ = ["Measure", "Collector", "EvidenceData", "any_limit"]
 
 #: A collector's evidence: plain JSON (numbers, strings, lists, dicts), kept in the baseline.
-Evidence = Mapping[str, Any]
+EvidenceData = Mapping[str, Any]
 Number = int | float
 
 
@@ -39,7 +39,7 @@ class Measure:
     #: The test's ``sweep=`` axes, if any.
     sweep: Mapping[str, Sequence[int]] | None = None
     #: This collector's evidence in the baseline (``None`` when updating or when there is none).
-    stored: Evidence | None = None
+    stored: EvidenceData | None = None
 
 
 def any_limit(call: Measure) -> bool:
@@ -61,23 +61,23 @@ class Collector:
     """
 
     name: str
-    measure: Callable[[Measure], Evidence | None] | str
+    measure: Callable[[Measure], EvidenceData | None] | str
     when: Callable[[Measure], bool] = any_limit
-    values: Callable[[Evidence], Mapping[str, Number]] | None = None
+    values: Callable[[EvidenceData], Mapping[str, Number]] | None = None
     store: str | None = "measured"
     #: What the measurement needs, in words, for "not measured" messages and the docs.
     needs: str = ""
-    _resolved: list[Callable[[Measure], Evidence | None]] = field(
+    _resolved: list[Callable[[Measure], EvidenceData | None]] = field(
         default_factory=list, compare=False, repr=False
     )
 
-    def run(self, call: Measure) -> Evidence | None:
+    def run(self, call: Measure) -> EvidenceData | None:
         """Measure when :attr:`when` says so; ``None`` otherwise."""
         if not self.when(call):
             return None
         return self._function()(call)
 
-    def _function(self) -> Callable[[Measure], Evidence | None]:
+    def _function(self) -> Callable[[Measure], EvidenceData | None]:
         if not isinstance(self.measure, str):
             return self.measure
         if not self._resolved:
@@ -85,7 +85,7 @@ class Collector:
             self._resolved.append(getattr(importlib.import_module(module), name))
         return self._resolved[0]
 
-    def metric_values(self, evidence: Evidence, metrics: Sequence[str]) -> dict[str, Number]:
+    def metric_values(self, evidence: EvidenceData, metrics: Sequence[str]) -> dict[str, Number]:
         """The values of ``metrics`` this evidence gives (numbers only; absent ones left out)."""
         found = self.values(evidence) if self.values is not None else evidence
         return {

@@ -13,7 +13,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.collector import Collector, Evidence, Measure
+from pytest_modelprof.baseline.collector import Collector, EvidenceData, Measure
 from pytest_modelprof.baseline.metrics import active_metrics
 from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.errors import ModelprofError
@@ -148,22 +148,22 @@ def measure_compile(
     )
 
 
-def latency_evidence(call: Measure) -> Evidence | None:
+def latency_evidence(call: Measure) -> EvidenceData | None:
     """The timing collector (:data:`~pytest_modelprof.baseline.metrics.TIMING`)."""
     return measure_latency(call.request, call.limits, call.stored)
 
 
-def compile_evidence(call: Measure) -> Evidence | None:
+def compile_evidence(call: Measure) -> EvidenceData | None:
     """The compile collector (:data:`~pytest_modelprof.baseline.metrics.COMPILE`)."""
     health = measure_compile(call.request, call.limits, call.sweep)
     return health.model_dump(mode="json") if health is not None else None
 
 
-def _sweep_evidence(call: Measure) -> Evidence | None:
+def _sweep_evidence(call: Measure) -> EvidenceData | None:
     return run_sweep(call.request, call.sweep, call.limits)
 
 
-def _fvcore_evidence(call: Measure) -> Evidence | None:
+def _fvcore_evidence(call: Measure) -> EvidenceData | None:
     found = run_fvcore(call.request, call.limits)
     return dataclasses.asdict(found) if found is not None else None
 
@@ -192,8 +192,8 @@ def collect(
     request: ProfileRequest,
     limits: Limits,
     sweep: Mapping[str, Sequence[int]] | None = None,
-    stored: Mapping[str, Evidence] | None = None,
-) -> dict[str, Evidence]:
+    stored: Mapping[str, EvidenceData] | None = None,
+) -> dict[str, EvidenceData]:
     """Run every collector this test wants; their evidence by collector name.
 
     The metric set (the session's, see :func:`~pytest_modelprof.baseline.metrics.use_metrics`)
@@ -205,7 +205,7 @@ def collect(
         for collector, names in active_metrics().collectors().values()
     ]
     wanted += [(SWEEP, frozenset()), (FVCORE, frozenset())]
-    out: dict[str, Evidence] = {}
+    out: dict[str, EvidenceData] = {}
     for collector, limited in wanted:
         call = Measure(
             request, limits, limited, sweep, (stored or {}).get(collector.name)
