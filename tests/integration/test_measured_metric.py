@@ -118,3 +118,18 @@ def test_a_metric_hook_that_returns_no_metric_is_named(project: Project) -> None
     result = project.run()
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*pytest_modelprof_register_metrics returned 'x'*Metric*"])
+
+
+def test_a_measured_metric_under_xdist(project: Project) -> None:
+    import pytest
+
+    pytest.importorskip("xdist")
+    _project(project, 3)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=2)
+    (project.root / "widgets.txt").write_text("4")
+    # Each worker builds its session's metric set from the same hook.
+    result = project.run("-n", "2", "--modelprof-json=results.json")
+    result.assert_outcomes(passed=1, failed=1)
+    data = json.loads((project.root / "results.json").read_text())
+    rows = [c for t in data["tests"] for c in t["checks"] if c["metric"] == "widgets"]
+    assert [(r["verdict"], r["current_text"]) for r in rows] == [("regressed", "4 widgets")]
