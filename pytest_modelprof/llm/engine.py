@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from math import prod
 from typing import Any
 
 import torch
@@ -229,13 +230,14 @@ def _weight_bytes(module: nn.Module) -> int:
 def _active_weight_bytes(module: nn.Module, capture: Capture) -> tuple[int, bool]:
     """Bytes of the parameters the decode step read; a grouped experts weight only in part.
 
-    A parameter read through views (a transposed expert stack) is found through the views'
-    producers. ``aten._grouped_mm`` over a 3-D weight of G experts with R routed rows reads at
-    most min(G, R) experts (R = tokens x experts per token; at batch 1 they are distinct).
+    An embedding table counts the rows the step looks up. A parameter read through views (a
+    transposed expert stack) is found through the views' producers. ``aten._grouped_mm`` over a
+    3-D weight of G experts with R routed rows reads at most min(G, R) experts (R = tokens x
+    experts per token; at batch 1 they are distinct).
     """
     params = dict(module.named_parameters())
     carried: dict[int, set[str]] = {}
-    share: dict[str, tuple[int, int]] = {}  # name -> (experts read, experts)
+    share: dict[str, tuple[int, int]] = {}  # name -> (parts read, parts): experts, rows
     grouped = False
     for op in capture.ops:
         names = set(op.params)
@@ -256,6 +258,9 @@ def _active_weight_bytes(module: nn.Module, capture: Capture) -> tuple[int, bool
                 experts, rows = int(p.shape[0]), int(tokens[0])
                 part = (min(experts, rows), experts)
                 grouped = True
+            elif op.op.startswith("aten.embedding") and p.ndim == 2 and len(op.inputs) > 1:
+                looked_up = prod(op.inputs[1].shape)  # one row per token id
+                part = (min(int(p.shape[0]), looked_up), int(p.shape[0]))
             old = share.get(n)
             if old is None or part[0] * old[1] > old[0] * part[1]:
                 share[n] = part
