@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from pytest_modelprof.baseline.compare import Check, Comparison
-from pytest_modelprof.baseline.metrics import METRICS
+from pytest_modelprof.baseline.metrics import COMPILE, METRICS
 from pytest_modelprof.compile.health import BreakReason, CompileHealth, new_breaks
 
 if TYPE_CHECKING:
@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 __all__ = ["COMPILE_COLLECTORS", "compile_wanted", "explain_compile_rows"]
 
 #: Collectors of the metric table that :mod:`pytest_modelprof.compile` serves.
-COMPILE_COLLECTORS: Final = ("compile", "inductor")
+COMPILE_COLLECTORS: Final = (COMPILE.name,)
+#: The compile metrics only an Inductor compile measures.
+INDUCTOR_METRICS: Final = frozenset({"kernels", "compile_s"})
 #: At most this many breaks are spelled out in a row's reason (all are in its detail).
 _SHOWN: Final = 10
 
@@ -35,8 +37,8 @@ def compile_wanted(explicit: frozenset[str]) -> tuple[bool, bool]:
     Any limit on a compile metric measures graphs, breaks and recompiles; a limit on an
     Inductor metric (kernels, compile time) also compiles with Inductor.
     """
-    chosen = [m for m in METRICS if m.name in explicit and m.collector in COMPILE_COLLECTORS]
-    return bool(chosen), any(m.collector == "inductor" for m in chosen)
+    chosen = [m.name for m in METRICS if m.name in explicit and m.collector is COMPILE]
+    return bool(chosen), any(m in INDUCTOR_METRICS for m in chosen)
 
 
 def _listing(breaks: Sequence[BreakReason]) -> str:
