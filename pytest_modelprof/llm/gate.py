@@ -1,0 +1,24 @@
+"""The gate's ``llm`` collector: serving costs of the test's model, as baseline evidence."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_modelprof.baseline.collector import Evidence, Measure
+
+__all__ = ["measure"]
+
+
+def measure(call: Measure) -> Evidence | None:
+    """:func:`~pytest_modelprof.llm.profile_llm` with the marker's ``llm=`` (else its defaults).
+
+    The evidence is the whole :class:`~pytest_modelprof.llm.LLMCosts` document; the metric
+    values (``kv_cache_bytes``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
+    """
+    from pytest_modelprof.llm.engine import profile_llm
+
+    request = call.request
+    options: dict[str, Any] = dict(getattr(request, "llm", None) or ())
+    costs = profile_llm(request.model, dtype=request.dtype, name=request.name, **options)
+    evidence: dict[str, Any] = costs.model_dump(mode="json")
+    return evidence

@@ -1,0 +1,35 @@
+"""The marker's ``llm={"prompt": 512, "context": 4096, "batch": 1}``, checked (standard library)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from pytest_modelprof.errors import SettingsError
+
+__all__ = ["LLM_KEYS", "parse_llm"]
+
+#: What ``llm=`` may set, with the defaults of :func:`~pytest_modelprof.llm.profile_llm`.
+LLM_KEYS: Final = {"prompt": 512, "context": 4096, "batch": 1, "allow_longer": False}
+
+
+def parse_llm(value: object, source: str) -> tuple[tuple[str, Any], ...] | None:
+    """``llm=`` as sorted ``(key, value)`` pairs (hashable, as a request must be), or None."""
+    if value is None:
+        return None
+    example = 'llm={"prompt": 512, "context": 4096, "batch": 1}'
+    if not isinstance(value, dict):
+        raise SettingsError(f"{source}: llm={value!r} is not a dict; write e.g. {example}")
+    out: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key not in LLM_KEYS:
+            raise SettingsError(
+                f"{source}: llm= has no key {key!r}; it takes {', '.join(LLM_KEYS)} ({example})"
+            )
+        if key == "allow_longer":
+            if not isinstance(raw, bool):
+                raise SettingsError(f"{source}: llm['allow_longer']={raw!r} must be True or False")
+        elif isinstance(raw, bool) or not isinstance(raw, int) or raw < (2 if key == "context" else 1):
+            least = 2 if key == "context" else 1
+            raise SettingsError(f"{source}: llm[{key!r}]={raw!r} must be an integer >= {least}")
+        out[key] = raw
+    return tuple(sorted(out.items()))
