@@ -25,11 +25,11 @@ def parse_llm(value: object, source: str) -> tuple[tuple[str, Any], ...] | None:
             raise SettingsError(
                 f"{source}: llm= has no key {key!r}; it takes {', '.join(LLM_KEYS)} ({example})"
             )
+        least = 2 if key == "context" else 1
         if key == "allow_longer":
             if not isinstance(raw, bool):
                 raise SettingsError(f"{source}: llm['allow_longer']={raw!r} must be True or False")
-        elif isinstance(raw, bool) or not isinstance(raw, int) or raw < (2 if key == "context" else 1):
-            least = 2 if key == "context" else 1
+        elif isinstance(raw, bool) or not isinstance(raw, int) or raw < least:
             raise SettingsError(f"{source}: llm[{key!r}]={raw!r} must be an integer >= {least}")
         out[key] = raw
     return tuple(sorted(out.items()))
