@@ -19,6 +19,6 @@ def measure(call: Measure) -> Evidence | None:
 
     request = call.request
     options: dict[str, Any] = dict(getattr(request, "llm", None) or ())
-    costs = profile_llm(request.model, dtype=request.dtype, name=request.name, **options)
+    costs = profile_llm(request.model, dtype=request.dtype, **options)
     evidence: dict[str, Any] = costs.model_dump(mode="json")
     return evidence

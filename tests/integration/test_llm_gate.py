@@ -20,6 +20,8 @@ pytestmark = pytest.mark.slow
 
 TESTS = """
 import pytest
+import torch
+from torch import nn
 
 
 @pytest.mark.profile(
@@ -41,6 +43,25 @@ def test_serving_cost():
 @pytest.mark.profile(model="hf:tiny", name="budget", llm={"context": 256}, max_kv_cache_bytes="1KB")
 def test_kv_budget():
     pass
+
+
+class Tiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(100, 32)
+        self.qkv = nn.Linear(32, 96, bias=False)
+
+    def forward(self, input_ids, past_key_values=None):
+        q, k, v = self.qkv(self.embed(input_ids)).chunk(3, dim=-1)
+        if past_key_values is not None:
+            k = torch.cat([past_key_values[0], k], dim=1)
+            v = torch.cat([past_key_values[1], v], dim=1)
+        return torch.softmax(q @ k.transpose(1, 2), dim=-1) @ v, (k, v)
+
+
+@pytest.mark.profile(llm={"prompt": 4, "context": 16}, max_decode_flops="1K")
+def test_fixture_decoder(modelprof):
+    modelprof(Tiny(), inputs={"input_ids": torch.zeros(1, 4, dtype=torch.long)})
 """
 
 
@@ -76,9 +97,15 @@ def test_gqa_to_mha_fails_the_kv_cache_limit_not_the_flops_limit(
     _config(root, kv_heads=8)
     gqa_flops = _forward_flops(root)
     result = pytester.runpytest_subprocess("--modelprof-update-baselines")
-    result.assert_outcomes(passed=1, failed=1)
-    # A budget holds without a baseline: 2 layers x (K, V) x 8 heads x 8 x 256 tokens x 4 B.
-    result.stdout.fnmatch_lines(["*KV cache bytes: 262 KB is over budget max_kv_cache_bytes=1 KB*"])
+    result.assert_outcomes(passed=1, failed=2)
+    # Budgets hold without a baseline: 2 layers x (K, V) x 8 heads x 8 x 256 tokens x 4 B; and
+    # a module given to the fixture inherits the marker's llm= (qkv alone is 6.1 KFLOPs).
+    result.stdout.fnmatch_lines_random(
+        [
+            "*KV cache bytes: 262 KB is over budget max_kv_cache_bytes=1 KB*",
+            "*decode FLOPs/token: * is over budget max_decode_flops=1 KFLOPs*",
+        ]
+    )
     stored = json.loads((root / "baselines/test_serving/test_serving_cost.json").read_text())
     assert stored["metrics"]["kv_cache_bytes"] == 2 * 2 * 8 * 8 * 512 * 4
     assert stored["measured"]["llm"]["kv_cache"]["bytes"] == stored["metrics"]["kv_cache_bytes"]
