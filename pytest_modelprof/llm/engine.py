@@ -204,8 +204,10 @@ def _forward(module: nn.Module, label: str, phase: str, **kwargs: Any) -> Any:
         )
         raise ModelForwardError(
             f"{label}: the model's forward raised {type(exc).__name__}: {exc} during the "
-            f"{phase} on meta tensors ({shapes}). A forward that reads tensor values cannot "
-            "run on meta; profile_llm needs one that runs on shapes alone."
+            f"{phase} on meta tensors ({shapes}). Either this is the model's own error (its "
+            "forward on the CPU with the same config raises too), or the forward reads tensor "
+            "values (.item(), data-dependent shapes), which meta tensors do not have: "
+            "profile_llm needs a forward that runs on shapes alone."
         ) from exc
 
 

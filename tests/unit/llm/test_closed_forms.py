@@ -177,3 +177,19 @@ def test_decode_counts_grow_with_context() -> None:
     # Only attention grows: QK^T and AV add 2 * d MACs per extra cached token.
     assert long.decode.macs_per_token - short.decode.macs_per_token == 2 * 64 * 32
     assert long.kv_cache.bytes == 2 * short.kv_cache.bytes
+
+
+def test_a_state_space_model_keeps_a_state_that_does_not_grow() -> None:
+    d, layers, state, conv = 64, 2, 16, 4
+    costs = _llm(
+        "hf:mamba",
+        hidden_size=d,
+        num_hidden_layers=layers,
+        state_size=state,
+        conv_kernel=conv,
+        vocab_size=1000,
+    )
+    inner = 2 * d  # expand = 2
+    # Per layer a convolution window and an SSM state, whatever the context.
+    assert costs.kv_cache.bytes == layers * inner * (conv + state) * F32
+    assert costs.kv_cache.growth_per_token == 0
