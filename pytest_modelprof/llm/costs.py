@@ -118,10 +118,11 @@ def format_llm(costs: LLMCosts) -> str:
         )
         if r.memory_bytes is not None:
             verdict = "fits" if r.fits else "does NOT fit"
+            longest = "not bounded by the cache" if r.max_context is None else r.max_context
             lines.append(
                 f"  {'':<15} weights + KV cache {verdict} in {format_bytes(r.memory_bytes)}; "
                 f"largest batch at {costs.context}: {r.max_batch}, largest context at batch "
-                f"{costs.batch}: {r.max_context}"
+                f"{costs.batch}: {longest}"
             )
     lines.extend(f"  note: {n}" for n in costs.notes)
     return "\n".join(lines)
