@@ -53,8 +53,11 @@ def _real_cache_nbytes(name: str, arch: dict[str, Any], context: int, batch: int
     model = resolve(name).build(**arch).eval()
     with torch.no_grad():
         ids = torch.randint(0, 500, (batch, context - 1))
-        cache = model(input_ids=ids, use_cache=True).cache
-        model(input_ids=torch.randint(0, 500, (batch, 1)), cache=cache, use_cache=True)
+        out = model(input_ids=ids, use_cache=True)
+        # transformers >= 5.2x names it ``cache``; earlier releases ``past_key_values``.
+        name = "cache" if getattr(out, "cache", None) is not None else "past_key_values"
+        cache = getattr(out, name)
+        model(input_ids=torch.randint(0, 500, (batch, 1)), use_cache=True, **{name: cache})
     total = 0
     for layer in cache.layers:  # every tensor a cache layer holds: keys, values, window size
         total += sum(v.nbytes for v in vars(layer).values() if isinstance(v, torch.Tensor))
