@@ -14,11 +14,20 @@ def measure(call: Measure) -> Evidence | None:
 
     The evidence is the whole :class:`~pytest_modelprof.llm.LLMCosts` document; the metric
     values (``kv_cache_bytes``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
+    A context list (``llm={"context": [1024, 4096]}``) measures each context: the costs are the
+    longest one's, plus ``growth`` (see :func:`~pytest_modelprof.llm.growth.decode_growth`).
     """
     from pytest_modelprof.llm.engine import profile_llm
 
     request = call.request
     options: dict[str, Any] = dict(getattr(request, "llm", None) or ())
+    context = options.get("context")
+    if isinstance(context, tuple):  # a context sweep: the growth exponent of decode FLOPs
+        from pytest_modelprof.llm.growth import decode_growth
+
+        options.pop("context")
+        return decode_growth(request.model, context, dtype=request.dtype, **options)
     costs = profile_llm(request.model, dtype=request.dtype, **options)
     evidence: dict[str, Any] = costs.model_dump(mode="json")
     return evidence
+

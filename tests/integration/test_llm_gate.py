@@ -62,6 +62,20 @@ class Tiny(nn.Module):
 @pytest.mark.profile(llm={"prompt": 4, "context": 16}, max_decode_flops="1K")
 def test_fixture_decoder(modelprof):
     modelprof(Tiny(), inputs={"input_ids": torch.zeros(1, 4, dtype=torch.long)})
+
+
+class PrefixRedone(Tiny):
+    # The slip: each decode step also attends every cached token to every other one.
+    def forward(self, input_ids, past_key_values=None):
+        out, (k, v) = super().forward(input_ids, past_key_values)
+        return out + (torch.softmax(k @ k.transpose(1, 2), dim=-1) @ v)[:, -1:], (k, v)
+
+
+@pytest.mark.profile(
+    llm={"prompt": 4, "context": [16, 32, 64]}, max_decode_flops_growth_exponent=1.2
+)
+def test_decode_growth(modelprof):
+    modelprof(PrefixRedone(), inputs={"input_ids": torch.zeros(1, 4, dtype=torch.long)})
 """
 
 
@@ -97,13 +111,16 @@ def test_gqa_to_mha_fails_the_kv_cache_limit_not_the_flops_limit(
     _config(root, kv_heads=8)
     gqa_flops = _forward_flops(root)
     result = pytester.runpytest_subprocess("--modelprof-update-baselines")
-    result.assert_outcomes(passed=1, failed=2)
-    # Budgets hold without a baseline: 2 layers x (K, V) x 8 heads x 8 x 256 tokens x 4 B; and
-    # a module given to the fixture inherits the marker's llm= (qkv alone is 6.1 KFLOPs).
+    result.assert_outcomes(passed=1, failed=3)
+    # Budgets hold without a baseline: 2 layers x (K, V) x 8 heads x 8 x 256 tokens x 4 B; a
+    # module given to the fixture inherits the marker's llm= (qkv alone is 6.1 KFLOPs); and a
+    # decode step that redoes its prefix grows faster than linearly over a context sweep.
     result.stdout.fnmatch_lines_random(
         [
             "*KV cache bytes: 262 KB is over budget max_kv_cache_bytes=1 KB*",
             "*decode FLOPs/token: * is over budget max_decode_flops=1 KFLOPs*",
+            "*decode FLOPs growth exponent: 1.* is over budget "
+            "max_decode_flops_growth_exponent=1.2*",
         ]
     )
     stored = json.loads((root / "baselines/test_serving/test_serving_cost.json").read_text())

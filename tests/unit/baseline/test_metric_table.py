@@ -40,6 +40,8 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_decode_flops_delta",
         "max_decode_flops",
         "max_prefill_flops_delta",
+        "max_decode_flops_growth_delta",
+        "max_decode_flops_growth_exponent",
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 

@@ -33,3 +33,12 @@ def test_a_bad_llm_argument_names_what_is_wrong(value: object, says: str) -> Non
         resolve_marker((), {"model": "hf:llama", "llm": value}, Limits(), where="test_x")
     assert str(info.value).startswith("marker on test_x: ")
     assert says in str(info.value)
+
+
+def test_a_context_list_is_a_sweep() -> None:
+    spec = resolve_marker(
+        (), {"model": "hf:llama", "llm": {"context": [4096, 1024]}}, Limits(), where="t"
+    )
+    assert spec.request is not None and spec.request.llm == (("context", (1024, 4096)),)
+    with pytest.raises(SettingsError, match=r"llm\['context'\]=\[1024\] is not a context sweep"):
+        resolve_marker((), {"model": "m", "llm": {"context": [1024]}}, Limits(), where="t")
