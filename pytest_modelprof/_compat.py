@@ -15,6 +15,7 @@ __all__ = [
     "op_overloads",
     "qualified_op_name",
     "has_data",
+    "view_base",
     "StorageWeakRef",
     "storage_key",
     "dispatch_modes_below",
@@ -73,6 +74,11 @@ def has_data(t: Any) -> bool:
     from torch._subclasses.fake_tensor import is_fake
 
     return not t.is_meta and not is_fake(t)
+
+
+def view_base(t: Any) -> Any:
+    """The tensor ``t`` is a view of (``_base``), or ``None`` when it is not a view."""
+    return t._base
 
 
 def dispatch_modes_below() -> int:

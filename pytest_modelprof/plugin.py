@@ -8,7 +8,7 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -263,17 +263,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     state = config.stash[SESSION_KEY]
     profiles = _profiles(item)
     try:
-        if spec.request is not None:
-            profiles.current = spec.request
-            profiles.add(spec.name, spec.request, _profile(config, spec.request))
-        if not profiles.entries and item.get_closest_marker("profile") is None:
+        if not _has_profiles(item, spec, profiles):
             item.stash[ITEM_KEY].judged = True
             return result  # the fixture was requested but never called: nothing to judge
-        if not profiles.entries:
-            raise SettingsError(
-                f"marker on {item.nodeid}: @pytest.mark.profile has no model= and the test did "
-                "not call the modelprof fixture; pass model= or call modelprof(model, ...)"
-            )
         failures: list[str] = []
         records = item.stash[ITEM_KEY].records
         for name, request, profile in profiles.entries:
@@ -301,6 +293,21 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if failures:
         _short_failure(item, "\n\n".join(failures))
     return result
+
+
+def _has_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -> bool:
+    """Profile the marker's model (if it names one); whether there is anything to judge."""
+    if spec.request is not None:
+        profiles.current = spec.request
+        profiles.add(spec.name, spec.request, _profile(item.config, spec.request))
+    if not profiles.entries and item.get_closest_marker("profile") is None:
+        return False
+    if not profiles.entries:
+        raise SettingsError(
+            f"marker on {item.nodeid}: @pytest.mark.profile has no model= and the test did "
+            "not call the modelprof fixture; pass model= or call modelprof(model, ...)"
+        )
+    return True
 
 
 @pytest.hookimpl(wrapper=True)
@@ -365,7 +372,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     if not (state.records or state.stale or state.stale_unchecked):
         return
-    from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
     from pytest_modelprof.report.fit import fit_line
 
@@ -385,6 +391,13 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for line in problem_lines(state.records, width, failures=failures):
             tr.write_line(line, red=line.lstrip().startswith("FAIL"),
                           yellow=line.lstrip().startswith("warn"))
+    _baseline_hints(state, config, write)
+
+
+def _baseline_hints(state: SessionState, config: pytest.Config, write: Callable[..., None]) -> None:
+    """What to run for missing and improved baselines, renames, stale files."""
+    from pytest_modelprof.gate.evaluate import update_command
+
     root = state.settings.baseline_dir
     renames = _renames(state, config) if not state.settings.prune else []
     moved = {record.nodeid for record, _ in renames}
@@ -405,7 +418,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state.stale_unchecked:
         write(f"stale baselines not checked, nothing removed: {state.stale_unchecked}",
               yellow=True)
-    kept = {old for _, old in renames}
+    _stale_hints(state, {old for _, old in renames}, write)
+
+
+def _stale_hints(state: SessionState, kept: set[str], write: Callable[..., None]) -> None:
+    """The stale baselines (less those a rename explains), removed or to remove."""
+    root = state.settings.baseline_dir
     rel = [p.relative_to(root).as_posix() for p in state.stale]
     rel = [r for r in rel if r not in kept]
     if rel:

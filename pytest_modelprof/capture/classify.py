@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import torch
 
-from pytest_modelprof._compat import fake_fallback_errors
+from pytest_modelprof._compat import fake_fallback_errors, view_base
 from pytest_modelprof._tensors import flat_tensors
 
 __all__ = ["Failure", "FailureKind", "classify", "PROBE_LIMIT_BYTES"]
@@ -160,8 +160,8 @@ def _is_ours_or_torch(path: str) -> bool:
 def _reads_input(args: tuple[Any, ...], kwargs: dict[str, Any], inputs: list[torch.Tensor]) -> bool:
     ids = {id(t) for t in inputs}
     for t in flat_tensors([args, kwargs]):
-        base = t._base if t._base is not None else t
-        if id(t) in ids or id(base) in ids:
+        base = view_base(t)
+        if id(t) in ids or (base is not None and id(base) in ids):
             return True
     return False
 

@@ -9,7 +9,15 @@ from typing import Any
 import torch
 
 from pytest_modelprof._compat import has_data, op_schema
-from pytest_modelprof.costs.registry import CostRegistry, FormulaEntry, TensorMeta, zero_cost
+from pytest_modelprof._tensors import flat_tensors
+from pytest_modelprof.costs.registry import (
+    ZERO,
+    CostRegistry,
+    FormulaEntry,
+    OpCost,
+    TensorMeta,
+    zero_cost,
+)
 from pytest_modelprof.errors import FormulaError
 
 __all__ = [
@@ -21,6 +29,9 @@ __all__ = [
     "read_bytes",
     "with_data",
     "formula_error",
+    "OpCall",
+    "read_tensors",
+    "price",
 ]
 
 _DTYPES: dict[torch.dtype, tuple[str, int]] = {}  # dtype -> (name, itemsize); a cache
@@ -186,3 +197,68 @@ def formula_error(
         "your model or its inputs; please report it (with this message) at the project's "
         "issue tracker."
     )
+
+
+class OpCall:
+    """One op call as dispatched, with its arguments by schema name on demand."""
+
+    __slots__ = ("func", "info", "args", "kwargs", "out", "_named")
+
+    def __init__(
+        self, func: Any, info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None:
+        self.func = func
+        self.info = info
+        self.args = args
+        self.kwargs = kwargs
+        self.out = out
+        self._named: dict[str, Any] | None = None
+
+    def argument(self, name: str) -> Any:
+        """The tensor argument called ``name``, or None (it may be a list, or absent)."""
+        if self._named is None:
+            self._named = dict(zip(self.info.names, self.args, strict=False))
+            self._named.update(self.kwargs)
+        value = self._named.get(name)
+        return value if isinstance(value, torch.Tensor) else None
+
+
+def read_tensors(info: OpInfo, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[torch.Tensor]:
+    """The op's tensor inputs, less the arguments its schema says it does not read."""
+    tensors: list[torch.Tensor] = []
+    if info.unread:
+        named_args = dict(zip(info.names, args, strict=False))
+        named_args.update(kwargs)
+        flat_tensors([v for k, v in named_args.items() if k not in info.unread], tensors)
+    else:
+        flat_tensors(args, tensors)
+        flat_tensors(list(kwargs.values()), tensors)
+    return tensors
+
+
+Side = tuple[list[torch.Tensor], tuple[Any, ...]]  # tensors and their metadata
+
+
+def price(call: OpCall, inputs: Side, outputs: Side) -> tuple[OpCost, str | None]:
+    """Cost and family of one call, from arguments by name (a formula's error is ours)."""
+    info = call.info
+    entry = info.entry
+    if info.zero:
+        return ZERO, entry.family if entry is not None else None
+    if entry is None:
+        return OpCost(0, 0), None
+    known = {id(t): m for t, m in zip(*inputs, strict=True)}
+    known.update((id(t), m) for t, m in zip(*outputs, strict=True))
+    named = dict(zip(info.names, (to_meta(a, known) for a in call.args), strict=False))
+    for k, v in call.kwargs.items():
+        named[k] = to_meta(v, known)
+    for k in entry.values:  # the few arguments whose values the formula reads
+        named[k] = with_data(named.get(k), k, call.args, call.kwargs, info.names)
+    out_m = to_meta(call.out, known)
+    try:
+        cost = entry.formula(named, out_m)
+        if not isinstance(cost, OpCost):  # a formula of the user's returned an int
+            raise TypeError(f"it returned {cost!r}, not an OpCost(flops, macs)")
+    except Exception as exc:  # the formula's bug, not the model's nor its inputs'
+        raise formula_error(call.func, entry, named, exc) from exc
+    return cost, entry.family

@@ -20,9 +20,9 @@ class OpSink(Protocol):
     A protocol, so this module depends on nothing in ``tracer`` and the import runs one way.
     """
 
-    _paused: bool
+    paused: bool
 
-    def _record(
+    def record_op(
         self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None: ...
 
@@ -80,7 +80,7 @@ def record_recurrent(
         directions = 2 if a["bidirectional"] else 1
         hx = a["hx"]
         states = list(hx) if isinstance(hx, (list, tuple)) else [hx]
-        tracer._paused = True
+        tracer.paused = True
         output = x.new_empty((*x.shape[:-1], directions * h_out))
         out = (output, *(h.new_empty(h.shape) for h in states))
     except Exception as exc:
@@ -90,6 +90,6 @@ def record_recurrent(
             "model or its inputs; please report it (with this message)."
         ) from exc
     finally:
-        tracer._paused = False
-    tracer._record(overload, args, kwargs, out)
+        tracer.paused = False
+    tracer.record_op(overload, args, kwargs, out)
     return out

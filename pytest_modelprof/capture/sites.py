@@ -102,7 +102,7 @@ class CallSites:
         """The site of the op being recorded: the innermost frame of model code between the
         dispatch and our capture driver, or :data:`NO_SITE` when there is none.
 
-        Called by the tracer's ``_record`` (depth 1), itself called by the dispatch hook.
+        Called by the tracer's ``record_op`` (depth 1), itself called by the dispatch hook.
         ``key`` (the layer's type and the op) remembers how deep the model frame was: an op of
         one kind of layer almost always comes the same way, and ``sys._getframe(depth)`` reaches
         that frame without building the frames in between (each hop of a walk builds one: most

@@ -74,95 +74,124 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
     """
     if isinstance(module, torch.jit.ScriptModule):
         raise TypeError("a TorchScript module cannot be copied structurally")
-    # id(original) -> (original, copy): the original is held, so its id cannot be reused.
-    copies: dict[int, tuple[nn.Module, nn.Module]] = {}
-    tensors: dict[int, torch.Tensor] = {}
-    dicts: dict[int, tuple[Any, Any]] = {}
-    values: dict[int, tuple[Any, Any]] = {}  # the user's containers and objects, copied
-    fixups: list[tuple[dict[str, Any], str, Any]] = []  # bound methods and hook handles
-    containers = _module_containers()
-    skip = containers | _TREE
+    copier = _Copier(make)
+    root = copier.module(module)
+    copier.fix_bindings()
+    return root
 
-    def tensor(t: torch.Tensor) -> torch.Tensor:
-        done = tensors.get(id(t))
+
+class _Copier:
+    """One structural copy in progress: what was copied so far, so sharing is kept."""
+
+    def __init__(self, make: StandinFactory) -> None:
+        self.make = make
+        # id(original) -> (original, copy): the original is held, so its id cannot be reused.
+        self.copies: dict[int, tuple[nn.Module, nn.Module]] = {}
+        self.tensors: dict[int, torch.Tensor] = {}
+        self.dicts: dict[int, tuple[Any, Any]] = {}
+        self.values: dict[int, tuple[Any, Any]] = {}  # the user's containers and objects
+        self.fixups: list[tuple[dict[str, Any], str, Any]] = []  # bound methods, hook handles
+        self.containers = _module_containers()
+        self.skip = self.containers | _TREE
+
+    def tensor(self, t: torch.Tensor) -> torch.Tensor:
+        done = self.tensors.get(id(t))
         if done is None:
-            done = tensors[id(t)] = make(t)
+            done = self.tensors[id(t)] = self.make(t)
         return done
 
-    def copy(m: nn.Module) -> nn.Module:
-        done = copies.get(id(m))
+    def module(self, m: nn.Module) -> nn.Module:
+        done = self.copies.get(id(m))
         if done is not None:
             return done[1]
         new: nn.Module = object.__new__(type(m))
-        copies[id(m)] = (m, new)
+        self.copies[id(m)] = (m, new)
+        own = vars(new)
+        state = self._attributes(m, own)
+        state["_parameters"] = {
+            k: None if p is None else self.tensor(p) for k, p in m._parameters.items()
+        }
+        state["_buffers"] = {
+            k: None if b is None else self.tensor(b) for k, b in m._buffers.items()
+        }
+        state["_modules"] = {
+            k: None if s is None else self.module(s) for k, s in m._modules.items()
+        }
+        own.update(state)
+        return new
+
+    def _attributes(self, m: nn.Module, own: dict[str, Any]) -> dict[str, Any]:
+        """``m``'s ``__dict__`` with fresh hook containers and copied attributes."""
         state = dict(vars(m))
-        for key in containers.intersection(state):
+        for key in self.containers.intersection(state):
             original = state[key]
             # Hook dicts and the non-persistent set; most are empty, and an empty one is
             # much cheaper to make than to copy (OrderedDict.copy iterates in Python).
             duplicate = original.copy() if original else type(original)()
             state[key] = duplicate
-            dicts[id(original)] = (original, duplicate)
-        own = vars(new)
-        for key in state.keys() - skip:
+            self.dicts[id(original)] = (original, duplicate)
+        for key in state.keys() - self.skip:
             value = state[key]
             kind = type(value)
             if kind in _PLAIN:
                 continue
             if isinstance(value, torch.Tensor):
-                state[key] = tensor(value)
+                state[key] = self.tensor(value)
             elif kind is types.MethodType or kind is RemovableHandle:
-                fixups.append((own, key, value))
+                self.fixups.append((own, key, value))
             else:
-                state[key] = python(value, 0)
-        state["_parameters"] = {
-            k: None if p is None else tensor(p) for k, p in m._parameters.items()
-        }
-        state["_buffers"] = {k: None if b is None else tensor(b) for k, b in m._buffers.items()}
-        state["_modules"] = {k: None if s is None else copy(s) for k, s in m._modules.items()}
-        own.update(state)
-        return new
+                state[key] = self.python(value, 0)
+        return state
 
-    def python(value: Any, depth: int) -> Any:
+    def python(self, value: Any, depth: int) -> Any:
         """Python state by value: a write into the copy's must not reach the user's."""
-        kind = type(value)
-        if kind in _PLAIN:
+        if type(value) in _PLAIN:
             return value
         if isinstance(value, torch.Tensor):
-            return tensor(value)
+            return self.tensor(value)
         if isinstance(value, nn.Module):
-            return copy(value)
-        done = values.get(id(value))
+            return self.module(value)
+        done = self.values.get(id(value))
         if done is not None:
             return done[1]
         if depth > _MAX_DEPTH or isinstance(value, _SHARED):
             return value
         if isinstance(value, tuple):
-            items = [python(v, depth + 1) for v in value]
-            if all(a is b for a, b in zip(items, value, strict=True)):
-                return value
-            try:
-                new_tuple = kind(*items) if hasattr(value, "_fields") else kind(items)
-            except Exception:  # a tuple subclass built some other way: shared, as before
-                return value
-            values[id(value)] = (value, new_tuple)
-            return new_tuple
+            return self._tuple(value, depth)
         if isinstance(value, _CONTAINERS):
-            # copy.copy keeps the type and its settings (defaultdict's factory, deque's maxlen).
-            try:
-                new: Any = _copy.copy(value)
-            except Exception:  # a container subclass that refuses to be copied: shared
-                return value
-            values[id(value)] = (value, new)  # before the elements: a container may hold itself
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    new[k] = python(v, depth + 1)
-                return new
-            elements = [python(v, depth + 1) for v in value]
-            new.clear()
-            (new.update if isinstance(new, set) else new.extend)(elements)
+            return self._container(value, depth)
+        return self._object(value, depth)
+
+    def _tuple(self, value: tuple[Any, ...], depth: int) -> Any:
+        items = [self.python(v, depth + 1) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        kind = type(value)
+        try:
+            new = kind(*items) if hasattr(value, "_fields") else kind(items)
+        except Exception:  # a tuple subclass built some other way: shared, as before
+            return value
+        self.values[id(value)] = (value, new)
+        return new
+
+    def _container(self, value: Any, depth: int) -> Any:
+        # copy.copy keeps the type and its settings (defaultdict's factory, deque's maxlen).
+        try:
+            new: Any = _copy.copy(value)
+        except Exception:  # a container subclass that refuses to be copied: shared
+            return value
+        self.values[id(value)] = (value, new)  # before the elements: it may hold itself
+        if isinstance(value, dict):
+            for k, v in value.items():
+                new[k] = self.python(v, depth + 1)
             return new
-        if not hasattr(value, "__dict__") or _library_object(kind):
+        elements = [self.python(v, depth + 1) for v in value]
+        new.clear()
+        (new.update if isinstance(new, set) else new.extend)(elements)
+        return new
+
+    def _object(self, value: Any, depth: int) -> Any:
+        if not hasattr(value, "__dict__") or _library_object(type(value)):
             # No Python-level state to copy (C objects, numpy arrays); or the standard
             # library's threads, loggers and queues, torch's own objects (an fx Graph): shared.
             return value
@@ -172,21 +201,21 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
             return value
         if new is value or not isinstance(getattr(new, "__dict__", None), dict):
             return value  # a singleton (an enum member) or a class that copies to itself
-        values[id(value)] = (value, new)
+        self.values[id(value)] = (value, new)
         attrs = vars(new)
         for k, v in list(attrs.items()):
-            attrs[k] = python(v, depth + 1)
+            attrs[k] = self.python(v, depth + 1)
         return new
 
-    root = copy(module)
-    for state, key, value in fixups:
-        if isinstance(value, RemovableHandle):
-            state[key] = _rebind_handle(value, dicts)
-            continue
-        pair = copies.get(id(value.__self__))
-        if pair is not None and pair[0] is value.__self__:
-            state[key] = types.MethodType(value.__func__, pair[1])
-    return root
+    def fix_bindings(self) -> None:
+        """Rebind bound methods and hook handles to the copies of their modules and dicts."""
+        for state, key, value in self.fixups:
+            if isinstance(value, RemovableHandle):
+                state[key] = _rebind_handle(value, self.dicts)
+                continue
+            pair = self.copies.get(id(value.__self__))
+            if pair is not None and pair[0] is value.__self__:
+                state[key] = types.MethodType(value.__func__, pair[1])
 
 
 def _library_object(kind: type) -> bool:

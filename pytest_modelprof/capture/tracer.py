@@ -13,7 +13,7 @@ import gc
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -29,18 +29,18 @@ from pytest_modelprof._compat import (
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture import metacache
 from pytest_modelprof.capture.ops import (
+    OpCall,
     OpInfo,
-    formula_error,
+    price,
     read_bytes,
+    read_tensors,
     schema_info,
     tensor_meta,
-    to_meta,
-    with_data,
 )
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.capture.recurrent import RecurrentOnMeta
 from pytest_modelprof.capture.sites import NO_SITE, CallSites
-from pytest_modelprof.costs.registry import ZERO, CostRegistry, OpCost
+from pytest_modelprof.costs.registry import CostRegistry
 
 __all__ = ["Tracer", "tensor_meta"]
 
@@ -75,8 +75,8 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 out = rule(*args, **kwargs)
             if key is not None:
                 metacache.remember(key, out)
-        if not self.tracer._paused:
-            self.tracer._record(func, args, kwargs, out)
+        if not self.tracer.paused:
+            self.tracer.record_op(func, args, kwargs, out)
         return out
 
 
@@ -94,7 +94,7 @@ class Tracer:
         self._owners: list[int] = []  # id() of the module of each scope (-1: push_scope)
         self._returned: int | None = None  # the module whose forward just returned
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
-        self._paused = False  # ops the tracer itself runs are not the model's
+        self.paused = False  # ops the tracer itself runs (RecurrentOnMeta) are not the model's
         self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
         # The line of model code that called each forward op, so a report can name it.
         self._sites = CallSites()
@@ -111,7 +111,6 @@ class Tracer:
             name: sum(p.numel() for p in m.parameters(recurse=False))
             for name, m in model.named_modules()
         }
-        # tensor -> (producing op index or -1, buffer id); names of parameters and buffers.
         # WeakTensorKeyDictionary is untyped upstream; Any keeps strict mypy quiet about .get.
         # tensor -> (producing op index or -1, buffer id, parameter/buffer name or None); one
         # weak lookup per input gives all three.
@@ -140,7 +139,7 @@ class Tracer:
     # Scopes are per capture *and* per thread: only calls made by the thread that runs
     # ``tracing()`` count, so another thread running the same model (a server, a second
     # profile) neither pushes scopes here nor adds calls. (The dispatch mode is thread-local
-    # already: ops of other threads never reach ``_record``.)
+    # already: ops of other threads never reach ``record_op``.)
     # A failed call is told apart from a finished one without ``sys.exc_info()`` (which also
     # sees an exception the caller is merely handling): ``_post_hook`` runs only when forward
     # returned, and the always-called ``_exit_hook`` after it, or alone when forward raised.
@@ -202,16 +201,11 @@ class Tracer:
                     break
 
     def push_scope(self, path: str, module_type: str) -> None:
-        """Attribute the ops that follow to ``path`` (e.g. backward ops to a pseudo-layer)."""
+        """Attribute the ops that follow, to the end of :meth:`tracing`, to ``path`` (backward
+        ops to a pseudo-layer)."""
         self.capture.module_types.setdefault(path, module_type)
         self._stack.append(path)
         self._owners.append(-1)
-
-    def pop_scope(self) -> None:
-        """End the scope of the last :meth:`push_scope`."""
-        if self._owners and self._owners[-1] == -1:
-            self._owners.pop()
-            self._stack.pop()
 
     @property
     def current_module(self) -> str:
@@ -258,7 +252,8 @@ class Tracer:
         self.capture.output_ops = tuple(sorted(set(producers)))
 
     # -- the per-op work ----------------------------------------------------------------------
-    def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+    def record_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
+        """Record one ATen op call (``func(*args, **kwargs)`` returned ``out``)."""
         if func.namespace == "prim":
             return  # metadata queries (prim.device, prim.layout) that fake tensors dispatch
         info = self._info.get(func)
@@ -266,95 +261,15 @@ class Tracer:
             info = self._info[func] = schema_info(func, self.registry)
         index = len(self.capture.ops)
 
-        in_tensors: list[torch.Tensor] = []
-        if info.unread:
-            named_args = dict(zip(info.names, args, strict=False))
-            named_args.update(kwargs)
-            flat_tensors([v for k, v in named_args.items() if k not in info.unread], in_tensors)
-        else:
-            flat_tensors(args, in_tensors)
-            flat_tensors(list(kwargs.values()), in_tensors)
+        in_tensors = read_tensors(info, args, kwargs)
         out_tensors: list[torch.Tensor] = []
         flat_tensors(out, out_tensors)
-
         in_meta = tuple(tensor_meta(t) for t in in_tensors)
         out_meta = tuple(tensor_meta(t) for t in out_tensors)
-
-        # Cost, from arguments by name.
-        cost: OpCost
-        family: str | None
-        if info.zero:
-            cost = ZERO
-            family = info.entry.family if info.entry is not None else None
-        elif info.entry is not None:
-            known = {id(t): m for t, m in zip(in_tensors, in_meta, strict=True)}
-            known.update((id(t), m) for t, m in zip(out_tensors, out_meta, strict=True))
-            named = dict(zip(info.names, (to_meta(a, known) for a in args), strict=False))
-            for k, v in kwargs.items():
-                named[k] = to_meta(v, known)
-            for k in info.entry.values:  # the few arguments whose values the formula reads
-                named[k] = with_data(named.get(k), k, args, kwargs, info.names)
-            out_m = to_meta(out, known)
-            try:
-                cost = info.entry.formula(named, out_m)
-                if not isinstance(cost, OpCost):  # a formula of the user's returned an int
-                    raise TypeError(f"it returned {cost!r}, not an OpCost(flops, macs)")
-            except Exception as exc:  # the formula's bug, not the model's nor its inputs'
-                raise formula_error(func, info.entry, named, exc) from exc
-            family = info.entry.family
-        else:
-            cost = OpCost(0, 0)
-            family = None
-
-        # Dataflow: who produced each input; which parameters were read.
-        producers: list[int] = []
-        slots: list[int] = []
-        params: list[str] = []
-        bytes_read = 0
-        reads_input = False
-        for t, m in zip(in_tensors, in_meta, strict=True):
-            entry = self._producer.get(t)
-            if entry is None:  # a tensor created outside the capture (constant, closure)
-                self._new_buffer(t, -1, activation=False, nbytes=m.nbytes)
-                entry = self._producer[t]
-            src, buf, name = entry
-            src = max(src, self._last_write.get(buf, -1))
-            slots.append(src)
-            self._buffers[buf].last_use = index
-            reads_input = reads_input or buf in self._input_buffers
-            if src >= 0 and src not in producers:
-                producers.append(src)
-            if name is not None and name not in params:
-                params.append(name)
-            if not info.is_view:
-                bytes_read += read_bytes(t, m)
-
-        # Outputs: new buffers unless the schema says they alias an input.
-        bytes_written = 0
-        named_inputs: dict[str, Any] | None = None
-        for i, (t, m) in enumerate(zip(out_tensors, out_meta, strict=True)):
-            alias, writes = info.aliases[i] if i < len(info.aliases) else (None, False)
-            if alias is None and len(info.aliases) == 1 and info.aliases[0][0] is not None:
-                alias, writes = info.aliases[0]  # a list return (split) shares one alias set
-            base: tuple[int, int, str | None] | None = None
-            if alias is not None:
-                if named_inputs is None:
-                    named_inputs = dict(zip(info.names, args, strict=False))
-                    named_inputs.update(kwargs)
-                src_t = named_inputs.get(alias)
-                if isinstance(src_t, torch.Tensor):
-                    base = self._producer.get(src_t)
-            if base is not None:
-                self._producer[t] = (index, base[1], None)
-                self._buffers[base[1]].last_use = index
-                if writes:
-                    bytes_written += m.nbytes
-                    self._last_write[base[1]] = index
-            else:
-                buf = self._new_buffer(t, index, activation=True, nbytes=m.nbytes)
-                bytes_written += m.nbytes
-                if info.aux_from and i >= info.aux_from:
-                    self._aux.append((index, buf))
+        call = OpCall(func, info, args, kwargs, out)
+        cost, family = price(call, (in_tensors, in_meta), (out_tensors, out_meta))
+        reads = self._link_inputs(index, info, in_tensors, in_meta)
+        bytes_written = self._link_outputs(index, call, out_tensors, out_meta)
 
         self.capture.ops.append(
             OpRecord(
@@ -367,12 +282,12 @@ class Tracer:
                 outputs=out_meta,
                 flops=int(cost.flops),
                 macs=int(cost.macs),
-                bytes_read=bytes_read,
+                bytes_read=reads.bytes_read,
                 bytes_written=bytes_written,
-                producers=tuple(producers),
-                params=tuple(params),
+                producers=tuple(reads.producers),
+                params=tuple(reads.params),
                 is_view=info.is_view,
-                input_producers=tuple(slots),
+                input_producers=tuple(reads.slots),
                 # Views move nothing and backward ops have no line of model code above them.
                 site=(
                     self._sites.here((self._types.get(self.current_module), func))
@@ -381,8 +296,56 @@ class Tracer:
                 ),
             )
         )
-        if reads_input:
+        if reads.reads_input:
             self._input_ops.append(index)
+
+    def _link_inputs(
+        self, index: int, info: OpInfo, tensors: list[torch.Tensor], metas: tuple[Any, ...]
+    ) -> _Reads:
+        """Dataflow: who produced each input; which parameters were read; bytes read."""
+        reads = _Reads()
+        for t, m in zip(tensors, metas, strict=True):
+            entry = self._producer.get(t)
+            if entry is None:  # a tensor created outside the capture (constant, closure)
+                self._new_buffer(t, -1, activation=False, nbytes=m.nbytes)
+                entry = self._producer[t]
+            src, buf, name = entry
+            src = max(src, self._last_write.get(buf, -1))
+            reads.slots.append(src)
+            self._buffers[buf].last_use = index
+            reads.reads_input = reads.reads_input or buf in self._input_buffers
+            if src >= 0 and src not in reads.producers:
+                reads.producers.append(src)
+            if name is not None and name not in reads.params:
+                reads.params.append(name)
+            if not info.is_view:
+                reads.bytes_read += read_bytes(t, m)
+        return reads
+
+    def _link_outputs(
+        self, index: int, call: OpCall, tensors: list[torch.Tensor], metas: tuple[Any, ...]
+    ) -> int:
+        """Outputs: new buffers unless the schema says they alias an input; bytes written."""
+        info = call.info
+        bytes_written = 0
+        for i, (t, m) in enumerate(zip(tensors, metas, strict=True)):
+            alias, writes = info.aliases[i] if i < len(info.aliases) else (None, False)
+            if alias is None and len(info.aliases) == 1 and info.aliases[0][0] is not None:
+                alias, writes = info.aliases[0]  # a list return (split) shares one alias set
+            source = call.argument(alias) if alias is not None else None
+            base = self._producer.get(source) if source is not None else None
+            if base is not None:
+                self._producer[t] = (index, base[1], None)
+                self._buffers[base[1]].last_use = index
+                if writes:
+                    bytes_written += m.nbytes
+                    self._last_write[base[1]] = index
+            else:
+                buf = self._new_buffer(t, index, activation=True, nbytes=m.nbytes)
+                bytes_written += m.nbytes
+                if info.aux_from and i >= info.aux_from:
+                    self._aux.append((index, buf))
+        return bytes_written
 
     # -- driving ---------------------------------------------------------------------------
     @contextmanager
@@ -462,6 +425,17 @@ class Tracer:
         self.capture.activation_bytes = activation
         self.capture.uncalled_modules = _top_uncalled(list(self._types), self._called)
         return self.capture
+
+
+@dataclass(slots=True)
+class _Reads:
+    """What an op's inputs tell: producers, parameters read, bytes read."""
+
+    producers: list[int] = field(default_factory=list)
+    slots: list[int] = field(default_factory=list)  # the producer of each input, in order
+    params: list[str] = field(default_factory=list)
+    bytes_read: int = 0
+    reads_input: bool = False
 
 
 def _top_uncalled(paths: list[str], called: set[str]) -> list[str]:

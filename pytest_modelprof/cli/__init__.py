@@ -12,6 +12,7 @@ the same way. Heavy imports (torch) happen inside the commands, so ``--help`` an
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Sequence
 
@@ -22,6 +23,7 @@ from pytest_modelprof.cli import (
     compare,
     fvcore,
     graph,
+    history,
     listing,
     llm,
     merge,
@@ -29,6 +31,7 @@ from pytest_modelprof.cli import (
     profile,
     report,
 )
+from pytest_modelprof.cli import bisect as bisect_command
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
@@ -51,6 +54,8 @@ COMMANDS: tuple[Command, ...] = (
     merge.COMMAND,
     report.COMMAND,
     comment.COMMAND,
+    history.COMMAND,
+    bisect_command.COMMAND,
 )
 
 
@@ -83,11 +88,29 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
 
 
+def _unknown_command(words: Sequence[str]) -> str | None:
+    """One line for a first word that is no command (argparse would list every choice)."""
+    if not words or words[0].startswith("-"):
+        return None
+    names = [c.name for c in COMMANDS]
+    if words[0] in names:
+        return None
+    close = difflib.get_close_matches(words[0], names, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else f"; the commands are {', '.join(names)}"
+    return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``modelprof`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     parser = build_parser()
+    words = list(sys.argv[1:] if argv is None else argv)
+    unknown = _unknown_command(words)
+    if unknown is not None:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: {unknown}", file=sys.stderr)
+        return EXIT_USAGE
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(words)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if getattr(args, "run", None) is None:

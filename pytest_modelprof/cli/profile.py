@@ -82,41 +82,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     shape = args.input_shape
     dtype = args.input_dtype
     if args.seconds is not None:  # the model's default audio shape, its length set
-        from pytest_modelprof.models import TOKEN_KINDS, resolve
-
-        if shape is not None or args.seq_len is not None:
-            raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
-        # Checked here so the answer names the options, not input_shape_for's arguments.
-        if not args.seconds > 0:  # nan too
-            raise ModelprofError(f"--seconds must be positive, got {args.seconds:g}")
-        spec = resolve(args.model)
-        if spec.input_kind != "input_values":
-            raise ModelprofError(
-                f"{args.model} takes {spec.input_kind} inputs{_of_shape(spec)}, not raw audio: "
-                "--seconds applies to raw-audio models (hf:wav2vec2, hf:hubert ...); give "
-                + ("--seq-len or " if spec.input_kind in TOKEN_KINDS else "")
-                + "--input-shape instead"
-            )
-        shape = spec.input_shape_for(seconds=args.seconds)
+        shape = _audio_shape(args)
     elif args.seq_len is not None:
-        from pytest_modelprof.models import TOKEN_KINDS, resolve
-
-        if shape is not None:
-            raise ModelprofError("give --seq-len or --input-shape, not both")
-        if args.seq_len <= 0:
-            raise ModelprofError(f"--seq-len must be a positive number of tokens, got "
-                                 f"{args.seq_len}")
-        spec = resolve(args.model)
-        if spec.input_kind in TOKEN_KINDS:  # the model's own (batch, seq_len), seq_len set
-            shape = spec.input_shape_for(seq_len=args.seq_len)
-        elif spec.default_input_shape is None:  # a model of yours: one sequence of token ids
-            shape, dtype = (1, args.seq_len), dtype or "int64"
-        else:
-            raise ModelprofError(
-                f"{args.model} takes {spec.input_kind} inputs of shape "
-                f"{'x'.join(map(str, spec.default_input_shape))}, not token ids: --seq-len "
-                "applies to models whose first input is token ids; give --input-shape instead"
-            )
+        shape, dtype = _token_shape(args, dtype)
     if dtype is None:
         return shape, None
     if shape is None:
@@ -129,6 +97,49 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
         shape, dtype=kind
     )
     return None, made
+
+
+def _audio_shape(args: argparse.Namespace) -> Any:
+    """The model's default raw-audio shape with ``--seconds`` of samples."""
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.models import TOKEN_KINDS, resolve
+
+    if args.input_shape is not None or args.seq_len is not None:
+        raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
+    # Checked here so the answer names the options, not input_shape_for's arguments.
+    if not args.seconds > 0:  # nan too
+        raise ModelprofError(f"--seconds must be positive, got {args.seconds:g}")
+    spec = resolve(args.model)
+    if spec.input_kind != "input_values":
+        raise ModelprofError(
+            f"{args.model} takes {spec.input_kind} inputs{_of_shape(spec)}, not raw audio: "
+            "--seconds applies to raw-audio models (hf:wav2vec2, hf:hubert ...); give "
+            + ("--seq-len or " if spec.input_kind in TOKEN_KINDS else "")
+            + "--input-shape instead"
+        )
+    return spec.input_shape_for(seconds=args.seconds)
+
+
+def _token_shape(args: argparse.Namespace, dtype: str | None) -> tuple[Any, str | None]:
+    """``(shape, dtype)`` of ``--seq-len`` tokens for the model."""
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.models import TOKEN_KINDS, resolve
+
+    if args.input_shape is not None:
+        raise ModelprofError("give --seq-len or --input-shape, not both")
+    if args.seq_len <= 0:
+        raise ModelprofError(f"--seq-len must be a positive number of tokens, got "
+                             f"{args.seq_len}")
+    spec = resolve(args.model)
+    if spec.input_kind in TOKEN_KINDS:  # the model's own (batch, seq_len), seq_len set
+        return spec.input_shape_for(seq_len=args.seq_len), dtype
+    if spec.default_input_shape is None:  # a model of yours: one sequence of token ids
+        return (1, args.seq_len), dtype or "int64"
+    raise ModelprofError(
+        f"{args.model} takes {spec.input_kind} inputs of shape "
+        f"{'x'.join(map(str, spec.default_input_shape))}, not token ids: --seq-len "
+        "applies to models whose first input is token ids; give --input-shape instead"
+    )
 
 
 def _run_profile(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_modelprof.costs.pointwise import first_tensor
@@ -162,35 +162,40 @@ def register(reg: CostRegistry) -> None:
         if hasattr(aten, name):
             reg.register(getattr(aten, name), family="reduction")(_reduction(flops))
     for dims in (1, 2, 3):
-        ops = [
-            getattr(aten, n)
-            for n in (f"max_pool{dims}d_with_indices", f"avg_pool{dims}d", f"max_pool{dims}d")
-            if hasattr(aten, n)
-        ]
-        if dims == 2 and hasattr(aten, "mkldnn_max_pool2d"):
-            ops.append(aten.mkldnn_max_pool2d)
-        reg.register(*ops, family="pool")(_pool(dims))
-        adaptive = [
-            getattr(aten, n)
-            for n in (f"_adaptive_avg_pool{dims}d", f"adaptive_max_pool{dims}d")
-            if hasattr(aten, n)
-        ]
-        if adaptive:
-            reg.register(*adaptive, family="pool")(_adaptive(dims))
-        backward = [
-            getattr(aten, n)
-            for n in (f"max_pool{dims}d_with_indices_backward", f"avg_pool{dims}d_backward")
-            if hasattr(aten, n)
-        ]
-        if backward:
-            reg.register(*backward, family="pool")(_pool_backward)
-        adaptive_backward = [
-            getattr(aten, n)
-            for n in (f"_adaptive_avg_pool{dims}d_backward", f"adaptive_max_pool{dims}d_backward")
-            if hasattr(aten, n)
-        ]
-        if adaptive_backward:
-            reg.register(*adaptive_backward, family="pool")(_adaptive_backward(dims))
+        _register_pools(reg, aten, dims)
+    _register_interpolation(reg, aten)
+    reg.register(aten.grid_sampler_2d, family="interpolate")(grid_sampler)
+    reg.register(aten.cudnn_grid_sampler, family="interpolate")(cudnn_grid_sampler)
+
+
+def _existing(aten: Any, names: Iterable[str]) -> list[Any]:
+    """The packets of ``names`` this torch has."""
+    return [getattr(aten, n) for n in names if hasattr(aten, n)]
+
+
+def _register_pools(reg: CostRegistry, aten: Any, dims: int) -> None:
+    """Pools of ``dims`` spatial dimensions: plain, adaptive, and their backward ops."""
+    ops = _existing(aten, (f"max_pool{dims}d_with_indices", f"avg_pool{dims}d", f"max_pool{dims}d"))
+    if dims == 2 and hasattr(aten, "mkldnn_max_pool2d"):
+        ops.append(aten.mkldnn_max_pool2d)
+    reg.register(*ops, family="pool")(_pool(dims))
+    adaptive = _existing(aten, (f"_adaptive_avg_pool{dims}d", f"adaptive_max_pool{dims}d"))
+    if adaptive:
+        reg.register(*adaptive, family="pool")(_adaptive(dims))
+    backward = _existing(
+        aten, (f"max_pool{dims}d_with_indices_backward", f"avg_pool{dims}d_backward")
+    )
+    if backward:
+        reg.register(*backward, family="pool")(_pool_backward)
+    adaptive_backward = _existing(
+        aten, (f"_adaptive_avg_pool{dims}d_backward", f"adaptive_max_pool{dims}d_backward")
+    )
+    if adaptive_backward:
+        reg.register(*adaptive_backward, family="pool")(_adaptive_backward(dims))
+
+
+def _register_interpolation(reg: CostRegistry, aten: Any) -> None:
+    """Upsampling ops and their backward ops, FLOPs per output element by mode."""
     interp = {
         "upsample_nearest1d": 0,
         "upsample_nearest2d": 0,
@@ -211,8 +216,6 @@ def register(reg: CostRegistry) -> None:
         backward_name = name + "_backward"
         if hasattr(aten, backward_name):
             reg.register(getattr(aten, backward_name), family="interpolate")(_interp(flops))
-    reg.register(aten.grid_sampler_2d, family="interpolate")(grid_sampler)
-    reg.register(aten.cudnn_grid_sampler, family="interpolate")(cudnn_grid_sampler)
     reg.register(aten.sort, aten.topk, aten.kthvalue, aten.median, family="sort")(sort)
     reg.register(aten.msort, family="sort")(msort)
     reg.register(aten.histc, family="reduction")(histc)

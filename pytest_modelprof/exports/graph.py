@@ -229,9 +229,30 @@ def _stats(nodes: list[GraphNode], edges: list[GraphEdge], dropped: int) -> Grap
 
 def build_graph(capture: Capture, *, detail: bool, name: str = "model") -> GraphExport:
     """The module graph, or with ``detail=True`` the op graph, of ``capture``."""
+    reads = _params_read(capture.ops)
+    credit = _credit_params(capture, reads)
+    nodes: list[GraphNode] = [GraphNode(id=0, name=INPUT, kind="input", type=INPUT)]
+    node_of: dict[int, int] = {}  # op index -> node id
+    dropped = 0
+    if detail:
+        dropped = _op_nodes(capture, reads, credit, nodes, node_of)
+    else:
+        _module_nodes(capture, credit, nodes, node_of)
+    out_id = len(nodes)
+    nodes.append(GraphNode(id=out_id, name=OUTPUT, kind="output", type=OUTPUT))
+    edge_list = _edges(capture, node_of, out_id, detail=detail)
+    return GraphExport(
+        graph="detail" if detail else "module",
+        model=name,
+        nodes=nodes,
+        edges=edge_list,
+        stats=_stats(nodes, edge_list, dropped),
+    )
+
+
+def _used(capture: Capture) -> list[bool]:
+    """Whether each op's output is read by another op or is a model output."""
     ops = capture.ops
-    root = view_roots(ops)
-    from_input = _reads_input(capture)
     used = [False] * len(ops)
     for op in ops:
         for p in op.producers:
@@ -239,64 +260,83 @@ def build_graph(capture: Capture, *, detail: bool, name: str = "model") -> Graph
     for i in capture.output_ops:
         if 0 <= i < len(ops):
             used[i] = True
-    reads = _params_read(ops)
-    credit = _credit_params(capture, reads)
+    return used
 
-    nodes: list[GraphNode] = [GraphNode(id=0, name=INPUT, kind="input", type=INPUT)]
-    node_of: dict[int, int] = {}  # op index -> node id
+
+def _op_nodes(
+    capture: Capture,
+    reads: Sequence[tuple[str, ...]],
+    credit: Mapping[int, int],
+    nodes: list[GraphNode],
+    node_of: dict[int, int],
+) -> int:
+    """One node per op that is not a view nor noise, appended; returns how many were noise."""
+    used = _used(capture)
     dropped = 0
-    if detail:
-        for op in ops:
-            if is_view_like(op):
-                continue
-            if _is_noise(op, used[op.index]):
-                dropped += 1
-                continue
-            node_of[op.index] = len(nodes)
-            shape = _first_shape(op)
-            nodes.append(GraphNode(
-                id=len(nodes),
-                name=f"{op.module or ROOT}/{_short(op.op)}",
-                kind="op",
-                type=op.op,
-                module=op.module,
-                family=op.family,
-                params=credit.get(op.index, 0),
-                param_names=list(reads[op.index]),
-                flops=op.flops,
-                ops=1,
-                output_shape=list(shape) if shape is not None else None,
-            ))
-    else:
-        scope_node: dict[str, int] = {}
-        flops: dict[str, int] = {}
-        count: dict[str, int] = {}
-        params: dict[str, int] = {}
-        for op in ops:
-            flops[op.module] = flops.get(op.module, 0) + op.flops
-            count[op.module] = count.get(op.module, 0) + 1
-            params[op.module] = params.get(op.module, 0) + credit.get(op.index, 0)
-            if is_view_like(op) or op.module in scope_node:
-                continue
-            scope_node[op.module] = len(nodes)
-            nodes.append(GraphNode(id=len(nodes), name=op.module or ROOT, kind="module",
-                                   type="?", module=op.module))
-        for op in ops:
-            if not is_view_like(op):
-                node_of[op.index] = scope_node[op.module]
-        # Fill in the per-scope facts now that every op is seen.
-        for path, nid in scope_node.items():
-            call = capture.modules.get(path)
-            nodes[nid] = nodes[nid].model_copy(update={
-                "type": capture.module_types.get(path, "?"),
-                "params": params.get(path, 0),
-                "flops": flops.get(path, 0),
-                "ops": count.get(path, 0),
-                "output_shape": list(call.output_shape) if call and call.output_shape else None,
-            })
-    out_id = len(nodes)
-    nodes.append(GraphNode(id=out_id, name=OUTPUT, kind="output", type=OUTPUT))
+    for op in capture.ops:
+        if is_view_like(op):
+            continue
+        if _is_noise(op, used[op.index]):
+            dropped += 1
+            continue
+        node_of[op.index] = len(nodes)
+        shape = _first_shape(op)
+        nodes.append(GraphNode(
+            id=len(nodes),
+            name=f"{op.module or ROOT}/{_short(op.op)}",
+            kind="op",
+            type=op.op,
+            module=op.module,
+            family=op.family,
+            params=credit.get(op.index, 0),
+            param_names=list(reads[op.index]),
+            flops=op.flops,
+            ops=1,
+            output_shape=list(shape) if shape is not None else None,
+        ))
+    return dropped
 
+
+def _module_nodes(
+    capture: Capture, credit: Mapping[int, int], nodes: list[GraphNode], node_of: dict[int, int]
+) -> None:
+    """One node per module scope that ran a non-view op, appended."""
+    ops = capture.ops
+    scope_node: dict[str, int] = {}
+    flops: dict[str, int] = {}
+    count: dict[str, int] = {}
+    params: dict[str, int] = {}
+    for op in ops:
+        flops[op.module] = flops.get(op.module, 0) + op.flops
+        count[op.module] = count.get(op.module, 0) + 1
+        params[op.module] = params.get(op.module, 0) + credit.get(op.index, 0)
+        if is_view_like(op) or op.module in scope_node:
+            continue
+        scope_node[op.module] = len(nodes)
+        nodes.append(GraphNode(id=len(nodes), name=op.module or ROOT, kind="module",
+                               type="?", module=op.module))
+    for op in ops:
+        if not is_view_like(op):
+            node_of[op.index] = scope_node[op.module]
+    # Fill in the per-scope facts now that every op is seen.
+    for path, nid in scope_node.items():
+        call = capture.modules.get(path)
+        nodes[nid] = nodes[nid].model_copy(update={
+            "type": capture.module_types.get(path, "?"),
+            "params": params.get(path, 0),
+            "flops": flops.get(path, 0),
+            "ops": count.get(path, 0),
+            "output_shape": list(call.output_shape) if call and call.output_shape else None,
+        })
+
+
+def _edges(
+    capture: Capture, node_of: Mapping[int, int], out_id: int, *, detail: bool
+) -> list[GraphEdge]:
+    """Dataflow edges between the nodes, views folded into the edges that carry them."""
+    ops = capture.ops
+    root = view_roots(ops)
+    from_input = _reads_input(capture)
     edges = _Builder()
     for op in ops:
         dst = node_of.get(op.index)
@@ -314,6 +354,20 @@ def build_graph(capture: Capture, *, detail: bool, name: str = "model") -> Graph
                 fed_by_view = True
         if from_input[op.index] and not fed_by_view:
             edges.add(0, dst, _input_shape(op), None)
+    _output_edges(capture, node_of, out_id, (root, from_input), edges)
+    return edges.build()
+
+
+def _output_edges(
+    capture: Capture,
+    node_of: Mapping[int, int],
+    out_id: int,
+    flow: tuple[Sequence[int], Sequence[bool]],
+    edges: _Builder,
+) -> None:
+    """Edges into ``output`` from the nodes (or the input) behind each model output."""
+    ops = capture.ops
+    root, from_input = flow
     for i in capture.output_ops:
         if not 0 <= i < len(ops):
             continue
@@ -322,14 +376,6 @@ def build_graph(capture: Capture, *, detail: bool, name: str = "model") -> Graph
             edges.add(node_of[r], out_id, _first_shape(ops[i]), None)
         elif from_input[i]:
             edges.add(0, out_id, _first_shape(ops[i]), None)
-    edge_list = edges.build()
-    return GraphExport(
-        graph="detail" if detail else "module",
-        model=name,
-        nodes=nodes,
-        edges=edge_list,
-        stats=_stats(nodes, edge_list, dropped),
-    )
 
 
 def with_forward_times(graph: GraphExport, forward_ms: Mapping[str, float]) -> GraphExport:

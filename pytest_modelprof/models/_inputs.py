@@ -66,38 +66,66 @@ def make_inputs(
     if kind == "token_ids":
         return (torch.randint(0, vocab_size, shape, device=device, dtype=torch.long),), {}
     if kind in ("input_ids", "seq2seq_ids"):
-        if len(shape) != 2:
-            raise ModelInputError(
-                f"model {name!r} takes token ids: input_shape must be (batch, seq_len), got {shape}"
-            )
-        ids = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
-        if kind == "input_ids":
-            return (), {"input_ids": ids}
-        decoder = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
-        return (), {"input_ids": ids, "decoder_input_ids": decoder}
+        return (), _token_ids(name, kind, shape, device, vocab_size)
     if kind == "image_list":
-        # torchvision detection models take a list of CxHxW images (each may differ in size);
-        # (N, C, H, W) reads as N images of CxHxW, and a bare (C, H, W) as one image.
-        if len(shape) == 3:
-            shape = (1, *shape)
-        if len(shape) != 4:
-            raise ModelInputError(
-                f"model {name!r} takes a list of images: input_shape must be (N, C, H, W) "
-                f"(N images of CxHxW) or (C, H, W), got {shape}"
-            )
-        n, *chw = shape
-        return ([torch.randn(chw, device=device, dtype=dtype) for _ in range(n)],), {}
+        return (_image_list(name, shape, device, dtype),), {}
     if kind == "image_pair":
-        if len(shape) != 4 or shape[-1] % 8 or shape[-2] % 8:
-            raise ModelInputError(
-                f"model {name!r} (optical flow) takes two images of shape (B, 3, H, W) with "
-                f"H and W multiples of 8, got {shape}; e.g. input_shape=(1, 3, 520, 960)"
-            )
-        return (
-            torch.randn(shape, device=device, dtype=dtype),
-            torch.randn(shape, device=device, dtype=dtype),
-        ), {}
+        return _image_pair(name, shape, device, dtype), {}
     raise ModelInputError(f"model {name!r}: unknown input kind {kind!r}")  # pragma: no cover
+
+
+def _token_ids(
+    name: str, kind: InputKind, shape: Shape, device: torch.device, vocab_size: int
+) -> dict[str, Any]:
+    """``input_ids`` (and a seq2seq model's ``decoder_input_ids``) of shape (batch, seq_len)."""
+    import torch
+
+    if len(shape) != 2:
+        raise ModelInputError(
+            f"model {name!r} takes token ids: input_shape must be (batch, seq_len), got {shape}"
+        )
+    ids = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
+    if kind == "input_ids":
+        return {"input_ids": ids}
+    decoder = torch.randint(0, vocab_size, shape, device=device, dtype=torch.long)
+    return {"input_ids": ids, "decoder_input_ids": decoder}
+
+
+def _image_list(
+    name: str, shape: Shape, device: torch.device, dtype: torch.dtype
+) -> list[torch.Tensor]:
+    """torchvision detection models take a list of CxHxW images (each may differ in size).
+
+    (N, C, H, W) reads as N images of CxHxW, and a bare (C, H, W) as one image.
+    """
+    import torch
+
+    if len(shape) == 3:
+        shape = (1, *shape)
+    if len(shape) != 4:
+        raise ModelInputError(
+            f"model {name!r} takes a list of images: input_shape must be (N, C, H, W) "
+            f"(N images of CxHxW) or (C, H, W), got {shape}"
+        )
+    n, *chw = shape
+    return [torch.randn(chw, device=device, dtype=dtype) for _ in range(n)]
+
+
+def _image_pair(
+    name: str, shape: Shape, device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two images for an optical-flow model, H and W multiples of 8."""
+    import torch
+
+    if len(shape) != 4 or shape[-1] % 8 or shape[-2] % 8:
+        raise ModelInputError(
+            f"model {name!r} (optical flow) takes two images of shape (B, 3, H, W) with "
+            f"H and W multiples of 8, got {shape}; e.g. input_shape=(1, 3, 520, 960)"
+        )
+    return (
+        torch.randn(shape, device=device, dtype=dtype),
+        torch.randn(shape, device=device, dtype=dtype),
+    )
 
 
 _MAIN: dict[str, tuple[str, int]] = {

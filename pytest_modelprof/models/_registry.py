@@ -123,23 +123,9 @@ class Registry:
             return self._registered[name]
         if name in self._discover():
             return self._load_entry_point(name)
-        # Before import paths: "timm:resnet50" also has the "module:attribute" form.
-        if is_timm_name(name):
-            return timm_spec(name)
-        if is_hf_name(name):
-            return hf_spec(name)
-        if is_import_path(name):
-            return import_spec(name)
-        if is_checkpoint_name(name):
-            return checkpoint_spec(name)
-        if is_yaml_name(name):
-            spec = ultralytics_spec(name)
-            if spec is not None:
-                return spec
-        else:
-            spec = torchvision_spec(name)
-            if spec is not None:
-                return spec
+        spec = _source_spec(name)
+        if spec is not None:
+            return spec
         raise self._not_found(name)
 
     def list_models(self, filter: str | None = None) -> dict[str, list[str]]:
@@ -287,6 +273,22 @@ class Registry:
             "browse names; your own models resolve as 'package.module:factory' or via "
             "@register_model."
         )
+
+
+def _source_spec(name: str) -> ModelSpec | None:
+    """The spec of a name that a model source recognises by its form, else ``None``."""
+    # Before import paths: "timm:resnet50" also has the "module:attribute" form.
+    if is_timm_name(name):
+        return timm_spec(name)
+    if is_hf_name(name):
+        return hf_spec(name)
+    if is_import_path(name):
+        return import_spec(name)
+    if is_checkpoint_name(name):
+        return checkpoint_spec(name)
+    if is_yaml_name(name):
+        return ultralytics_spec(name)
+    return torchvision_spec(name)
 
 
 def _builtin_source(name: str) -> str | None:

@@ -193,16 +193,7 @@ class ModelSpec:
         """
         shape = self.default_shape_for(module)
         if seconds is not None:
-            if self.input_kind != "input_values":
-                raise ModelInputError(
-                    f"model {self.name!r} takes {self.input_kind} inputs, not raw audio; "
-                    "seconds applies to input_values models only (use input_shape=(...))"
-                )
-            if not isinstance(seconds, (int, float)) or seconds <= 0:
-                raise ModelInputError(
-                    f"model {self.name!r}: seconds must be positive, got {seconds!r}"
-                )
-            seq_len = round(seconds * SAMPLE_RATE)
+            seq_len = self._samples(seconds)
         if batch is None and seq_len is None:
             return shape
         for label, value in (("batch", batch), ("seq_len", seq_len)):
@@ -226,6 +217,19 @@ class ModelSpec:
         if seq_len is not None:
             out[1] = seq_len
         return tuple(out)
+
+    def _samples(self, seconds: float) -> int:
+        """The sequence length of ``seconds`` of raw audio (``input_values`` models only)."""
+        if self.input_kind != "input_values":
+            raise ModelInputError(
+                f"model {self.name!r} takes {self.input_kind} inputs, not raw audio; "
+                "seconds applies to input_values models only (use input_shape=(...))"
+            )
+        if not isinstance(seconds, (int, float)) or seconds <= 0:
+            raise ModelInputError(
+                f"model {self.name!r}: seconds must be positive, got {seconds!r}"
+            )
+        return round(seconds * SAMPLE_RATE)
 
     def _built(self, module: nn.Module | None) -> BuiltInputs:
         if module is None or self.built_inputs is None:

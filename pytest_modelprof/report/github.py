@@ -8,7 +8,6 @@ relative to ``GITHUB_WORKSPACE`` (the repository root), ``line`` 1-based.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_modelprof.gate.results import RunResults
@@ -20,7 +19,6 @@ __all__ = [
     "escape_property",
     "annotation_lines",
     "append_step_summary",
-    "github_enabled",
 ]
 
 ANNOTATION_TITLE = "modelprof regression"
@@ -40,11 +38,6 @@ def escape_data(text: str) -> str:
 def escape_property(text: str) -> str:
     """Escape a workflow command's property value (``file=``, ``title=``)."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
-def github_enabled(env: Mapping[str, str]) -> bool:
-    """Whether annotations are wanted: ``GITHUB_ACTIONS=true``."""
-    return env.get("GITHUB_ACTIONS", "").lower() == "true"
 
 
 def _workspace_path(path: str, rootdir: Path, workspace: str | None) -> str:

@@ -86,6 +86,18 @@ def _giga(value: float) -> str:
     return f"{value / 1e9:.3f}"
 
 
+def _op_lists(title: str, by_model: list[tuple[str, Mapping[str, int]]], width: int) -> list[str]:
+    """A section of ``op xN`` lists, one per model that has any; none when no model has."""
+    if not any(ops for _, ops in by_model):
+        return []
+    lines = section_title(title, width)
+    for model, ops in by_model:
+        if ops:
+            items = [f"{op} x{n}" for op, n in sorted(ops.items())]
+            lines += wrap_items(model, items, width, INDENT)
+    return lines
+
+
 def render_fvcore(
     comparisons: Iterable[FvcoreComparison],
     *,
@@ -122,20 +134,16 @@ def render_fvcore(
         f"{INDENT}Agreement = 1 - |ours - fvcore| / fvcore; OVER when the difference exceeds "
         f"{percent(tolerance)}.",
     ]
-    if any(c.unsupported_ops for c in results):
-        lines += section_title(
-            "Ops fvcore skipped (its unsupported_ops(); counted as 0 by fvcore)", width
-        )
-        for c in results:
-            if c.unsupported_ops:
-                items = [f"{op} x{n}" for op, n in sorted(c.unsupported_ops.items())]
-                lines += wrap_items(c.model, items, width, INDENT)
-    if any(c.ours_uncounted for c in results):
-        lines += section_title("Ops we did not count (no cost formula)", width)
-        for c in results:
-            if c.ours_uncounted:
-                items = [f"{op} x{n}" for op, n in sorted(c.ours_uncounted.items())]
-                lines += wrap_items(c.model, items, width, INDENT)
+    lines += _op_lists(
+        "Ops fvcore skipped (its unsupported_ops(); counted as 0 by fvcore)",
+        [(c.model, c.unsupported_ops) for c in results],
+        width,
+    )
+    lines += _op_lists(
+        "Ops we did not count (no cost formula)",
+        [(c.model, c.ours_uncounted) for c in results],
+        width,
+    )
     if verbose:
         for c in results:
             lines += section_title(f"fvcore by operator: {c.model}", width)

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Final
 from urllib.parse import urlsplit
 
-from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
 from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
 from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import (
@@ -77,10 +76,6 @@ __all__ = [
     "breakable",
     "headline",
 ]
-
-
-def _metric(name: str) -> Metric | None:
-    return METRICS_BY_NAME.get(name)
 
 
 

@@ -67,10 +67,6 @@ class _ReferenceNet(torch.nn.Module):
         return out
 
 
-def _seeded(make: Callable[[torch.Generator], Callable[[], None]]) -> Callable[[], None]:
-    return make(torch.Generator().manual_seed(1234))
-
-
 def calibration_workload(device: torch.device | str | None = None) -> Callable[[], None]:
     """The dispatch-heavy reference workload (~0.3 ms single-threaded on a server core).
 

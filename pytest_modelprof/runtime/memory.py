@@ -207,6 +207,18 @@ def _grads(model: nn.Module) -> list[torch.Tensor]:
     return [p.grad for p in model.parameters() if p.grad is not None]
 
 
+def _step_optimizer(
+    optimizer: torch.optim.Optimizer | Callable[[list[nn.Parameter]], torch.optim.Optimizer] | None,
+    params: list[nn.Parameter],
+) -> tuple[torch.optim.Optimizer, dict[str, Any] | None]:
+    """The training step's optimizer, and a given one's state to restore afterwards."""
+    if optimizer is None:
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9), None
+    if isinstance(optimizer, torch.optim.Optimizer):
+        return optimizer, copy.deepcopy(optimizer.state_dict())
+    return optimizer(params), None
+
+
 def measure_memory(
     model: nn.Module,
     inputs: Any,
@@ -236,15 +248,7 @@ def measure_memory(
     batch = as_inputs(inputs)
     loss_of = loss_fn or default_loss
     params = [p for p in model.parameters() if p.requires_grad]
-    opt: torch.optim.Optimizer | None = None
-    opt_saved: dict[str, Any] | None = None
-    if mode == "training_step":
-        if optimizer is None:
-            opt = torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-        elif isinstance(optimizer, torch.optim.Optimizer):
-            opt, opt_saved = optimizer, copy.deepcopy(optimizer.state_dict())
-        else:
-            opt = optimizer(params)
+    opt, opt_saved = _step_optimizer(optimizer, params) if mode == "training_step" else (None, None)
 
     input_tensors: list[torch.Tensor] = []
     flat_tensors(batch, input_tensors)

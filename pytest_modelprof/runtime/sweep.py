@@ -23,8 +23,15 @@ import torch
 from pydantic import BaseModel, ConfigDict
 from torch import nn
 
-from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
+from pytest_modelprof.runtime.sweep_inputs import (
+    SHAPE_AXES,
+    ModelArg,
+    SweepSubject,
+    for_profile,
+    input_shapes,
+    label_of,
+)
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
 __all__ = [
@@ -43,13 +50,10 @@ __all__ = [
     "format_sweep",
 ]
 
-SHAPE_AXES: Final = ("batch", "seq_len", "input_size")
-#: Gate limit name -> the swept metric it bounds.
-# Limit name -> swept metric; shared with the plugin's settings (torch-free module).
+#: Gate limit name -> the swept metric it bounds (from the torch-free metric table, which the
+#: plugin's settings read too).
 GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
 _METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
-
-ModelArg = nn.Module | str | Callable[..., nn.Module]
 
 
 class _Frozen(BaseModel):
@@ -287,44 +291,6 @@ def _fixed_plus_linear(xs: Sequence[int], ys: Sequence[float]) -> tuple[float, f
     return fixed, per
 
 
-# -- inputs at a point -------------------------------------------------------------------------
-
-def _resize(t: torch.Tensor, point: Mapping[str, int], dims: Mapping[str, int]) -> torch.Tensor:
-    shape = list(t.shape)
-    if "batch" in point and t.dim() >= 1:
-        shape[dims.get("batch", 0)] = point["batch"]
-    if "seq_len" in point and t.dim() >= 2:
-        shape[dims.get("seq_len", 1)] = point["seq_len"]
-    if "input_size" in point and t.dim() >= 3:
-        spatial = 2 if t.dim() >= 4 else 1
-        for d in range(t.dim() - spatial, t.dim()):
-            shape[d] = point["input_size"]
-    if shape == list(t.shape):
-        return t
-    gen = torch.Generator().manual_seed(0)
-    if t.is_floating_point():
-        return torch.randn(shape, generator=gen, dtype=t.dtype).to(t.device)
-    if t.dtype == torch.bool:
-        return torch.ones(shape, dtype=torch.bool, device=t.device)
-    high = max(int(t.max().item()) + 1 if t.numel() else 2, 2)
-    return torch.randint(0, high, shape, generator=gen, dtype=t.dtype).to(t.device)
-
-
-def _shapes(batch: Inputs) -> list[list[int]]:
-    return [[int(s) for s in t.shape] for t in flat_tensors(batch)]
-
-
-def _for_profile(batch: Inputs) -> Any:
-    """``profile_model`` takes positional inputs as a tuple or keyword inputs as a dict."""
-    args, kwargs = batch
-    if args and kwargs:
-        raise ValueError(
-            "profile_model() takes positional or keyword inputs, not both; return a tuple or a "
-            "dict from make_inputs="
-        )
-    return dict(kwargs) if kwargs else tuple(args)
-
-
 def _module_flops(layers: Sequence[Any]) -> dict[str, int]:
     from pytest_modelprof.analysis.rollup import ROOT
 
@@ -366,21 +332,65 @@ def sweep(
     (or a named model's example inputs) with the swept dimensions changed. ``progress`` is
     told each point as it starts (``"batch=8 (2 of 3)"``).
     """
-    from pytest_modelprof.capture.run import real_copy
-    from pytest_modelprof.profile import profile_model
-
-    if not over:
-        raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
-    axes = {k: [int(v) for v in vals] for k, vals in over.items()}
-    for axis, vals in axes.items():
-        if not vals or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
-            raise ValueError(f"axis {axis!r}: need positive increasing values, got {vals}")
+    axes = _axes(over)
     # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
     swept = [a for a, vals in axes.items() if len(vals) > 1]
     if not swept:
         raise ValueError(
             f"over={axes} needs at least one axis with two or more values to fit a growth on"
         )
+    fixed = _fixed_keywords(model, axes, arch_kwargs)
+    base = {a: vals[0] for a, vals in axes.items()}
+    label = label_of(model, name)
+    subject = SweepSubject(
+        model, label=label, timed=latency, inputs=inputs, input_shape=input_shape,
+        make_inputs=make_inputs, axis_dims=axis_dims, device=device, dtype=dtype, fixed=fixed,
+    )
+
+    def measure(point: dict[str, int], axis: str) -> SweepPoint:
+        from pytest_modelprof.profile import profile_model
+
+        arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
+        batch = subject.inputs_at(point)
+        shapes = input_shapes(batch)
+        module = subject.build(arch, tuple(shapes[0]) if shapes else None)
+        prof = profile_model(module, inputs=for_profile(batch), name=label)
+        stats = time_forward(module, batch, rounds=rounds, warmup=warmup) if latency else None
+        return SweepPoint(
+            axis=axis, value=point[axis], input_shapes=shapes,
+            params=prof.total_params, flops=prof.total_flops, macs=prof.total_macs,
+            memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
+            latency_ms=stats.median if stats is not None else None, latency=stats,
+            module_flops=_module_flops(prof.layers),
+        )
+
+    series: list[SweepSeries] = []
+    for axis in swept:
+        values = axes[axis]
+        points: list[SweepPoint] = []
+        for i, value in enumerate(values, start=1):
+            if progress is not None:
+                progress(f"{axis}={value} ({i} of {len(values)})")
+            points.append(measure({**base, axis: value}, axis))
+        series.append(_series(axis, values, points))
+    return SweepResult(model=label, base=base if len(axes) > 1 else {}, series=series)
+
+
+def _axes(over: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    """``over`` as lists of ints; each axis's values positive and increasing."""
+    if not over:
+        raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
+    axes = {k: [int(v) for v in vals] for k, vals in over.items()}
+    for axis, vals in axes.items():
+        if not vals or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
+            raise ValueError(f"axis {axis!r}: need positive increasing values, got {vals}")
+    return axes
+
+
+def _fixed_keywords(
+    model: ModelArg, axes: Mapping[str, list[int]], arch_kwargs: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The builder keywords held fixed; refused where the model cannot take them."""
     arch_axes = [a for a in axes if a not in SHAPE_AXES]
     if isinstance(model, nn.Module) and arch_axes:
         raise ValueError(
@@ -396,92 +406,7 @@ def sweep(
     for key in fixed:
         if key in axes:
             raise ValueError(f"{key!r} is both swept and fixed; give it once")
-    dims = dict(axis_dims or {})
-    base = {a: vals[0] for a, vals in axes.items()}
-    label: str
-    if name is not None:
-        label = name
-    elif isinstance(model, str):
-        label = model
-    elif isinstance(model, nn.Module):
-        label = type(model).__name__
-    else:
-        label = str(getattr(model, "__name__", "model"))
-    spec = None
-    if isinstance(model, str):
-        from pytest_modelprof.models import resolve
-
-        spec = resolve(model)
-    run_device = torch.device(device) if device is not None else torch.device("cpu")
-
-    # Timing runs the module: a user's module is timed as a copy, so the forward cannot change it.
-    timed: nn.Module | None = None
-    if latency and isinstance(model, nn.Module):
-        timed = real_copy(model, label, "the latency sweep")
-
-    def build(arch: dict[str, int], shape: tuple[int, ...] | None) -> nn.Module:
-        if isinstance(model, nn.Module):
-            return timed if timed is not None else model
-        with torch.device(run_device):
-            if spec is not None:
-                built: nn.Module = spec.build(input_shape=shape, **fixed, **arch)
-            else:
-                assert callable(model) and not isinstance(model, str)
-                built = model(**fixed, **arch)
-        return built.to(dtype) if dtype is not None else built
-
-    probes: dict[tuple[tuple[str, int], ...], nn.Module | None] = {}
-
-    def probe(arch: dict[str, int]) -> nn.Module | None:
-        # The inputs follow the model as built (--arch image_size=64), read from a meta build.
-        assert spec is not None
-        key = tuple(sorted(arch.items()))
-        if key not in probes:
-            probes[key] = spec.probe(**fixed, **arch)
-        return probes[key]
-
-    def inputs_at(point: dict[str, int]) -> Inputs:
-        if make_inputs is not None:
-            return as_inputs(make_inputs(**point))
-        shape_point = {k: v for k, v in point.items() if k in SHAPE_AXES}
-        if inputs is not None:
-            template = as_inputs(inputs)
-        elif spec is not None:  # the registry knows the input kinds (token ids, images, ...)
-            shape = tuple(input_shape) if input_shape is not None else None
-            arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
-            template = spec.example_inputs(
-                shape, device=run_device, dtype=dtype, module=probe(arch)
-            )
-        elif input_shape is not None:
-            template = (torch.randn(tuple(input_shape), dtype=dtype, device=run_device),), {}
-        else:
-            raise ValueError("give inputs=, input_shape= or make_inputs= to sweep a module")
-        resized: Inputs = map_tensors(template, lambda t: _resize(t, shape_point, dims))
-        return resized
-
-    series: list[SweepSeries] = []
-    for axis in swept:
-        values = axes[axis]
-        points: list[SweepPoint] = []
-        for i, value in enumerate(values, start=1):
-            if progress is not None:
-                progress(f"{axis}={value} ({i} of {len(values)})")
-            point = {**base, axis: value}
-            arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
-            batch = inputs_at(point)
-            shapes = _shapes(batch)
-            module = build(arch, tuple(shapes[0]) if shapes else None)
-            prof = profile_model(module, inputs=_for_profile(batch), name=label)
-            stats = time_forward(module, batch, rounds=rounds, warmup=warmup) if latency else None
-            points.append(SweepPoint(
-                axis=axis, value=value, input_shapes=shapes,
-                params=prof.total_params, flops=prof.total_flops, macs=prof.total_macs,
-                memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
-                latency_ms=stats.median if stats is not None else None, latency=stats,
-                module_flops=_module_flops(prof.layers),
-            ))
-        series.append(_series(axis, values, points))
-    return SweepResult(model=label, base=base if len(axes) > 1 else {}, series=series)
+    return fixed
 
 
 def _series(axis: str, values: list[int], points: list[SweepPoint]) -> SweepSeries:

@@ -400,3 +400,11 @@ def test_list_is_a_screenful_per_source_unless_asked_for_all(capsys: Capsys) -> 
     assert timm.splitlines()[2].startswith("timm (")
     code, _, err = _run(capsys, "list", "--source", "tim")
     assert code == 2 and "did you mean 'timm'?" in err
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("histroy", "history"), ("becnh", "bench")])
+def test_a_mistyped_command_gets_did_you_mean(capsys: Capsys, typo: str, meant: str) -> None:
+    assert main([typo, "resnet18"]) == 2
+    err = capsys.readouterr().err
+    assert f"did you mean '{meant}'" in err
+    assert len(err.strip().splitlines()) <= 2  # usage line + one error line, no choice list dump

@@ -7,13 +7,15 @@ import torch
 import torchvision
 from torch import nn
 
+from pytest_modelprof.analysis import grouping
 from pytest_modelprof.analysis import partition as part
+from pytest_modelprof.analysis import subgraph_order as order
 from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.zoo import LlamaConfig, LlamaDecoder
 
 
-def _naive_depends_on(groups: list[part._Group], start: int, target: int) -> bool:
+def _naive_depends_on(groups: list[order.Group], start: int, target: int) -> bool:
     # The reference: search everything `start` depends on (quadratic in depth overall).
     seen, stack = {start}, [start]
     while stack:
@@ -50,21 +52,13 @@ def test_pruned_cycle_check_partitions_like_the_full_search(
     capture = _capture(name)
     fast = part.partition(capture)
     # Every dependency is ordered below its dependant, and the orders are a permutation.
-    ops = capture.ops
-    root = part.view_roots(ops)
-    free = [part.is_view_like(op) or op.family == "creation" for op in ops]
-    for op in ops:
-        if op.family == "creation" or (part.is_view_like(op) and root[op.index] >= 0
-                                       and free[root[op.index]]):
-            root[op.index] = -1
-    outputs = {root[i] for i in capture.output_ops if root[i] >= 0}
-    groups, _ = part._group_ops(ops, root, free, outputs)
+    groups, _ = grouping.group_ops(capture.ops, grouping.flow_of(capture))
     assert sorted(g.order for g in groups) == list(range(len(groups)))
     assert all(groups[d].order < g.order for g in groups for d in g.deps)
     assert all(g.dependants == {x for x, h in enumerate(groups) if i in h.deps}
                for i, g in enumerate(groups))
     # The same subgraphs as with the exhaustive search.
-    monkeypatch.setattr(part, "_depends_on", _naive_depends_on)
+    monkeypatch.setattr(grouping, "depends_on", _naive_depends_on)
     slow = part.partition(capture)
     assert [(s.ops, s.depends_on, s.stage) for s in fast.subgraphs] == [
         (s.ops, s.depends_on, s.stage) for s in slow.subgraphs
@@ -80,10 +74,10 @@ def test_the_order_stays_topological_and_the_pruned_search_is_exact(seed: int) -
     import random
 
     rng = random.Random(seed)
-    groups: list[part._Group] = []
+    groups: list[order.Group] = []
     for step in range(120):
         if not groups or rng.random() < 0.6:
-            new = part._Group("x", "chain", [step], ["x"], order=len(groups))
+            new = order.Group("x", "chain", [step], ["x"], order=len(groups))
             groups.append(new)
             g = len(groups) - 1
             deps = {rng.randrange(g) for _ in range(rng.randint(0, 2))} if g else set()
@@ -91,11 +85,11 @@ def test_the_order_stays_topological_and_the_pruned_search_is_exact(seed: int) -
             g = rng.randrange(len(groups))
             deps = {rng.randrange(len(groups)) for _ in range(rng.randint(1, 2))} - {g}
             deps = {h for h in deps if not _naive_depends_on(groups, h, g)}
-        part._add_deps(groups, g, deps)
+        order.add_deps(groups, g, deps)
         assert sorted(x.order for x in groups) == list(range(len(groups)))
         assert all(groups[d].order < x.order for x in groups for d in x.deps)
     pairs = [(a, b) for a in range(len(groups)) for b in range(len(groups)) if a != b]
     assert all(
-        part._depends_on(groups, a, b) == _naive_depends_on(groups, a, b) for a, b in pairs
+        order.depends_on(groups, a, b) == _naive_depends_on(groups, a, b) for a, b in pairs
     )
     assert any(_naive_depends_on(groups, a, b) for a, b in pairs)  # not a trivial graph

@@ -194,6 +194,7 @@ def test_compat_private_apis_smoke() -> None:
     real = torch.ones(4)
     assert _compat.has_data(real) and not _compat.has_data(t)
     assert not _compat.has_data(torch.empty(2, device="meta"))
+    assert _compat.view_base(real[1:]) is real and _compat.view_base(real) is None
     # Our shape rule of aten._grouped_mm, for the meta kernel that refuses float32 (torch 2.14).
     rule = _compat.own_meta_rule(torch.ops.aten._grouped_mm.default)
     assert _compat.own_meta_rule(torch.ops.aten.mm.default) is None
