@@ -86,21 +86,23 @@ def _tensors(obj: Any, seen: set[int]) -> Iterator[torch.Tensor]:
     seen.add(id(obj))
     if isinstance(obj, torch.Tensor):
         yield obj
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        for item in obj:
-            yield from _tensors(item, seen)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _tensors(item, seen)
-    elif isinstance(obj, nn.Module) or isinstance(obj, (str, bytes, int, float, bool)):
-        return  # a cache that points back at a layer holds no cache of that layer's weights
-    else:
-        attrs = getattr(obj, "__dict__", None)
-        if isinstance(attrs, dict):
-            yield from _tensors(attrs, seen)  # the object's own dict: alive, so its id is too
-        for slot in getattr(type(obj), "__slots__", ()):
-            if hasattr(obj, slot):
-                yield from _tensors(getattr(obj, slot), seen)
+        return
+    for child in _children(obj):
+        yield from _tensors(child, seen)
+
+
+def _children(obj: Any) -> list[Any]:
+    """What a container or an object holds (its own dict is alive, so its id stays unique)."""
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return list(obj)
+    if isinstance(obj, dict):
+        return list(obj.values())
+    if isinstance(obj, (nn.Module, str, bytes, int, float, bool)):
+        return []  # a cache that points back at a layer holds no cache of that layer's weights
+    attrs = getattr(obj, "__dict__", None)
+    held: list[Any] = [attrs] if isinstance(attrs, dict) else []
+    slots = getattr(type(obj), "__slots__", ())
+    return held + [getattr(obj, s) for s in slots if hasattr(obj, s)]
 
 
 def cache_bytes(cache: Any) -> int:

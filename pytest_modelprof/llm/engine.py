@@ -22,7 +22,7 @@ from torch import nn
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.capture.kernels import canonical_kernels
 from pytest_modelprof.capture.plan import Subject, make_subject, resolve_dtype
-from pytest_modelprof.capture.record import Capture
+from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.capture.run import module_dtype
 from pytest_modelprof.capture.standin import empty_standins, standin_copy
 from pytest_modelprof.capture.tracer import Tracer
@@ -238,36 +238,29 @@ def _active_weight_bytes(module: nn.Module, capture: Capture) -> tuple[int, bool
     experts per token; at batch 1 they are distinct).
     """
     params = dict(module.named_parameters())
-    carried: dict[int, set[str]] = {}
+    carried: dict[int, set[str]] = {}  # view op -> the parameters it is a view of
     share: dict[str, tuple[int, int]] = {}  # name -> (parts read, parts): experts, rows
-    grouped = False
     for op in capture.ops:
-        names = set(op.params)
-        for src in op.input_producers:
-            if src >= 0 and src in carried:
-                names |= carried[src]
+        names = set(op.params).union(*(carried.get(src, ()) for src in op.input_producers))
         if op.is_view:
-            if names:
-                carried[op.index] = names
+            carried[op.index] = names
             continue
-        for n in names:
-            p = params.get(n)
-            if p is None:
-                continue
-            part = (1, 1)
-            tokens = op.inputs[0].shape if op.inputs else ()
-            if "_grouped_mm" in op.op and p.ndim == 3 and len(tokens) == 2:
-                experts, rows = int(p.shape[0]), int(tokens[0])
-                part = (min(experts, rows), experts)
-                grouped = True
-            elif op.op.startswith("aten.embedding") and p.ndim == 2 and len(op.inputs) > 1:
-                looked_up = prod(op.inputs[1].shape)  # one row per token id
-                part = (min(int(p.shape[0]), looked_up), int(p.shape[0]))
+        for n in names & params.keys():
+            part = _part_read(op, params[n])
             old = share.get(n)
             if old is None or part[0] * old[1] > old[0] * part[1]:
                 share[n] = part
-    total = 0
-    for n, (read, of) in share.items():
-        p = params[n]
-        total += p.numel() * p.element_size() // of * read
+    total = sum(params[n].nbytes // of * read for n, (read, of) in share.items())
+    grouped = any(of > 1 and params[n].ndim == 3 for n, (_, of) in share.items())
     return total, grouped
+
+
+def _part_read(op: OpRecord, p: torch.Tensor) -> tuple[int, int]:
+    """(parts read, parts) of parameter ``p`` by ``op``: experts, embedding rows, else all."""
+    tokens = op.inputs[0].shape if op.inputs else ()
+    if "_grouped_mm" in op.op and p.ndim == 3 and len(tokens) == 2:
+        return min(int(p.shape[0]), int(tokens[0])), int(p.shape[0])
+    if op.op.startswith("aten.embedding") and p.ndim == 2 and len(op.inputs) > 1:
+        looked_up = prod(op.inputs[1].shape)  # one row per token id
+        return min(int(p.shape[0]), looked_up), int(p.shape[0])
+    return 1, 1

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.collector import Evidence, Measure
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.collector import Evidence, Measure
 
 __all__ = ["measure"]
 
@@ -30,4 +31,3 @@ def measure(call: Measure) -> Evidence | None:
     costs = profile_llm(request.model, dtype=request.dtype, **options)
     evidence: dict[str, Any] = costs.model_dump(mode="json")
     return evidence
-
