@@ -387,6 +387,20 @@ class Tracer:
             if gc_was_enabled:
                 gc.enable()
 
+    @contextmanager
+    def running_only(self) -> Iterator[Tracer]:
+        """Run ops through the dispatch hook (meta-kernel cache, own shape rules), record none.
+
+        For a pass whose state is needed but whose cost is not (an LLM's cache filled to the
+        context length before the counted decode step): it runs exactly as a counted pass would.
+        """
+        self._paused = True
+        try:
+            with self.tracing():
+                yield self
+        finally:
+            self._paused = False
+
     def finish(self) -> Capture:
         """Compute lifetimes, peak and uncalled modules; return the capture."""
         for index, buf_id in self._aux:

@@ -29,6 +29,7 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
 )
 from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
     "FVCORE_KEYS",
@@ -75,11 +76,11 @@ LIMIT_NAMES: Final[tuple[str, ...]] = (
 #: ``dtype``, ``mode``, ``include_backward`` and ``strict`` go to ``profile_model``).
 MARKER_ARGS: Final = (
     "model", "input_shape", "inputs", "device", "name", "sweep",
-    "dtype", "mode", "include_backward", "strict",
+    "dtype", "mode", "include_backward", "strict", "llm",
 )
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
-    "dtype=None, mode='auto', include_backward=False, strict=False, "
+    "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, "
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
@@ -257,6 +258,7 @@ class ProfileRequest:
     mode: str = "auto"
     include_backward: bool = False
     strict: bool = False
+    llm: tuple[tuple[str, Any], ...] | None = None  # the marker's llm= (serving costs)
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``profile_model`` this request sets."""
@@ -316,7 +318,7 @@ class MarkerSpec:
     device: str | None
     limits: Limits
     sweep: Mapping[str, list[int]] | None = None
-    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, backward, strict
+    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, backward, strict, llm
 
 
 def _why(exc: BaseException) -> str:
@@ -496,6 +498,8 @@ def resolve_marker(
         device = str(device)  # torch.device("cpu") -> "cpu"
     input_shape = parse_input_shape(values.get("input_shape"), source)
     capture = parse_capture_options(values, source)
+    if values.get("llm") is not None:  # serving costs; a fixture call inherits it as capture does
+        capture["llm"] = parse_llm(values["llm"], source)
     limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.

@@ -34,6 +34,14 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_recompiles",
         "max_kernels_delta",
         "max_compile_time_delta",
+        # LLM serving costs (the marker's llm=)
+        "max_kv_cache_bytes_delta",
+        "max_kv_cache_bytes",
+        "max_decode_flops_delta",
+        "max_decode_flops",
+        "max_prefill_flops_delta",
+        "max_decode_flops_growth_delta",
+        "max_decode_flops_growth_exponent",
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 
