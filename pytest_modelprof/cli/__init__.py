@@ -23,6 +23,7 @@ from pytest_modelprof.cli import (
     fvcore,
     graph,
     listing,
+    memory,
     merge,
     partition,
     profile,
@@ -39,6 +40,7 @@ __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 COMMANDS: tuple[Command, ...] = (
     profile.COMMAND,
     bench.COMMAND,
+    memory.COMMAND,
     listing.COMMAND,
     fvcore.COMMAND,
     sweep_command.COMMAND,
