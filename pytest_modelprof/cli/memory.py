@@ -269,7 +269,9 @@ COMMAND = Command(
     examples="""\
   modelprof memory resnet50 --train --batch 64 --gpu t4-16gb
   modelprof memory hf:gpt2 --train --optimizer adamw:fused --precision bf16-mixed --seq-len 1024
-  modelprof memory hf:llama --arch num_hidden_layers=80,hidden_size=8192,intermediate_size=28672,num_attention_heads=64,num_key_value_heads=8 --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --devices 8 --shard zero3
+  modelprof memory hf:llama --arch num_hidden_layers=80,hidden_size=8192 \\
+      --arch intermediate_size=28672,num_attention_heads=64,num_key_value_heads=8 \\
+      --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --devices 8 --shard zero3
   modelprof memory resnet18 --gpu 8GB --json""",
     add_arguments=_add_memory_arguments,
     run=_run_memory,
