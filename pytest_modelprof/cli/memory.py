@@ -175,12 +175,13 @@ def _run_memory(args: argparse.Namespace) -> int:
 
     estimate = at(args.batch)
     searchable = not args.no_largest_batch
+    start = estimate.input_shapes[0][0] if estimate.input_shapes else 1
 
     def peak_at(batch: int) -> int:
         return at(batch).peak_bytes
 
     fits = [
-        fit_on(label, capacity, estimate.peak_bytes, peak_at if searchable else None)
+        fit_on(label, capacity, estimate.peak_bytes, peak_at if searchable else None, start)
         for label, capacity in capacities
     ]
     out(document(estimate, fits) if args.json else render_memory(estimate, fits))

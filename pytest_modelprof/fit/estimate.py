@@ -25,7 +25,7 @@ from pytest_modelprof.capture.classify import short
 from pytest_modelprof.capture.standin import cloned_standins, empty_standins, standin_copy
 from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
 from pytest_modelprof.fit.options import StepOptions
-from pytest_modelprof.fit.shard import sharded_peak
+from pytest_modelprof.fit.shard import scaled_components, sharded_peak
 from pytest_modelprof.fit.step import StepLog, tracked_step
 
 __all__ = ["MemoryEstimate", "PeakMoment", "estimate_memory", "measure_step_memory"]
@@ -64,6 +64,7 @@ class MemoryEstimate(BaseModel):
     breakdown: dict[str, int]
     peak_at: PeakMoment
     single_device_peak_bytes: int
+    model_states: dict[str, int]
     parameter_count: int
     ops: int
     notes: list[str]
@@ -106,10 +107,24 @@ def summarize(
         breakdown=peak.breakdown,
         peak_at=moment,
         single_device_peak_bytes=single,
+        model_states=model_states(log, options),
         parameter_count=params,
         ops=t.ops,
         notes=notes,
     )
+
+
+def model_states(log: StepLog, options: StepOptions) -> dict[str, int]:
+    """Parameters, gradients and optimizer state after the step, per device (what ZeRO
+    divides and DeepSpeed's estimator counts)."""
+    totals = {"parameters": log.static["parameters"], "gradients": 0, "optimizer_state": 0}
+    for a in log.tracker.log:
+        category = log.categories[id(a)]
+        if category in totals:
+            totals[category] += a.nbytes
+    scaled = scaled_components(options.shard)
+    n = options.devices
+    return {k: (-(-v // n) if k in scaled else v) for k, v in totals.items()}
 
 
 def _moment_at(log: StepLog, clock: int) -> PeakMoment:
@@ -164,6 +179,13 @@ def estimate_memory(
         notes = [f"{m} tensors"] + [f"{f} (fell back)" for f in failures]
         params = sum(p.numel() for p in source.parameters())
         return summarize(log, opts, model=label, mode=m, inputs=used, params=params, notes=notes)
+    texts = {f.partition(": ")[2] for f in failures}
+    if len(texts) == 1:  # every mode refused alike: the model's or the input's own error
+        raise ModelInputError(
+            f"{label}: the step failed on tensors without data: {texts.pop()} (the same in "
+            f"{' and '.join(modes)} mode). Check the inputs (shape, dtype; token ids are "
+            "int64: pass inputs= or a named model) and the options."
+        )
     raise ModelBuildError(
         f"{label}: the step could not run without data ({'; '.join(failures)}). The estimate "
         "never allocates the model: fix what the message names, or measure a real step with "

@@ -32,17 +32,19 @@ class Fit(BaseModel):
 
 
 def largest_batch(peak_at: Callable[[int], int], capacity: int, start: int = 1) -> int:
-    """The largest batch whose peak fits ``capacity`` (0: not even batch 1); ``peak_at`` is
-    monotone in the batch and cached by the caller."""
-    if peak_at(1) > capacity:
-        return 0
-    lo = 1  # fits
+    """The largest batch whose peak fits ``capacity`` (0: none); ``peak_at`` is monotone in
+    the batch and cached by the caller. The search starts at ``start``, a batch known to run
+    (batch norm in training refuses a batch of 1)."""
     b = max(start, 1)
-    p1, p2 = peak_at(b), peak_at(2 * b)
+    p1 = peak_at(b)
+    if p1 > capacity:
+        return _bisect(peak_at, capacity, 0, b) if b > 1 else 0
+    p2 = peak_at(2 * b)
     slope = (p2 - p1) / b
     if slope <= 0:
-        return MAX_BATCH if peak_at(MAX_BATCH) <= capacity else _bisect(peak_at, capacity, 1)
-    guess = max(1, min(MAX_BATCH, b + int((capacity - p1) // slope)))
+        return MAX_BATCH if peak_at(MAX_BATCH) <= capacity else _bisect(peak_at, capacity, b)
+    guess = max(b, min(MAX_BATCH, b + int((capacity - p1) // slope)))
+    lo = b  # fits
     if peak_at(guess) <= capacity:
         if guess == MAX_BATCH or peak_at(guess + 1) > capacity:
             return guess
@@ -54,20 +56,19 @@ def largest_batch(peak_at: Callable[[int], int], capacity: int, start: int = 1) 
             return hi
     else:
         hi = guess
-    while hi - lo > 1:  # invariant: lo fits, hi does not
-        mid = (lo + hi) // 2
-        if peak_at(mid) <= capacity:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _bisect(peak_at, capacity, lo, hi)
 
 
-def _bisect(peak_at: Callable[[int], int], capacity: int, lo: int) -> int:
-    hi = MAX_BATCH
+def _bisect(peak_at: Callable[[int], int], capacity: int, lo: int, hi: int = MAX_BATCH) -> int:
+    """Largest batch in ``[lo, hi)`` that fits; ``lo`` fits (0 always does), ``hi`` does not.
+    A batch the model refuses (batch norm's batch of 1 in training) counts as not fitting."""
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if peak_at(mid) <= capacity:
+        try:
+            fits = peak_at(mid) <= capacity
+        except Exception:
+            fits = False
+        if fits:
             lo = mid
         else:
             hi = mid
@@ -79,10 +80,11 @@ def fit_on(
     capacity: int,
     peak_bytes: int,
     peak_at: Callable[[int], int] | None,
+    start: int = 1,
 ) -> Fit:
     """The verdict of a peak on one device; ``peak_at`` (None: no batch search) finds the
     largest batch."""
-    best = largest_batch(peak_at, capacity) if peak_at is not None else None
+    best = largest_batch(peak_at, capacity, start) if peak_at is not None else None
     return Fit(
         device=device,
         capacity_bytes=capacity,
