@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from pytest_modelprof.compile.health import CompileHealth
+from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
 
 if TYPE_CHECKING:

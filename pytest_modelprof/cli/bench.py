@@ -134,8 +134,8 @@ def _ms(value: float) -> str:
 
 def render_bench(run: BenchRun, *, top: int = 10) -> str:
     """The bench document as a short report, with the slowest modules."""
-    from pytest_modelprof.report.fit import fit_line
     from pytest_modelprof.runtime.module_timing import format_module_times
+    from pytest_modelprof.textfit import fit_line
     from pytest_modelprof.units import format_bytes, format_count
 
     doc = run.report

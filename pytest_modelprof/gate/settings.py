@@ -92,8 +92,8 @@ _OFF: Final = frozenset({"off", "ignore", "none", "false"})
 
 
 def limit_names() -> tuple[str, ...]:
-    """:data:`LIMIT_NAMES` plus the limits of metrics registered since start-up."""
-    extra = tuple(k for k in LIMIT_KEYS if k not in LIMIT_NAMES)
+    """:data:`LIMIT_NAMES` plus the limits of the session's own metrics (the active set)."""
+    extra = tuple(k for k in (*LIMIT_KEYS, *GROWTH_LIMITS) if k not in LIMIT_NAMES)
     return (*LIMIT_NAMES, *extra)
 
 

@@ -455,8 +455,8 @@ def bench(
     ``input_shape`` defaults to the model's own; ``batch`` replaces its first dimension.
     Extra keyword arguments go to the model builder.
     """
+    from pytest_modelprof.capture.real import real_model_and_inputs
     from pytest_modelprof.models import resolve
-    from pytest_modelprof.profile import real_model_and_inputs
 
     spec = resolve(model)
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
