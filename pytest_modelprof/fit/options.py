@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pytest_modelprof.errors import ModelprofError
 
 __all__ = [
+    "STEP_KEYS",
+    "step_pairs",
+    "step_options",
     "OPTIMIZERS",
     "OPTIMIZER_IMPLS",
     "PRECISIONS",
@@ -27,6 +31,9 @@ OPTIMIZER_IMPLS = ("for-loop", "foreach", "fused")
 PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
 #: Data-parallel sharding of the model states over ``devices`` (README "Will it fit?").
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp")
+
+#: The marker's step arguments.
+STEP_KEYS = ("optimizer", "precision", "devices", "shard")
 
 Precision = Literal["fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed"]
 
@@ -47,6 +54,32 @@ def parse_optimizer(value: str) -> tuple[str, str | None]:
     return (
         choose("optimizer", name, OPTIMIZERS),
         choose("optimizer implementation", impl, OPTIMIZER_IMPLS) if impl else None,
+    )
+
+
+def step_pairs(
+    values: Mapping[str, object], source: str, error: type[Exception] = ModelprofError
+) -> tuple[tuple[str, Any], ...]:
+    """A marker's ``optimizer``, ``precision``, ``devices``, ``shard`` checked, as sorted pairs
+    (for ``ProfileRequest.step``); a bad value raises ``error`` naming ``source``."""
+    given = {k: values[k] for k in STEP_KEYS if values.get(k) is not None}
+    try:
+        step_options(given)
+    except ModelprofError as exc:
+        raise error(f"{source}: {exc}") from None
+    return tuple(sorted(given.items()))
+
+
+def step_options(given: Mapping[str, Any], *, train: bool = True) -> StepOptions:
+    """The :class:`StepOptions` of ``step_pairs``' values (defaults for the others)."""
+    name, impl = parse_optimizer(str(given.get("optimizer", "adamw")))
+    return StepOptions(
+        train=train,
+        optimizer=name,
+        optimizer_impl=impl or "foreach",
+        precision=str(given.get("precision", "fp32")),
+        devices=given.get("devices", 1),
+        shard=str(given.get("shard", "none")) if train else "none",
     )
 
 

@@ -29,6 +29,7 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
 )
 from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
 
 __all__ = [
     "FVCORE_KEYS",
@@ -72,14 +73,15 @@ LIMIT_NAMES: Final[tuple[str, ...]] = (
     *GROWTH_LIMITS,
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
-#: ``dtype``, ``mode``, ``include_backward`` and ``strict`` go to ``profile_model``).
+#: ``dtype``, ``mode``, ``include_backward``, ``strict`` go to ``profile_model``, STEP_ARGS to fit).
 MARKER_ARGS: Final = (
     "model", "input_shape", "inputs", "device", "name", "sweep",
-    "dtype", "mode", "include_backward", "strict",
+    "dtype", "mode", "include_backward", "strict", *STEP_ARGS,
 )
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
-    "dtype=None, mode='auto', include_backward=False, strict=False, "
+    "dtype=None, mode='auto', include_backward=False, strict=False, optimizer='adamw', "
+    "precision='fp32', devices=1, shard='none', "
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
@@ -257,6 +259,8 @@ class ProfileRequest:
     mode: str = "auto"
     include_backward: bool = False
     strict: bool = False
+    # optimizer, precision, devices, shard of the memory metrics' step, as sorted pairs
+    step: tuple[tuple[str, Any], ...] = ()
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``profile_model`` this request sets."""
@@ -297,6 +301,10 @@ def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str
             if not isinstance(raw, bool):
                 raise SettingsError(f"{source}: {key}={raw!r} must be True or False")
             out[key] = raw
+    if any(values.get(k) is not None for k in STEP_ARGS):
+        from pytest_modelprof.fit.options import step_pairs
+
+        out["step"] = step_pairs(values, source, SettingsError)
     return out
 
 
