@@ -79,6 +79,7 @@ def test_a_bad_step_option_names_the_marker(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*marker on test_bad.py::test_bad: unknown precision 'bf16mix'; did you mean 'bf16-mixed'*"
+            "*marker on test_bad.py::test_bad: unknown precision 'bf16mix';"
+            " did you mean 'bf16-mixed'*"
         ]
     )
