@@ -55,6 +55,12 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         "forward under autocast; default fp32)",
     )
     p.add_argument(
+        "--checkpointing",
+        action="store_true",
+        help="turn on the model's own activation checkpointing (transformers' "
+        "activation_checkpointing_enable) for the training step",
+    )
+    p.add_argument(
         "--batch",
         type=parse_positive,
         metavar="N",
@@ -148,6 +154,7 @@ def _run_memory(args: argparse.Namespace) -> int:
         precision=args.precision,
         devices=args.devices,
         shard=args.shard,
+        checkpointing=args.checkpointing,
     )
     if options.devices > 1 and options.shard == "none":
         raise ModelprofError(

@@ -93,6 +93,9 @@ class StepOptions:
     precision: str = "fp32"
     devices: int = 1
     shard: str = "none"
+    #: Turn on the model's own activation checkpointing (transformers'
+    #: ``gradient_checkpointing_enable``) on the copy that runs.
+    checkpointing: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "optimizer", choose("optimizer", self.optimizer, OPTIMIZERS))

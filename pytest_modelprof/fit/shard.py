@@ -80,7 +80,9 @@ def sharded_peak(log: StepLog, shard: str, devices: int) -> ShardedPeak:
         value = sum(_div(v, n) if k in scaled else v for k, v in parts.items())
         return value + (gathered if clock <= backward_end else 0)
 
-    best, best_clock = sum(static.values()), 0
+    # Before the first op only the static parts exist, divided like the rest.
+    best_clock = 0
+    best = sum(_div(v, n) if k in scaled else v for k, v in static.items())
     i = 0
     while i < len(events):
         clock = events[i][0]

@@ -26,11 +26,19 @@ from torch import nn
 
 from pytest_modelprof._compat import storage_key
 from pytest_modelprof._tensors import Inputs, backward, call_model, default_loss, flat_tensors
+from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.tracker import NEVER, Allocation, LifetimeTracker, module_scopes
 from pytest_modelprof.runtime.memory import storage_bytes
 
-__all__ = ["COMPONENTS", "StepLog", "tracked_step", "make_optimizer", "category_of"]
+__all__ = [
+    "COMPONENTS",
+    "StepLog",
+    "tracked_step",
+    "make_optimizer",
+    "category_of",
+    "enable_checkpointing",
+]
 
 #: Breakdown keys, in the order reports list them.
 COMPONENTS = (
@@ -114,6 +122,8 @@ def tracked_step(
     ``model`` is a copy of the caller's: its ``training`` flag and ``.grad`` are set here.
     """
     loss_of = loss_fn or default_loss
+    if options.checkpointing:
+        enable_checkpointing(model)
     model.train(options.train)
     params = [p for p in model.parameters() if p.requires_grad]
     for p in params:
@@ -143,6 +153,23 @@ def tracked_step(
             tracker.finish()
         categories = _categorize(tracker, model, opt)
     return StepLog(tracker, categories, static, _largest_unit(model))
+
+
+def enable_checkpointing(model: nn.Module) -> None:
+    """The model's own activation checkpointing, non-reentrant (as torch recommends)."""
+    kwargs = {"use_reentrant": False}
+    enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.3
+    if callable(enable):
+        enable(activation_checkpointing_kwargs=kwargs)
+        return
+    enable = getattr(model, "gradient_checkpointing_enable", None)
+    if not callable(enable):
+        raise ModelprofError(
+            f"{type(model).__name__} has no activation_checkpointing_enable() nor "
+            "gradient_checkpointing_enable(); checkpointing counts as the model runs it: "
+            "wrap its blocks in torch.utils.checkpoint.checkpoint"
+        )
+    enable(gradient_checkpointing_kwargs=kwargs)
 
 
 def category_of(a: Allocation, grads: set[int], state: set[int], forward_end: int) -> str:

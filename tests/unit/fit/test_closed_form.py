@@ -72,3 +72,20 @@ def test_fused_adamw_runs_without_data() -> None:
     est = estimate_memory(model, inputs=IDS, options=opts)
     n = sum(p.numel() for p in model.parameters())
     assert est.model_states["optimizer_state"] >= 8 * n
+
+
+def test_a_sharded_peak_is_found_below_the_unsharded_weights() -> None:
+    """Regression: with checkpointing-like small activations, every moment of a ZeRO-3 step is
+    below the unsharded weights; the peak must still be a moment of the step, whose parts
+    add up to it (it once stayed at the weights' full size, at no op)."""
+    with torch.device("meta"):  # many small layers: one gathered layer is far below all weights
+        model = LlamaDecoder(
+            LlamaConfig(vocab=256, dim=64, layers=16, heads=4, kv_heads=2, ffn=128, max_seq=32)
+        )
+    opts = StepOptions(devices=64, shard="zero3")
+    est = estimate_memory(model, inputs={"input_ids": IDS["input_ids"][:, :4]}, options=opts)
+    n = sum(p.numel() for p in model.parameters())
+    assert est.peak_bytes == sum(est.breakdown.values())
+    assert est.peak_at.op.startswith("aten::")
+    assert est.breakdown["parameters"] == -(-4 * n // 64)
+    assert est.peak_bytes < 4 * n  # below the unsharded weights

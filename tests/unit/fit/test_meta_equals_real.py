@@ -241,3 +241,31 @@ def test_the_model_is_never_touched() -> None:
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     assert all(p.grad is None for p in model.parameters())
     assert model.body[1].num_batches_tracked.item() == 0
+
+
+def test_hf_checkpointing_bounded_by_the_attention_mask() -> None:
+    """transformers' own checkpointing (``activation_checkpointing_enable``): not exact, and
+    why: on real tensors transformers sees the causal mask is plain and passes none to
+    attention; on fake tensors it cannot look and builds the (batch, 1, seq, seq) mask per
+    layer call (``where``, ``clone``): the estimate is higher, by those few mask tensors
+    (13 bytes per (sample, query, key) here; bound 16), and lower than without checkpointing."""
+    torch.manual_seed(0)
+    model, ids = _llama(), _ids()
+    batch, seq = ids["input_ids"].shape
+    plain = StepOptions(optimizer="none")
+    options = StepOptions(optimizer="none", checkpointing=True)
+    real = measure_step_memory(model, ids, options=options)
+    est = estimate_memory(model, inputs=ids, options=options)
+    assert real.peak_bytes <= est.peak_bytes <= real.peak_bytes + 16 * batch * seq * seq
+    assert (
+        est.breakdown["activations"]
+        < estimate_memory(model, inputs=ids, options=plain).breakdown["activations"]
+    )
+    assert not model.is_activation_checkpointing  # switched on in the copy that ran
+
+
+def test_checkpointing_needs_the_models_own_switch() -> None:
+    from pytest_modelprof.errors import ModelprofError
+
+    with pytest.raises(ModelprofError, match="wrap its blocks in torch.utils.checkpoint"):
+        estimate_memory(SmallCNN(), inputs=_image(), options=StepOptions(checkpointing=True))
