@@ -4,7 +4,9 @@ Per device, with ``/N`` rounded up:
 
 * ``zero1``: optimizer state, and the optimizer update's temporaries, ``/N``;
 * ``zero2``: and gradients ``/N``;
-* ``zero3`` and ``fsdp`` (full shard): and parameters ``/N``; during forward and backward
+* ``zero3`` and ``fsdp`` (full shard): and parameters ``/N``, and their cast copies (the
+  weights autocast keeps in low precision, which a sharded step holds a unit at a time);
+  during forward and backward
   each device also holds the largest unit's parameters gathered twice (the unit running and
   the next one prefetched) and that unit's full gradients (before the reduce-scatter).
 
@@ -18,8 +20,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_modelprof.fit.step import COMPONENTS, StepLog
+from pytest_modelprof.fit.tracker import Allocation
 
 __all__ = ["ShardedPeak", "sharded_peak", "scaled_components"]
+
+
+_APART = ("optimizer_transient", "param_copy_transient", "param_copy_activations")
+_FULL = (
+    "optimizer_state",
+    "optimizer_transient",
+    "gradients",
+    "parameters",
+    "param_copy_transient",
+    "param_copy_activations",
+)
 
 
 def scaled_components(shard: str) -> frozenset[str]:
@@ -29,8 +43,8 @@ def scaled_components(shard: str) -> frozenset[str]:
             "none": (),
             "zero1": ("optimizer_state", "optimizer_transient"),
             "zero2": ("optimizer_state", "optimizer_transient", "gradients"),
-            "zero3": ("optimizer_state", "optimizer_transient", "gradients", "parameters"),
-            "fsdp": ("optimizer_state", "optimizer_transient", "gradients", "parameters"),
+            "zero3": _FULL,
+            "fsdp": _FULL,
         }[shard]
     )
 
@@ -59,19 +73,22 @@ def sharded_peak(log: StepLog, shard: str, devices: int) -> ShardedPeak:
         unit_params, unit_grads = log.unit_bytes
         gathered = 2 * unit_params + unit_grads
 
-    # The component of an update temporary is "transient"; sharding treats it apart.
-    def key(a_id: int, phase: str) -> str:
-        cat = log.categories[a_id]
-        return "optimizer_transient" if cat == "transient" and phase == "optimizer" else cat
+    # An update temporary is "transient", and a parameter's cast copy (autocast's weight
+    # cache) "transient" or "activations"; sharding divides them apart from the rest.
+    def key(a: Allocation) -> str:
+        cat = log.categories[id(a)]
+        if a.param_copy and cat in ("transient", "activations"):
+            return f"param_copy_{cat}"
+        return "optimizer_transient" if cat == "transient" and a.phase == "optimizer" else cat
 
     events: list[tuple[int, int, str, int]] = []  # clock, order, component, +/- bytes
     for a in tracker.log:
-        comp = key(id(a), a.phase)
+        comp = key(a)
         events.append((a.born, 1, comp, a.nbytes))
         if a.freed < (1 << 62):
             events.append((a.freed, 0, comp, -a.nbytes))
     events.sort(key=lambda e: (e[0], e[1]))
-    running = dict.fromkeys((*COMPONENTS, "optimizer_transient"), 0)
+    running = dict.fromkeys((*COMPONENTS, *_APART), 0)
     static = dict(log.static)
     backward_end = tracker.phase_end.get("backward", tracker.phase_end.get("forward", 0))
 
@@ -97,19 +114,15 @@ def sharded_peak(log: StepLog, shard: str, devices: int) -> ShardedPeak:
             if value > best:
                 best, best_clock = value, clock
     parts = log.breakdown_at(best_clock)
-    # Update temporaries are transient; under sharding they are divided like the state.
-    opt_tmp = sum(
-        a.nbytes
-        for a in tracker.live_at(best_clock)
-        if a.phase == "optimizer" and log.categories[id(a)] == "transient"
-    )
-    breakdown = {}
-    for k in COMPONENTS:
-        v = parts[k]
-        if k == "transient" and "optimizer_transient" in scaled:
-            v = (v - opt_tmp) + _div(opt_tmp, n)
-        elif k in scaled:
-            v = _div(v, n)
-        breakdown[k] = v
+    apart = dict.fromkeys(_APART, 0)
+    for a in tracker.live_at(best_clock):
+        comp = key(a)
+        if comp in apart:
+            apart[comp] += a.nbytes
+    breakdown = {k: _div(v, n) if k in scaled else v for k, v in parts.items()}
+    for comp, nbytes in apart.items():  # counted whole in parts; divide their share only
+        if comp in scaled:
+            home = "transient" if comp.endswith("transient") else "activations"
+            breakdown[home] += _div(nbytes, n) - nbytes
     breakdown["gathered"] = gathered if best_clock <= backward_end else 0
     return ShardedPeak(best, best_clock, breakdown, gathered)

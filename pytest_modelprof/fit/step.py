@@ -135,7 +135,9 @@ def tracked_step(
         "buffers": storage_bytes(model.buffers()),
         "inputs": storage_bytes(input_tensors),
     }
-    tracker = LifetimeTracker([*model.parameters(), *model.buffers(), *input_tensors])
+    tracker = LifetimeTracker(
+        [*model.parameters(), *model.buffers(), *input_tensors], params=model.parameters()
+    )
     amp = autocast_dtype(options)
     with _collector_paused(), module_scopes(model, tracker.scope):
         with tracker, torch.set_grad_enabled(options.train):

@@ -54,6 +54,8 @@ class Allocation:
     key: int
     freed: int = NEVER
     ref: Any = field(default=None, repr=False)
+    #: A cast copy of a parameter (autocast's weight cache): ZeRO-3 keeps one unit's at a time.
+    param_copy: bool = False
 
 
 class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -62,9 +64,12 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     ``phase`` tags allocations; ``scope`` (a list, innermost last) names the module running.
     """
 
-    def __init__(self, known: Iterable[torch.Tensor] = ()) -> None:
+    def __init__(
+        self, known: Iterable[torch.Tensor] = (), params: Iterable[torch.Tensor] = ()
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self._known = {storage_key(t.untyped_storage()) for t in known}
+        self._params = {storage_key(t.untyped_storage()) for t in params}
         self._live: dict[int, Allocation] = {}
         self.log: list[Allocation] = []
         self.phase: Phase = "forward"
@@ -126,6 +131,7 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
             if nbytes == 0:
                 continue
             rec = Allocation(nbytes, self.clock, self.phase, key)
+            rec.param_copy = self._casts_a_parameter(func, args)
             rec.ref = weakref.ref(st, self._freed_callback(rec))
             self._live[key] = rec
             self.log.append(rec)
@@ -141,6 +147,12 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.peak_phase = self.phase
         self.clock += 1
         return out
+
+    def _casts_a_parameter(self, func: Any, args: tuple[Any, ...]) -> bool:
+        if not self._params or func.__name__.partition(".")[0] != "_to_copy" or not args:
+            return False
+        src = args[0]
+        return isinstance(src, torch.Tensor) and storage_key(src.untyped_storage()) in self._params
 
     def _freed_callback(self, rec: Allocation) -> Any:
         def freed(_: Any) -> None:
