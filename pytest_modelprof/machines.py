@@ -63,3 +63,52 @@ def resolve_machine(machine: str | float | Machine | None) -> Machine:
                 f"unknown machine {machine!r}; use one of {known} or a balance in FLOPs/byte"
             ) from None
     raise TypeError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")
+
+
+# -- memory capacities ("Will it fit?", pytest_modelprof.fit) -----------------------------------
+
+__all__ += ["GPU_MEMORY", "resolve_capacity"]
+
+#: Total device memory per GPU preset, in bytes: the MiB nvidia-smi reports as the card's total
+#: (what the driver, the CUDA context and allocator fragmentation then take is not subtracted).
+GPU_MEMORY: dict[str, int] = {
+    name: mib * 2**20
+    for name, mib in {
+        "t4-16gb": 15_360,
+        "l4-24gb": 23_034,
+        "rtx4090-24gb": 24_564,
+        "a100-40gb": 40_960,
+        "l40s-48gb": 46_068,
+        "a100-80gb": 81_920,
+        "h100-80gb": 81_559,
+        "h200-141gb": 143_771,
+    }.items()
+}
+
+
+def resolve_capacity(gpu: str | int) -> tuple[str, int]:
+    """A GPU preset name or a byte count (``"24GB"``, ``"22GiB"``, ``25769803776``) ->
+    (label, bytes); an unknown name gets "did you mean"."""
+    import difflib
+
+    from pytest_modelprof.units import format_bytes, parse_bytes
+
+    if isinstance(gpu, int) and not isinstance(gpu, bool):
+        if gpu <= 0:
+            raise ValueError(f"a memory capacity must be positive bytes, got {gpu}")
+        return format_bytes(gpu), gpu
+    name = str(gpu).strip().lower()
+    if name in GPU_MEMORY:
+        return name, GPU_MEMORY[name]
+    try:
+        nbytes = int(parse_bytes(name))
+    except ValueError:
+        close = difflib.get_close_matches(name, list(GPU_MEMORY), n=3, cutoff=0.4)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise ValueError(
+            f"unknown GPU {gpu!r}; {hint}use one of {', '.join(GPU_MEMORY)} or a size in "
+            "bytes such as 24GB"
+        ) from None
+    if nbytes <= 0:
+        raise ValueError(f"a memory capacity must be positive bytes, got {gpu!r}")
+    return format_bytes(nbytes), nbytes

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
 from pytest_modelprof.units import format_bytes, format_count, parse_bytes
@@ -371,6 +372,8 @@ _BUILTIN: tuple[Metric, ...] = (
         summary=False,
         collector=LLM,
     ),
+    # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
+    *MEMORY_METRICS,
 )
 
 

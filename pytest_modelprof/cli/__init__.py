@@ -26,6 +26,7 @@ from pytest_modelprof.cli import (
     history,
     listing,
     llm,
+    memory,
     merge,
     partition,
     profile,
@@ -43,6 +44,7 @@ __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 COMMANDS: tuple[Command, ...] = (
     profile.COMMAND,
     bench.COMMAND,
+    memory.COMMAND,
     listing.COMMAND,
     fvcore.COMMAND,
     sweep_command.COMMAND,

@@ -29,6 +29,8 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
 )
 from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
+from pytest_modelprof.gate.shapes import parse_input_shape, parse_sweep
 from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
@@ -73,14 +75,15 @@ LIMIT_NAMES: Final[tuple[str, ...]] = (
     *GROWTH_LIMITS,
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
-#: ``dtype``, ``mode``, ``include_backward`` and ``strict`` go to ``profile_model``).
+#: ``dtype``, ``mode``, ``include_backward``, ``strict`` go to ``profile_model``, STEP_ARGS to fit).
 MARKER_ARGS: Final = (
     "model", "input_shape", "inputs", "device", "name", "sweep",
-    "dtype", "mode", "include_backward", "strict", "llm",
+    "dtype", "mode", "include_backward", "strict", "llm", *STEP_ARGS,
 )
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
-    "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, "
+    "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, optimizer='adamw', "
+    "precision='fp32', devices=1, shard='none', "
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
@@ -259,6 +262,8 @@ class ProfileRequest:
     include_backward: bool = False
     strict: bool = False
     llm: tuple[tuple[str, Any], ...] | None = None  # the marker's llm= (serving costs)
+    # optimizer, precision, devices, shard of the memory metrics' step, as sorted pairs
+    step: tuple[tuple[str, Any], ...] = ()
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``profile_model`` this request sets."""
@@ -299,6 +304,10 @@ def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str
             if not isinstance(raw, bool):
                 raise SettingsError(f"{source}: {key}={raw!r} must be True or False")
             out[key] = raw
+    if any(values.get(k) is not None for k in STEP_ARGS):
+        from pytest_modelprof.fit.options import step_pairs
+
+        out["step"] = step_pairs(values, source, SettingsError)
     return out
 
 
@@ -353,40 +362,6 @@ def _parse_exponent(raw: object) -> float:
     return value
 
 
-def parse_sweep(value: object, source: str) -> dict[str, list[int]] | None:
-    """``{"batch": [1, 8, 32]}``: each axis with two or more increasing positive sizes.
-
-    Besides the shape axes, any builder keyword of a named model is an axis
-    (``{"num_hidden_layers": [2, 4, 8]}``): the model is rebuilt with each value.
-    """
-    if value is None:
-        return None
-    axes = ("batch", "seq_len", "input_size")
-    ok = isinstance(value, Mapping) and bool(value)
-    out: dict[str, list[int]] = {}
-    if isinstance(value, Mapping) and value:
-        for axis, sizes in value.items():
-            named = isinstance(axis, str) and axis.isidentifier()
-            if not named or not isinstance(sizes, Sequence) or isinstance(sizes, str):
-                ok = False
-                break
-            ints = list(sizes)
-            if len(ints) < 2 or not all(isinstance(v, int) and v > 0 for v in ints):
-                ok = False
-                break
-            if sorted(set(ints)) != ints:
-                ok = False
-                break
-            out[str(axis)] = ints
-    if not ok:
-        raise SettingsError(
-            f"{source}: sweep={value!r} is not a sweep; write e.g. sweep={{'batch': [1, 8, 32]}} "
-            f"with axes from {', '.join(axes)} (or a builder keyword of the model, such as "
-            f"num_hidden_layers) and two or more increasing sizes each"
-        )
-    return out
-
-
 def _given(value: object) -> bool:
     return value is not None and value != ""
 
@@ -433,30 +408,6 @@ def resolve_session(
         limits=limits,
         env_strict=flag("env_strict"),
         disable=flag("disable"),
-    )
-
-
-def parse_input_shape(value: object, source: str) -> Any:
-    """``[1, 3, 64, 64]`` -> ``(1, 3, 64, 64)``; several inputs as a tuple of shapes."""
-    if value is None:
-        return None
-
-    def shape(v: object) -> tuple[int, ...] | None:
-        if isinstance(v, Sequence) and not isinstance(v, str) and v:
-            if all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in v):
-                return tuple(v)
-        return None
-
-    single = shape(value)
-    if single is not None:
-        return single
-    if isinstance(value, Sequence) and not isinstance(value, str) and value:
-        many = [shape(v) for v in value]
-        if all(s is not None for s in many):
-            return tuple(many)
-    raise SettingsError(
-        f"{source}: input_shape={value!r} is not a shape; write e.g. (1, 3, 224, 224) "
-        f"or a list of shapes for several inputs"
     )
 
 

@@ -8,7 +8,7 @@ and the environment change; the largest steps also carry a visible label.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from pytest_modelprof.baseline.compare import format_change
@@ -40,31 +40,22 @@ def _anchor(x: float) -> Align:
     return "start" if x < LEFT + 60 else ("end" if x > RIGHT - 60 else "middle")
 
 
-def series_chart(series: MetricSeries, metric: Metric, commits: Sequence[CommitRow],
-                 by_hash: Mapping[str, CommitRow]) -> Chart:
-    """The chart of one series; ``commits`` gives the shared x axis."""
-    title = f"{metric.label} over commits"
-    legend = (LegendItem("hist-line", metric.label), LegendItem("hist-up", "worse"),
-              LegendItem("hist-down", "better"), LegendItem("ridge", "environment changed"))
-    order = {c.hash: i for i, c in enumerate(commits)}
-    span = max(len(commits) - 1, 1)
-
-    def px(commit: str) -> float:
-        return LEFT + order[commit] / span * (RIGHT - LEFT)
-
-    values = [float(p.value) for p in series.points]
+def _value_range(values: Sequence[float]) -> tuple[float, float]:
+    """The y axis: the values with a margin, never below zero for costs that are not."""
     lo, hi = min(values), max(values)
-    if lo == hi:
-        pad = abs(lo) * 0.1 or 1.0
-    else:
-        pad = (hi - lo) * 0.08
-    lo, hi = lo - pad, hi + pad
-    if min(values) >= 0 > lo:
-        lo = 0.0  # a cost is never negative: the axis starts at zero at most
+    pad = (abs(lo) * 0.1 or 1.0) if lo == hi else (hi - lo) * 0.08
+    low = lo - pad
+    return (0.0 if lo >= 0 > low else low), hi + pad  # a cost is never negative
 
-    def py(value: float) -> float:
-        return BOTTOM - (value - lo) / (hi - lo) * (BOTTOM - TOP)
 
+def _axes(
+    commits: Sequence[CommitRow],
+    lo: float,
+    hi: float,
+    py: Callable[[float], float],
+    metric: Metric,
+) -> tuple[list[SvgLine], list[SvgText]]:
+    """The axes, the value grid and the first and last commit under the x axis."""
     lines = [SvgLine(num(LEFT), num(BOTTOM), num(RIGHT), num(BOTTOM), "axis"),
              SvgLine(num(LEFT), num(TOP), num(LEFT), num(BOTTOM), "axis")]
     texts: list[SvgText] = []
@@ -82,6 +73,27 @@ def series_chart(series: MetricSeries, metric: Metric, commits: Sequence[CommitR
     texts.append(SvgText(num((LEFT + RIGHT) / 2), num(BOTTOM + 34),
                          f"commits, oldest to newest ({len(commits)} in all)", "axis-label",
                          "middle"))
+    return lines, texts
+
+
+def series_chart(series: MetricSeries, metric: Metric, commits: Sequence[CommitRow],
+                 by_hash: Mapping[str, CommitRow]) -> Chart:
+    """The chart of one series; ``commits`` gives the shared x axis."""
+    title = f"{metric.label} over commits"
+    legend = (LegendItem("hist-line", metric.label), LegendItem("hist-up", "worse"),
+              LegendItem("hist-down", "better"), LegendItem("ridge", "environment changed"))
+    order = {c.hash: i for i, c in enumerate(commits)}
+    span = max(len(commits) - 1, 1)
+
+    def px(commit: str) -> float:
+        return LEFT + order[commit] / span * (RIGHT - LEFT)
+
+    lo, hi = _value_range([float(p.value) for p in series.points])
+
+    def py(value: float) -> float:
+        return BOTTOM - (value - lo) / (hi - lo) * (BOTTOM - TOP)
+
+    lines, texts = _axes(commits, lo, hi, py, metric)
     pts: list[str] = []
     circles: list[SvgCircle] = []
     prev_y: float | None = None

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 from pytest_modelprof.llm.costs import LLMCosts, Roofline
-from pytest_modelprof.machines import Machine
+from pytest_modelprof.machines import GPU_MEMORY, Machine
 
 __all__ = ["MEMORY_BYTES", "machine_memory", "roofline"]
 
-_GIB = 2**30
 
-#: Datasheet memory of the GPU presets (the variant whose bandwidth the preset uses). A machine
-#: that declares its own capacity (``memory_bytes``) wins over this table.
+#: Memory of the GPU presets: the capacity of the card whose bandwidth the preset uses, from the
+#: one table of capacities (:data:`pytest_modelprof.machines.GPU_MEMORY`). A machine that
+#: declares its own capacity (``memory_bytes``) wins over this table.
 MEMORY_BYTES: dict[str, int] = {
-    "t4-fp16": 16 * _GIB,
-    "a100-fp32": 80 * _GIB,  # A100 80 GB: the 2.039 TB/s of the preset
-    "a100-bf16": 80 * _GIB,
-    "h100-bf16": 80 * _GIB,  # H100 SXM 80 GB, 3.35 TB/s
-    "h200-bf16": 141 * 10**9,  # NVIDIA gives 141 GB
-    "rtx4090-fp16": 24 * _GIB,
+    "t4-fp16": GPU_MEMORY["t4-16gb"],
+    "a100-fp32": GPU_MEMORY["a100-80gb"],  # the 2.039 TB/s of the preset is the 80 GB card's
+    "a100-bf16": GPU_MEMORY["a100-80gb"],
+    "h100-bf16": GPU_MEMORY["h100-80gb"],  # H100 SXM 80 GB, 3.35 TB/s
+    "h200-bf16": GPU_MEMORY["h200-141gb"],
+    "rtx4090-fp16": GPU_MEMORY["rtx4090-24gb"],
 }
 
 

@@ -42,6 +42,19 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_prefill_flops_delta",
         "max_decode_flops_growth_delta",
         "max_decode_flops_growth_exponent",
+        # will it fit? (pytest_modelprof.fit): totals with budgets, components with deltas
+        "max_train_memory",
+        "max_train_memory_delta",
+        "max_inference_memory",
+        "max_inference_memory_delta",
+        *(
+            f"max_train_memory_{part}_delta"
+            for part in ("parameters", "gradients", "optimizer_state", "activations", "transient")
+        ),
+        *(
+            f"max_inference_memory_{part}_delta"
+            for part in ("parameters", "activations", "transient")
+        ),
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 

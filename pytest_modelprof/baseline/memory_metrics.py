@@ -1,0 +1,67 @@
+"""The "will it fit?" metrics: the peak memory of a training and an inference step, and its parts.
+
+One collector (:data:`MEMORY`) estimates the step on tensors without data
+(:mod:`pytest_modelprof.fit`) when a limit on one of these metrics is set: a budget such as
+``max_train_memory="80GB"`` holds with or without a baseline, ``max_train_memory_delta``
+against it. The totals are exact in the worse direction by default, like every counted
+number; each component (parameters, gradients, optimizer state, activations, transient) is
+a row of its own in every report, judged only when its own delta limit is set.
+
+Standard library only (the measurement is named by string, imported on first use).
+"""
+
+from __future__ import annotations
+
+from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.metric import Metric
+from pytest_modelprof.baseline.tolerance import Exact, Ignore
+from pytest_modelprof.units import format_bytes, parse_bytes
+
+__all__ = ["MEMORY", "MEMORY_METRICS", "STEP_COMPONENTS"]
+
+MEMORY = Collector(
+    "memory",
+    measure="pytest_modelprof.fit.gate:memory_evidence",
+    needs="a training or inference step estimated on tensors without data",
+)
+
+#: The components each step reports, in the order the rows list them.
+STEP_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "train": ("parameters", "gradients", "optimizer_state", "activations", "transient"),
+    "inference": ("parameters", "activations", "transient"),
+}
+
+
+def _metrics(step: str) -> tuple[Metric, ...]:
+    total = Metric(
+        name=f"{step}_memory",
+        label=f"{step} memory",
+        direction="lower",
+        delta_key=f"max_{step}_memory_delta",
+        budget_key=f"max_{step}_memory",
+        budget_parser=parse_bytes,
+        default_delta=Exact(),
+        formatter=format_bytes,
+        summary=False,
+        kernel_dependent=True,
+        collector=MEMORY,
+    )
+    parts = tuple(
+        Metric(
+            name=f"{step}_memory_{part}",
+            label=f"{step} memory: {part.replace('_', ' ')}",
+            direction="lower",
+            delta_key=f"max_{step}_memory_{part}_delta",
+            default_delta=Ignore(),
+            formatter=format_bytes,
+            summary=False,
+            kernel_dependent=True,
+            collector=MEMORY,
+        )
+        for part in STEP_COMPONENTS[step]
+    )
+    return (total, *parts)
+
+
+#: Training step (forward, backward, the optimizer's update) and inference (forward, no_grad).
+MEMORY_METRICS: tuple[Metric, ...] = (*_metrics("train"), *_metrics("inference"))

@@ -1,0 +1,286 @@
+"""``modelprof memory``: will a training or inference step fit, estimated without allocating."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.cli._common import (
+    EXIT_OK,
+    Command,
+    out,
+    parse_arch,
+    parse_shape,
+)
+from pytest_modelprof.cli.bench import parse_positive
+from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.fit.options import OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, SHARDS
+
+if TYPE_CHECKING:
+    from pytest_modelprof.fit.estimate import MemoryEstimate
+    from pytest_modelprof.fit.verdict import Fit
+
+__all__ = ["COMMAND", "render_memory"]
+
+
+def parse_arch_list(text: str) -> list[tuple[str, Any]]:
+    """``a=1,b=2`` (or one ``KEY=VALUE``) -> pairs; a comma inside a value (a dict) is kept."""
+    parts = re.split(r",(?=\s*[A-Za-z_]\w*\s*=)", text)
+    return [parse_arch(part) for part in parts]
+
+
+def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="a training step (forward, backward, optimizer update); default: "
+        "inference (forward under no_grad, eval mode)",
+    )
+    p.add_argument(
+        "--optimizer",
+        default="adamw",
+        metavar="NAME[:IMPL]",
+        help=f"one of {', '.join(OPTIMIZERS)}; ':IMPL' picks "
+        f"{', '.join(OPTIMIZER_IMPLS)} (default adamw:foreach, torch's "
+        "default on a GPU)",
+    )
+    p.add_argument(
+        "--precision",
+        default="fp32",
+        metavar="NAME",
+        help=f"one of {', '.join(PRECISIONS)} ('-mixed': fp32 weights, the "
+        "forward under autocast; default fp32)",
+    )
+    p.add_argument(
+        "--checkpointing",
+        action="store_true",
+        help="turn on the model's own activation checkpointing (transformers' "
+        "activation_checkpointing_enable) for the training step",
+    )
+    p.add_argument(
+        "--batch",
+        type=parse_positive,
+        metavar="N",
+        help="batch size per device (default: the model's own)",
+    )
+    p.add_argument(
+        "--seq-len",
+        type=parse_positive,
+        metavar="N",
+        help="sequence length of a text model's token ids",
+    )
+    p.add_argument(
+        "--input-shape",
+        type=parse_shape,
+        metavar="SHAPE",
+        help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)",
+    )
+    p.add_argument(
+        "--devices",
+        type=parse_positive,
+        default=1,
+        metavar="N",
+        help="data-parallel devices the model states are sharded over (default 1)",
+    )
+    p.add_argument(
+        "--shard",
+        default="none",
+        metavar="NAME",
+        help=f"one of {', '.join(SHARDS)} (see README 'Will it fit?' for the "
+        "formula; default none)",
+    )
+    p.add_argument(
+        "--gpu",
+        action="append",
+        default=[],
+        metavar="NAME|BYTES",
+        help="judge the fit on this GPU preset or size (e.g. h100-80gb, 24GB); "
+        "repeatable; default: every preset",
+    )
+    p.add_argument(
+        "--no-largest-batch",
+        action="store_true",
+        help="skip the search for the largest batch that fits (one estimate only)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("auto", "fake", "meta"),
+        default="auto",
+        help="tensors without data to run on (default auto: fake, then meta)",
+    )
+    p.add_argument(
+        "--arch",
+        type=parse_arch_list,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE[,...]",
+        help="builder keyword arguments, repeatable or comma-separated "
+        "(e.g. --arch num_hidden_layers=4,hidden_size=256)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON document; keys: memory.peak_bytes, memory.breakdown.{"
+        "parameters,buffers,inputs,gradients,optimizer_state,activations,"
+        "transient,gathered}, memory.peak_at.{op,module,phase}, memory.fits."
+        "DEVICE.{fits,capacity_bytes,headroom_bytes,largest_batch}, settings",
+    )
+
+
+def _capacities(gpus: list[str]) -> list[tuple[str, int]]:
+    from pytest_modelprof.machines import GPU_MEMORY, resolve_capacity
+
+    if not gpus:
+        return list(GPU_MEMORY.items())
+    try:
+        return [resolve_capacity(g) for g in gpus]
+    except ValueError as exc:
+        raise ModelprofError(str(exc)) from None
+
+
+def _run_memory(args: argparse.Namespace) -> int:
+    from pytest_modelprof.fit.estimate import estimate_memory
+    from pytest_modelprof.fit.options import StepOptions, parse_optimizer
+    from pytest_modelprof.fit.verdict import fit_on
+
+    name, impl = parse_optimizer(args.optimizer)
+    options = StepOptions(
+        train=args.train,
+        optimizer=name,
+        optimizer_impl=impl or "foreach",
+        precision=args.precision,
+        devices=args.devices,
+        shard=args.shard,
+        checkpointing=args.checkpointing,
+    )
+    if options.devices > 1 and options.shard == "none":
+        raise ModelprofError(
+            f"--devices {options.devices} without --shard: plain data parallelism keeps a full "
+            "copy per device, so the estimate is that of one device; pass --shard zero1, "
+            "zero2, zero3 or fsdp to divide the model states"
+        )
+    capacities = _capacities(args.gpu)
+    arch = dict(pair for pairs in args.arch for pair in pairs)
+    cache: dict[int, MemoryEstimate] = {}
+
+    def at(batch: int | None) -> MemoryEstimate:
+        key = batch or 0
+        if key not in cache:
+            cache[key] = estimate_memory(
+                args.model,
+                input_shape=args.input_shape,
+                batch=batch,
+                seq_len=args.seq_len,
+                options=options,
+                mode=args.mode,
+                **arch,
+            )
+        return cache[key]
+
+    estimate = at(args.batch)
+    searchable = not args.no_largest_batch
+    start = estimate.input_shapes[0][0] if estimate.input_shapes else 1
+
+    def peak_at(batch: int) -> int:
+        return at(batch).peak_bytes
+
+    fits = [
+        fit_on(label, capacity, estimate.peak_bytes, peak_at if searchable else None, start)
+        for label, capacity in capacities
+    ]
+    out(document(estimate, fits) if args.json else render_memory(estimate, fits))
+    return EXIT_OK
+
+
+def document(estimate: MemoryEstimate, fits: list[Fit]) -> str:
+    """The ``--json`` document (the keys ``modelprof bench --json`` uses for what both report)."""
+    doc: dict[str, Any] = {
+        "model": estimate.model,
+        "memory": {
+            "peak_bytes": estimate.peak_bytes,
+            "breakdown": estimate.breakdown,
+            "peak_at": estimate.peak_at.model_dump(),
+            "single_device_peak_bytes": estimate.single_device_peak_bytes,
+            "fits": {f.device: f.model_dump(exclude={"device"}) for f in fits},
+        },
+        "settings": {
+            "train": estimate.train,
+            "optimizer": f"{estimate.optimizer}:{estimate.optimizer_impl}",
+            "precision": estimate.precision,
+            "devices": estimate.devices,
+            "shard": estimate.shard,
+            "input_shapes": estimate.input_shapes,
+            "mode": estimate.mode,
+        },
+        "parameter_count": estimate.parameter_count,
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _in_module(module: str) -> str:
+    return "" if module.startswith("(") and module != "(model)" else f" in {module}"
+
+
+def render_memory(estimate: MemoryEstimate, fits: list[Fit]) -> str:
+    """The estimate and the fit per device as a short report."""
+    from pytest_modelprof.units import format_bytes, format_count
+
+    e = estimate
+    shapes = ", ".join("x".join(str(s) for s in shape) for shape in e.input_shapes)
+    what = f"training step, {e.optimizer}:{e.optimizer_impl}" if e.train else "inference"
+    where = f", {e.devices} devices {e.shard}" if e.shard != "none" else ""
+    lines = [
+        f"memory {e.model}: {what}, {e.precision}, input {shapes}{where} "
+        f"({format_count(e.parameter_count, 'params')}, {e.mode} tensors: nothing allocated)",
+        f"  peak {format_bytes(e.peak_bytes)}{' per device' if where else ''} at "
+        f"{e.peak_at.op}{_in_module(e.peak_at.module)} ({e.peak_at.phase})",
+        "  "
+        + ", ".join(
+            f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in e.breakdown.items() if v
+        ),
+    ]
+    if where:
+        lines.append(f"  one device without sharding: {format_bytes(e.single_device_peak_bytes)}")
+    lines += [
+        "",
+        f"  {'device':<14} {'capacity':>10} {'fits':>5} {'headroom':>11} {'largest batch':>14}",
+    ]
+    for f in fits:
+        best = "-" if f.largest_batch is None else str(f.largest_batch)
+        lines.append(
+            f"  {f.device:<14} {format_bytes(f.capacity_bytes):>10} "
+            f"{'yes' if f.fits else 'no':>5} {format_bytes(f.headroom_bytes):>11} {best:>14}"
+        )
+    lines.append(
+        "  (capacity: the card's total; the CUDA context and allocator fragmentation "
+        "take some of the headroom)"
+    )
+    return "\n".join(lines) + "\n"
+
+
+COMMAND = Command(
+    name="memory",
+    summary="will it fit? peak memory of a training or inference step, without allocating",
+    description=(
+        "Estimate the peak memory of one inference step (forward under no_grad) or, with\n"
+        "--train, one training step (forward, backward, the real torch optimizer's update)\n"
+        "on tensors without data (fake CPU tensors; meta where fake cannot run): nothing is\n"
+        "allocated, so a 70B model takes seconds. The peak is split into parameters,\n"
+        "gradients, optimizer state, activations saved for backward and transient buffers,\n"
+        "with the op and module where it happens, and judged against GPU presets: fits,\n"
+        "headroom and the largest batch that fits (a search over estimates). --devices with\n"
+        "--shard divides the model states as ZeRO/FSDP do (README 'Will it fit?')."
+    ),
+    examples="""\
+  modelprof memory resnet50 --train --batch 64 --gpu t4-16gb
+  modelprof memory hf:gpt2 --train --optimizer adamw:fused --precision bf16-mixed --seq-len 1024
+  modelprof memory hf:llama --arch num_hidden_layers=80,hidden_size=8192 \\
+      --arch intermediate_size=28672,num_attention_heads=64,num_key_value_heads=8 \\
+      --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --devices 8 --shard zero3
+  modelprof memory resnet18 --gpu 8GB --json""",
+    add_arguments=_add_memory_arguments,
+    run=_run_memory,
+)

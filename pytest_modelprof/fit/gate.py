@@ -1,0 +1,61 @@
+"""The memory metrics' collector: the step of a gated test, estimated (nothing allocated).
+
+``baseline/memory_metrics.py`` declares the metrics and names :func:`memory_evidence`; the
+gate runs it when a limit on one of them is set. The marker's ``optimizer``, ``precision``,
+``devices`` and ``shard`` (``ProfileRequest.step``) say which step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_modelprof.baseline.collector import EvidenceData, Measure
+from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
+
+__all__ = ["memory_evidence"]
+
+
+def memory_evidence(call: Measure) -> EvidenceData | None:
+    """Peak bytes of the limited steps (train, inference) and their components."""
+    import torch
+
+    from pytest_modelprof.fit.estimate import estimate_memory
+    from pytest_modelprof.fit.options import step_options
+
+    request = call.request
+    given = dict(getattr(request, "step", ()) or ())
+    steps = [s for s in STEP_COMPONENTS if any(m.startswith(f"{s}_") for m in call.limited)]
+    out: dict[str, Any] = {}
+    for step in steps:
+        options = step_options(given, train=step == "train")
+        kwargs: dict[str, Any] = {}
+        if request.inputs is not None:
+            kwargs["inputs"] = request.inputs
+        elif request.input_shape is not None:
+            kwargs["input_shape"] = _one_shape(request.input_shape)
+        if request.dtype is not None and options.precision == "fp32":
+            # dtype= of the marker casts weights and inputs, as a pure low precision does
+            low = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(
+                getattr(torch, str(request.dtype))
+            )
+            if low is not None:
+                options = step_options({**given, "precision": low}, train=step == "train")
+        est = estimate_memory(request.model, options=options, **kwargs)
+        out[f"{step}_memory"] = est.peak_bytes
+        for part in STEP_COMPONENTS[step]:
+            out[f"{step}_memory_{part}"] = est.breakdown[part]
+        out[f"{step}_settings"] = {
+            "optimizer": f"{est.optimizer}:{est.optimizer_impl}",
+            "precision": est.precision,
+            "devices": est.devices,
+            "shard": est.shard,
+            "mode": est.mode,
+            "peak_at": est.peak_at.model_dump(),
+        }
+    return out or None
+
+
+def _one_shape(shape: Any) -> tuple[int, ...]:
+    if shape and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(shape)

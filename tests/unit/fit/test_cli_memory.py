@@ -1,0 +1,137 @@
+"""``modelprof memory``: the document, the fit verdicts, the largest batch, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_modelprof.cli import main
+from pytest_modelprof.fit import StepOptions, estimate_memory
+from pytest_modelprof.fit.verdict import MAX_BATCH, largest_batch
+from pytest_modelprof.machines import GPU_MEMORY, resolve_capacity
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["memory", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_json_keys_and_the_largest_batch_is_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys,
+        "resnet18",
+        "--input-shape",
+        "2,3,32,32",
+        "--train",
+        "--optimizer",
+        "sgd-momentum",
+        "--gpu",
+        "400MB",
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    memory = doc["memory"]
+    assert memory["peak_bytes"] == sum(memory["breakdown"].values())
+    for key in ("parameters", "gradients", "optimizer_state", "activations"):
+        assert key in memory["breakdown"]
+    fit = memory["fits"]["400 MB"]
+    assert fit["capacity_bytes"] == 400_000_000
+    assert fit["headroom_bytes"] == 400_000_000 - memory["peak_bytes"]
+    best = fit["largest_batch"]
+    opts = StepOptions(optimizer="sgd-momentum")
+
+    def peak(batch: int) -> int:
+        return estimate_memory("resnet18", input_shape=(batch, 3, 32, 32), options=opts).peak_bytes
+
+    assert best > 1
+    assert peak(best) <= 400_000_000 < peak(best + 1)
+
+
+def test_text_names_the_peak_and_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--no-largest-batch")
+    assert code == 0
+    assert "inference" in out and "peak" in out and " at aten::" in out
+    assert all(name in out for name in GPU_MEMORY)
+
+
+def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(
+        capsys,
+        "hf:llama",
+        "--arch",
+        "num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4",
+        "--arch",
+        "num_key_value_heads=2,vocab_size=256",
+        "--train",
+        "--precision",
+        "bf16-mixed",
+        "--seq-len",
+        "32",
+        "--devices",
+        "8",
+        "--shard",
+        "zero3",
+        "--no-largest-batch",
+        "--json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["settings"]["shard"] == "zero3" and doc["settings"]["input_shapes"] == [[1, 32]]
+    assert doc["memory"]["peak_bytes"] < doc["memory"]["single_device_peak_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (("--optimizer", "adamx"), "did you mean 'adam' or 'adamw'?"),
+        (("--optimizer", "adamw:fuse"), "did you mean 'fused'?"),
+        (("--precision", "bf16mixed"), "did you mean 'bf16-mixed'"),
+        (("--train", "--shard", "zero4", "--devices", "2"), "did you mean 'zero3'"),
+        (("--gpu", "h100"), "did you mean h100-80gb"),
+        (("--shard", "zero2", "--devices", "2"), "an inference estimate has none"),
+        (("--train", "--devices", "4"), "without --shard"),
+    ],
+)
+def test_bad_input_says_what_to_do(
+    capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], expected: str
+) -> None:
+    code, out, err = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", *argv)
+    assert code == 2 and out == ""
+    assert expected in err
+
+
+def test_unknown_model_gets_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "resnet5O")
+    assert code == 2 and "resnet50" in err
+
+
+def test_capacity_accepts_names_and_sizes() -> None:
+    assert resolve_capacity("h100-80gb") == ("h100-80gb", 81_559 * 2**20)
+    assert resolve_capacity("24GB") == ("24 GB", 24 * 10**9)
+    assert resolve_capacity("22GiB")[1] == 22 * 2**30
+    with pytest.raises(ValueError, match="did you mean a100-80gb"):
+        resolve_capacity("a100-80")
+
+
+def test_largest_batch_search_on_a_curve_that_is_not_a_line() -> None:
+    calls: list[int] = []
+
+    def peak(batch: int) -> int:  # fixed 100, then 10 per sample, and a jump past 50
+        calls.append(batch)
+        return 100 + 10 * batch + (500 if batch > 50 else 0)
+
+    assert largest_batch(peak, 1000) == 50  # the line predicts 90; the search corrects it
+    assert largest_batch(peak, 105) == 0
+    assert largest_batch(lambda b: 7, 10) == MAX_BATCH
+    assert largest_batch(lambda b: 100 + 10 * b, 1000) == 90
+    assert largest_batch(lambda b: 100 + 10 * b, 1000, start=95) == 90  # searched downwards
+
+
+def test_batch_norm_in_training_needs_two_samples(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--train")
+    assert code == 2
+    assert "Expected more than 1 value per channel when training" in err
+    assert "Check the inputs" in err
