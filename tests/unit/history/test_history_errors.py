@@ -59,7 +59,7 @@ def test_a_folder_with_no_committed_baseline(repo: GitRepo,
 
 def test_a_metric_typo(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     message = _error(capsys, "history", str(repo.root / "baselines"), "--metric", "flop")
-    assert "unknown metric 'flop'; did you mean flops?" in message
+    assert "unknown metric 'flop'; did you mean flops" in message
 
 
 def test_bisect_outside_a_repository_and_with_an_unknown_ref(
