@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from pytest_modelprof.errors import ModelBuildError
+from pytest_modelprof.errors import ModelBuildError, ModelInputError
 from pytest_modelprof.models._inputs import TEXT_LEN
 from pytest_modelprof.models._spec import SAMPLE_RATE, BuiltInputs, InputKind, Shape
 
@@ -317,6 +317,7 @@ def _measured_image_tokens(module: Any, shape: Shape) -> int | None:
             twin = module if on_meta else type(module)(module.config).eval()
             dtype = next(twin.parameters()).dtype
             out = twin.get_image_features(pixel_values=torch.zeros(shape, dtype=dtype))
+            width = int(twin.get_input_embeddings().embedding_dim)
     except Exception:  # the config's count stands; a real run checks it
         return None
     features = getattr(out, "pooler_output", out)
@@ -326,7 +327,17 @@ def _measured_image_tokens(module: Any, shape: Shape) -> int | None:
         tensors = [t for t in features if isinstance(t, torch.Tensor)]
     else:
         tensors = []
-    count = sum(t.numel() // t.shape[-1] for t in tensors if t.dim() >= 2) // max(1, shape[0])
+    tensors = [t for t in tensors if t.dim() >= 2]
+    wrong = [t.shape[-1] for t in tensors if t.shape[-1] != width]
+    if wrong:
+        # On meta and fake tensors nothing else would notice: transformers checks it on real ones.
+        raise ModelInputError(
+            f"{type(module).__name__}: its image features are {wrong[0]} wide but its language "
+            f"model's embeddings {width}, so transformers refuses any image ('Image features "
+            "and image tokens do not match'); make the vision projection's width match "
+            "text_config.hidden_size (e.g. projection_dim)"
+        )
+    count = sum(t.numel() // t.shape[-1] for t in tensors) // max(1, shape[0])
     return count if count > 0 else None
 
 

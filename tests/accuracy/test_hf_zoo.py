@@ -97,7 +97,16 @@ ZOO: dict[str, tuple[str, dict[str, Any]]] = {
         "PaliGemmaForConditionalGeneration",
         {
             **_TOWERS,
-            "text_config": {"num_hidden_layers": 2, "vocab_size": 32_000},
+            # PaliGemma-3B's Gemma-2B text widths (a text_config dict starts from Gemma-7B's,
+            # whose 3,072-wide embeddings the 2,048-wide image projection does not fit).
+            "text_config": {
+                "num_hidden_layers": 2,
+                "vocab_size": 32_000,
+                "hidden_size": 2048,
+                "intermediate_size": 16_384,
+                "num_attention_heads": 8,
+                "num_key_value_heads": 1,
+            },
             "image_token_index": 31_999,
         },
     ),

@@ -16,6 +16,7 @@ import pytest
 import torch
 
 from pytest_modelprof.capture.kernels import TRANSFORMERS_CHECKS_VARIABLE, value_checks_off
+from pytest_modelprof.errors import ModelInputError
 from pytest_modelprof.models import resolve
 from pytest_modelprof.profile import canonical_kernels, profile_model
 
@@ -210,3 +211,11 @@ def test_transformers_value_checks_are_off_only_inside_and_a_users_setting_is_ke
     with value_checks_off():
         assert os.environ[TRANSFORMERS_CHECKS_VARIABLE] == "0"
     assert os.environ[TRANSFORMERS_CHECKS_VARIABLE] == "0"
+
+
+def test_image_features_that_do_not_fit_the_language_model_are_refused_naming_the_field() -> None:
+    # A 32-wide image projection into a 64-wide language model: transformers refuses any image
+    # on real tensors; meta and fake tensors (its value checks off) would not notice.
+    _, fields, *_ = VISION_LANGUAGE["paligemma"]
+    with pytest.raises(ModelInputError, match=r"32 wide.*embeddings 64.*projection_dim"):
+        profile_model("hf:paligemma", **{**fields, "projection_dim": 32})
