@@ -31,7 +31,7 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py --quick   (4 min CPU, 7-8 min on 2 busy cores)
+Reproduce: python benchmarks/bench_timing_gate.py --quick   (~5 min CPU; 9-19 min on 2 shared cores)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
