@@ -16,8 +16,8 @@ What it does:
    runs it: a stored baseline is a whole unchanged session (``--max-rounds`` rounds, as
    recorded without a baseline), and the current run is ``compare_sequential`` fed from a
    recorded session (``--rounds`` rounds, more only while undecided, at most
-   ``--max-rounds``; ``--resamples`` 1000 bootstrap resamples instead of the plugin's
-   2000, for time).
+   ``--max-rounds``; 2000 bootstrap resamples, as the plugin's verdict uses; 5 warm-up calls
+   before each session, as ``measure_forward_sequential`` makes).
    Every unchanged session serves as baseline against every *other* unchanged session
    (false alarms) and every slowed session (detections). Scenarios: idle/idle,
    loaded/loaded, idle baseline + loaded run, loaded baseline + idle run,
@@ -31,7 +31,7 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py --quick   (4 min CPU, 7-8 min on 2 busy cores)
+Reproduce: python benchmarks/bench_timing_gate.py --quick   (~5 min CPU; 9-19 min on 2 shared cores)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
@@ -168,7 +168,8 @@ def _record(
     names = list(fns)
     for k in range(count):
         for name in names if k % 2 == 0 else names[::-1]:
-            out[name].append(measure_normalised(fns[name], rounds=rounds, warmup=3))
+            # warmup=5: what measure_forward_sequential gives every measurement.
+            out[name].append(measure_normalised(fns[name], rounds=rounds, warmup=5))
     return out
 
 
@@ -207,7 +208,7 @@ def _judge(stored: NormalisedTiming, session: NormalisedTiming, rounds: int, max
 def _scenario(
     label: str, base: Sequence[NormalisedTiming], same: Sequence[NormalisedTiming],
     slowed: Sequence[NormalisedTiming], same_phase: bool, rounds: int, max_rounds: int,
-    raw: bool, baseline_rounds: int, resamples: int = 1000,
+    raw: bool, baseline_rounds: int, resamples: int = 2000,
 ) -> Rates:
     fa = det = n_same = n_slow = used = undecided = 0
     stored = [ref.head(baseline_rounds) for ref in base]
@@ -296,8 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "plugin records a baseline)")
     parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
     parser.add_argument("--input-size", type=int, default=64)
-    parser.add_argument("--resamples", type=int, default=1000,
-                        help="bootstrap resamples per comparison (the plugin uses 2000)")
+    parser.add_argument("--resamples", type=int, default=2000,
+                        help="bootstrap resamples per comparison (2000: the plugin's)")
     parser.add_argument("--no-load", action="store_true", help="skip the loaded phase")
     parser.add_argument("--save", help="write the recorded sessions to this JSON file")
     parser.add_argument("--load", help="replay sessions from this JSON file (no measuring)")

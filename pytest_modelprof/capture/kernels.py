@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import torch
 
-__all__ = ["canonical_kernels"]
+__all__ = ["canonical_kernels", "value_checks_off"]
 
 # The switches are process-wide; captures that overlap (other threads, nesting) share one
 # setting: the first to enter saves the caller's switches, the last to leave restores them.
@@ -58,3 +59,26 @@ def canonical_kernels() -> Iterator[None]:
                 for put, previous in reversed(_saved):
                     put(previous)
                 _saved.clear()
+
+
+#: transformers skips its ``torch_compilable_check`` input checks while this variable is "1".
+TRANSFORMERS_CHECKS_VARIABLE = "TRANSFORMERS_DISABLE_TORCH_CHECK"
+
+
+@contextmanager
+def value_checks_off() -> Iterator[None]:
+    """Skip transformers' input checks that read tensor values, for meta and fake captures.
+
+    ``torch_compilable_check(n_image_tokens * width == features.numel())`` (LLaVA, PaliGemma)
+    calls ``bool()`` on a tensor; meta and fake tensors hold no values, so the capture fell
+    back to real weights (gigabytes) only to compare two counts. The checks validate inputs
+    and change no op that runs; real tensors still check. A user's own setting is kept.
+    """
+    if os.environ.get(TRANSFORMERS_CHECKS_VARIABLE) is not None:
+        yield
+        return
+    os.environ[TRANSFORMERS_CHECKS_VARIABLE] = "1"
+    try:
+        yield
+    finally:
+        os.environ.pop(TRANSFORMERS_CHECKS_VARIABLE, None)

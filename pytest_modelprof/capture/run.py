@@ -31,6 +31,7 @@ from pytest_modelprof._tensors import (
 )
 from pytest_modelprof.capture import plan
 from pytest_modelprof.capture.classify import Failure, classify, short
+from pytest_modelprof.capture.kernels import value_checks_off
 from pytest_modelprof.capture.plan import (
     TRAINING_GRAPH_NOTE,
     Mode,
@@ -114,6 +115,8 @@ def run_once(request: Request, mode: CaptureMode) -> Captured:
             # Tensors the forward creates without a device (masks, position ids) join the
             # meta tensors instead of landing on the CPU.
             stack.enter_context(torch.device("meta"))
+        if mode != "real":
+            stack.enter_context(value_checks_off())
         module.train(request.include_backward)
         args, kwargs = make_inputs(request, module, run_device)
         tracers: list[Tracer] = []

@@ -30,8 +30,11 @@ from pytest_modelprof.models._hf_inputs import (
     DEFAULT_SEQ_LEN,
     built_inputs,
     default_class,
+    head_note,
+    image_tokens,
     inputs_for,
     load_class,
+    placeholder_default,
     shape_kwargs,
     sub_field,
 )
@@ -51,6 +54,8 @@ __all__ = [
 ]
 
 PREFIX: Final = "hf:"
+_CLASS_FIELDS: Final = ("image_token_index", "image_token_id")
+"""Config fields that change which class a name builds (see ``default_class``)."""
 INSTALL_HINT: Final = 'pip install "pytest-modelprof[hf]"'
 
 
@@ -111,6 +116,9 @@ def hf_spec(name: str) -> ModelSpec:
         raise _unknown(name, bare)
     model_type = str(raw["model_type"]) if raw is not None else bare
     base = _base_config(name, bare, raw)
+    defaults = placeholder_default(model_type, base)
+    if defaults:
+        base = _base_config(name, bare, raw, defaults)
     cls_name, _ = default_class(model_type, base, raw is not None)
     kind, shape = inputs_for(cls_name, base)
     sized = sub_field(base, "image_size") is not None
@@ -124,6 +132,7 @@ def hf_spec(name: str) -> ModelSpec:
         shape_kwargs=functools.partial(shape_kwargs, kind, shape, sized),
         vocab_size=_vocab_size(base),
         built_inputs=functools.partial(built_inputs, kind),
+        image_tokens=image_tokens(base) if kind == "vision_language" else None,
     )
 
 
@@ -177,15 +186,18 @@ def _local_config(name: str, folder: Path) -> dict[str, Any]:
     return raw
 
 
-def _base_config(name: str, bare: str, raw: Mapping[str, Any] | None) -> Any:
-    """The config without overrides: the type's defaults, or the folder's ``config.json``."""
+def _base_config(
+    name: str, bare: str, raw: Mapping[str, Any] | None, fields: Mapping[str, Any] | None = None
+) -> Any:
+    """The config without overrides (the type's defaults, or the folder's ``config.json``);
+    ``fields``: the few that decide the class (an image placeholder id)."""
     _offline()
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
     if raw is not None:
-        return CONFIG_MAPPING[raw["model_type"]].from_dict(dict(raw))
-    return AutoConfig.for_model(bare)
+        return CONFIG_MAPPING[raw["model_type"]].from_dict({**raw, **(fields or {})})
+    return AutoConfig.for_model(bare, **(fields or {}))
 
 
 def _fields(kwargs: Mapping[str, Any]) -> str:
@@ -218,10 +230,17 @@ def _build(
     if chosen:
         cls_name, others = str(chosen), ()
     else:
-        base = _base_config(name, bare, raw)
+        # An image placeholder id (BLIP-2's default, or the user's) makes it a generative model.
+        chosen_by: dict[str, Any] = {k: kwargs[k] for k in _CLASS_FIELDS if k in kwargs}
+        base = _base_config(name, bare, raw, chosen_by)
+        if not chosen_by:
+            base = _base_config(name, bare, raw, placeholder_default(model_type, base))
         cls_name, others = default_class(model_type, base, raw is not None)
     cls = load_class(name, cls_name, others)
     cfg = build_config(name, model_type, raw, kwargs, cls)
+    fill = {} if chosen else placeholder_default(model_type, cfg)
+    if fill:  # BLIP-2's placeholder: the last id of the text vocabulary as built
+        cfg = build_config(name, model_type, raw, {**kwargs, **fill}, cls)
     try:
         module = cls.from_config(cfg) if hasattr(cls, "from_config") else cls(cfg)  # Auto class
     except Exception as exc:
@@ -246,4 +265,8 @@ def _build(
                 f"({CLASS_KEY}= picks another)"
             ),
         )
+    elif not chosen:
+        note = head_note(model_type, cls_name)  # a task head, not the base model: say so
+        if note is not None:
+            setattr(module, BUILD_NOTE, note)
     return module  # type: ignore[no-any-return]

@@ -63,6 +63,7 @@ def import_spec(name: str) -> ModelSpec:
             shape_kwargs=target.shape_kwargs,
             vocab_size=target.vocab_size,
             built_inputs=target.built_inputs,
+            image_tokens=target.image_tokens,
         )
     if not callable(target):
         raise ModelNotFoundError(

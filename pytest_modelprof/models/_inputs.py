@@ -22,6 +22,7 @@ InputKind = Literal[
     "speech_seq2seq",
     "input_values",
     "image_text",
+    "vision_language",
 ]
 """How ``input_shape`` becomes the forward arguments.
 
@@ -37,6 +38,9 @@ InputKind = Literal[
 - ``input_values``: one float tensor ``(batch, samples)`` as ``input_values=`` (raw audio).
 - ``image_text``: ``pixel_values=`` of that shape and ``input_ids=`` of ``(batch, text_len)``
   (CLIP, SigLIP).
+- ``vision_language``: ``pixel_values=`` of that shape and ``input_ids=`` that start with one
+  image's placeholder tokens (``image_tokens``: id and count), then ``text_len`` text ids
+  (LLaVA, PaliGemma).
 """
 
 TEXT_LEN = 32
@@ -55,12 +59,16 @@ def make_inputs(
     dtype: torch.dtype,
     vocab_size: int,
     text_len: int = TEXT_LEN,
+    image_tokens: tuple[int, int] | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """``(args, kwargs)`` of random data shaped for ``kind``; see ``InputKind``."""
     import torch
 
-    if kind in ("input_features", "speech_seq2seq", "input_values", "image_text"):
-        return (), _keyword_inputs(name, kind, shape, device, dtype, vocab_size, text_len)
+    if kind in _MAIN:
+        out = _keyword_inputs(name, kind, shape, device, dtype, vocab_size, text_len)
+        if kind == "vision_language":
+            out["input_ids"] = _with_image_tokens(name, out["input_ids"], image_tokens, vocab_size)
+        return (), out
     if kind == "tensor":
         return (torch.randn(shape, device=device, dtype=dtype),), {}
     if kind == "token_ids":
@@ -133,6 +141,7 @@ _MAIN: dict[str, tuple[str, int]] = {
     "speech_seq2seq": ("input_features", 3),
     "input_values": ("input_values", 2),
     "image_text": ("pixel_values", 4),
+    "vision_language": ("pixel_values", 4),
 }
 _LAYOUT = {2: "(batch, samples)", 3: "(batch, features, frames), 3-d", 4: "(batch, C, H, W)"}
 
@@ -158,6 +167,26 @@ def _keyword_inputs(
     ids = torch.randint(0, vocab_size, (shape[0], text_len), device=device, dtype=torch.long)
     if kind == "speech_seq2seq":
         out["decoder_input_ids"] = ids
-    elif kind == "image_text":
+    elif kind in ("image_text", "vision_language"):
         out["input_ids"] = ids
     return out
+
+
+def _with_image_tokens(
+    name: str, text: torch.Tensor, image_tokens: tuple[int, int] | None, vocab_size: int
+) -> torch.Tensor:
+    """``count`` placeholders of ``token`` per image, then ``text`` (ids that never equal it)."""
+    import torch
+
+    if image_tokens is None:
+        raise ModelInputError(
+            f"model {name!r} takes image placeholder tokens in input_ids, but its config does "
+            "not say how many; pass inputs={'pixel_values': ..., 'input_ids': ...}"
+        )
+    token, count = image_tokens
+    if token < vocab_size:
+        # Ids in [0, vocab - 1), those at or above the placeholder moved up one: any id but it.
+        text = text % max(1, vocab_size - 1)
+        text = text + (text >= token).to(text.dtype)
+    image = torch.full((text.shape[0], count), token, device=text.device, dtype=text.dtype)
+    return torch.cat([image, text], dim=1)

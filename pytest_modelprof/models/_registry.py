@@ -203,6 +203,7 @@ class Registry:
                 shape_kwargs=target.shape_kwargs,
                 vocab_size=target.vocab_size,
                 built_inputs=target.built_inputs,
+                image_tokens=target.image_tokens,
             )
         elif callable(target):
             spec = ModelSpec(name=name, source="registered", builder=target, group=REGISTERED_GROUP)

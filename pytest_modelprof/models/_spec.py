@@ -58,6 +58,8 @@ class BuiltInputs:
     vocab_size: int | None = None
     text_len: int | None = None
     """Length of companion token ids (``decoder_input_ids`` of Whisper, ``input_ids`` of CLIP)."""
+    image_tokens: tuple[int, int] | None = None
+    """``(token id, count)`` of the image placeholders a vision-language model's ids start with."""
 
 
 BuiltInputsFn = Callable[[Any], BuiltInputs]
@@ -93,6 +95,8 @@ class ModelSpec:
     """Upper bound (exclusive) of generated ids when ``input_kind == "token_ids"``."""
     built_inputs: BuiltInputsFn | None = field(default=None, repr=False, compare=False)
     """Inputs read from the built module; they win over ``default_input_shape``/``vocab_size``."""
+    image_tokens: tuple[int, int] | None = None
+    """``(token id, count)`` of the image placeholders of ``vision_language`` inputs."""
 
     def __post_init__(self) -> None:
         # Specs are cached and shared: freeze the kwargs so no caller can edit another's defaults.
@@ -153,6 +157,7 @@ class ModelSpec:
             dtype=torch.float32 if dtype is None else dtype,
             vocab_size=built.vocab_size or self.vocab_size,
             text_len=built.text_len or TEXT_LEN,
+            image_tokens=built.image_tokens or self.image_tokens,
         )
 
     def probe(self, **arch_kwargs: Any) -> nn.Module | None:
