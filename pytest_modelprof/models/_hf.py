@@ -215,16 +215,21 @@ def _vocab_size(config: Any) -> int:
     return int(vocab) if isinstance(vocab, int) and vocab > 0 else 32_000
 
 
-def _build(
-    name: str, bare: str, raw: Mapping[str, Any] | None, source: str, **kwargs: Any
-) -> nn.Module:
-    model_type = str(raw["model_type"]) if raw is not None else bare
+def _refuse_downloads(name: str, source: str, kwargs: Mapping[str, Any]) -> None:
+    """Arguments that would fetch weights fail at once: nothing is ever downloaded."""
     for key in ("pretrained_model_name_or_path", "from_pretrained"):
         if key in kwargs:
             raise ModelBuildError(
                 f"model {name!r}: {key} would download weights; pytest-modelprof builds "
                 f"{source} with random weights and never downloads"
             )
+
+
+def _build(
+    name: str, bare: str, raw: Mapping[str, Any] | None, source: str, **kwargs: Any
+) -> nn.Module:
+    model_type = str(raw["model_type"]) if raw is not None else bare
+    _refuse_downloads(name, source, kwargs)
     chosen = kwargs.pop(CLASS_KEY, None)
     others: tuple[str, ...]
     if chosen:

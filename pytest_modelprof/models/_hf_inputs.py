@@ -74,13 +74,20 @@ def _candidates(value: Any) -> tuple[str, ...]:
     return tuple(str(v) for v in value) if isinstance(value, (tuple, list)) else (str(value),)
 
 
+def _saved_class(base: Any) -> str | None:
+    """A saved folder's own class (its config's ``architectures``), where installed."""
+    for arch in getattr(base, "architectures", None) or ():
+        if _has_class(arch):
+            return str(arch)
+    return None
+
+
 def default_class(model_type: str, base: Any, from_folder: bool) -> tuple[str, tuple[str, ...]]:
     """The class name built by default and the other classes its mapping offered."""
     auto = _auto()
-    if from_folder:
-        for arch in getattr(base, "architectures", None) or ():
-            if _has_class(arch):
-                return str(arch), ()
+    saved = _saved_class(base) if from_folder else None
+    if saved is not None:
+        return saved, ()
 
     def get(table: str) -> tuple[str, ...]:
         found = [c for c in _candidates(getattr(auto, table).get(model_type)) if _has_class(c)]
@@ -362,29 +369,39 @@ def _shape_of(
     if kind == "input_values":
         return (1, SAMPLE_RATE)
     if kind in ("input_features", "speech_seq2seq"):
-        mel = getattr(config, "num_mel_bins", None)
-        positions = getattr(config, "max_source_positions", None)
-        if isinstance(mel, int) and isinstance(positions, int):
-            # Whisper's encoder halves the frames with a stride-2 convolution and checks them.
-            return (1, mel, 2 * positions)
-        per_channel = getattr(config, "input_feat_per_channel", None)
-        if isinstance(per_channel, int):
-            # Speech2Text: frames first, 30 s at a 10 ms hop.
-            return (1, SPEECH_FRAMES, per_channel * int(getattr(config, "input_channels", 1)))
-        return None
+        return _speech_shape(config)
     if main == "pixel_values" or kind in ("image_text", "vision_language"):
-        size = sub_field(config, "image_size")
-        channels = sub_field(config, "num_channels") or 3
-        if isinstance(size, (list, tuple)):
-            height, width = int(size[0]), int(size[-1])
-        elif isinstance(size, int):
-            height = width = size
-        elif segmentation:
-            height = width = SEGMENTATION_SIZE
-        else:
-            height = width = DETECTION_SIZE if detection else FALLBACK_IMAGE_SIZE
-        return (1, int(channels), height, width)
+        return _image_shape(config, segmentation, detection)
     return None
+
+
+def _speech_shape(config: Any) -> Shape | None:
+    """Log-mel features: Whisper's (mel bins x frames) or Speech2Text's (frames x features)."""
+    mel = getattr(config, "num_mel_bins", None)
+    positions = getattr(config, "max_source_positions", None)
+    if isinstance(mel, int) and isinstance(positions, int):
+        # Whisper's encoder halves the frames with a stride-2 convolution and checks them.
+        return (1, mel, 2 * positions)
+    per_channel = getattr(config, "input_feat_per_channel", None)
+    if isinstance(per_channel, int):
+        # Speech2Text: frames first, 30 s at a 10 ms hop.
+        return (1, SPEECH_FRAMES, per_channel * int(getattr(config, "input_channels", 1)))
+    return None
+
+
+def _image_shape(config: Any, segmentation: bool, detection: bool) -> Shape:
+    """``pixel_values`` at the config's image size (else a task's usual size)."""
+    size = sub_field(config, "image_size")
+    channels = sub_field(config, "num_channels") or 3
+    if isinstance(size, (list, tuple)):
+        height, width = int(size[0]), int(size[-1])
+    elif isinstance(size, int):
+        height = width = size
+    elif segmentation:
+        height = width = SEGMENTATION_SIZE
+    else:
+        height = width = DETECTION_SIZE if detection else FALLBACK_IMAGE_SIZE
+    return (1, int(channels), height, width)
 
 
 def shape_kwargs(
