@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.instructions import InstructionServer
     from pytest_modelprof.report.session import SessionReports
 
 __all__: list[str] = []
@@ -41,6 +42,8 @@ class SessionState:
     stale: list[Path] = field(default_factory=list)
     formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
     stale_unchecked: str | None = None  # why stale detection could not prove anything
+    # The one callgrind process of this session (or xdist worker), started on first use.
+    instructions: InstructionServer | None = None
 
 
 @dataclass

@@ -48,6 +48,7 @@ from pytest_modelprof.gate.settings import (
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.instructions import InstructionServer
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -81,12 +82,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "baseline_dir": config.option.modelprof_baseline_dir,
         "env_strict": config.option.modelprof_env_strict,
         "disable": config.option.modelprof_disable,
+        "instructions": config.option.modelprof_instructions,
     }
     ini: dict[str, object] = {
         "baseline_dir": config.getini("modelprof_baseline_dir"),
         "strict": config.getini("modelprof_strict") or None,
         "env_strict": config.getini("modelprof_env_strict") or None,
         "disable": config.getini("modelprof_disable") or None,
+        "instructions": config.getini("modelprof_instructions") or None,
     }
     for key in LIMIT_NAMES:
         cli[key] = getattr(config.option, ini_key(key))
@@ -245,11 +248,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
     from pytest_modelprof.gate.collect import (
         measure_compile,
+        measure_instructions,
         measure_latency,
         run_fvcore,
         run_sweep,
     )
     from pytest_modelprof.gate.evaluate import evaluate, stored_timing
+    from pytest_modelprof.instructions import InstructionsUnavailable
 
     config = item.config
     state = config.stash[SESSION_KEY]
@@ -283,11 +288,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 sweep=run_sweep(request, spec.sweep, spec.limits),
                 fvcore=run_fvcore(request, spec.limits),
                 compile_health=measure_compile(request, spec.limits, spec.sweep),
+                instructions=measure_instructions(
+                    request, spec.limits, lambda: _instruction_server(config)
+                ),
             )
             records.append(outcome.record)
             if outcome.failure:
                 failures.append(outcome.failure)
         item.stash[ITEM_KEY].judged = True
+    except InstructionsUnavailable as exc:
+        if state.settings.instructions == "skip":  # --modelprof-instructions=skip
+            pytest.skip(f"modelprof: {exc}")
+        problem = f"modelprof: {exc} (or skip such tests: --modelprof-instructions=skip)"
     except ModelprofError as exc:
         problem = f"modelprof: {exc}"
     if problem is not None:
@@ -295,6 +307,24 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if failures:
         _short_failure(item, "\n\n".join(failures))
     return result
+
+
+def _instruction_server(config: pytest.Config) -> InstructionServer:
+    """The session's callgrind process (one per xdist worker), started on first use."""
+    from pytest_modelprof.instructions import InstructionServer
+
+    state = config.stash[SESSION_KEY]
+    if state.instructions is None:
+        state.instructions = InstructionServer()
+    state.instructions.start()
+    return state.instructions
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None and state.instructions is not None:
+        state.instructions.close()
+        state.instructions = None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -79,6 +79,10 @@ class BaselineEnvironment(_Frozen):
     torchvision_version: str | None = None
     # The package the named model comes from (ultralytics, timm, transformers): "timm 1.0.31".
     source_version: str | None = None
+    # The CPU model and its instruction-set flags (/proc/cpuinfo), only in baselines that
+    # count instructions: kernels that branch on CPU features execute other instructions.
+    cpu: str | None = None
+    cpu_flags: str | None = None
 
 
 class BaselineDocument(_Frozen):
@@ -151,6 +155,7 @@ class BaselineDocument(_Frozen):
                 capture_mode=profile.capture.mode,
                 torchvision_version=_version("torchvision"),
                 source_version=_source_version(profile.model),
+                **_cpu(profile),
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
@@ -165,6 +170,9 @@ class BaselineDocument(_Frozen):
         data = self.model_dump(mode="json")
         if data.get("compile") is None:
             data.pop("compile", None)
+        for key in ("cpu", "cpu_flags"):  # only baselines that count instructions have them
+            if data["environment"].get(key) is None:
+                data["environment"].pop(key, None)
         if data.get("uncounted_memory") is None:
             data.pop("uncounted_memory", None)
         for optional in ("op_calls", "op_families"):  # absent in files written before them
@@ -211,6 +219,14 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
             for f in sorted(profile.op_breakdown, key=lambda f: f.family)
         ]
     return out
+
+
+def _cpu(profile: ModelProfile) -> dict[str, str]:
+    """The CPU of a profile that counted instructions (nothing for one that did not)."""
+    counts = profile.instructions
+    if counts is None:
+        return {}
+    return {"cpu": counts.cpu, "cpu_flags": counts.cpu_flags}
 
 
 def _op(op: Any) -> str:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
 
-from pytest_modelprof.baseline.tolerance import Exact, Ignore, Tolerance
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative, Tolerance
 from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_quantity
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ Direction = Literal["lower", "higher"]  # which way is *better*
 #: How a metric is measured: ``capture`` (the one ATen capture), ``partition`` (the fused-graph
 #: analysis over it), ``timing`` (only when a latency limit asks), ``compile`` (Dynamo, only when
 #: a compile limit asks). A limit on a metric switches its collector on for that test.
-Collector = Literal["capture", "partition", "timing", "compile", "inductor"]
+Collector = Literal["capture", "partition", "timing", "compile", "inductor", "instructions"]
 Number = int | float
 
 
@@ -96,6 +96,23 @@ def _compiled(name: str) -> Callable[[ModelProfile], Number | None]:
 
 def _seconds(value: float) -> str:
     return f"{value:.3g} s"
+
+
+def _instructions(value: float) -> str:
+    # Four digits from a million on: a 0.1 % change still shows.
+    if value >= 1e6:
+        return f"{value / 1e6:,.4g} M instructions"
+    return f"{value:,.0f} instructions"
+
+
+def _instruction_count(profile: ModelProfile) -> Number | None:
+    """Instructions per forward call, or per training step for a training-graph profile."""
+    counts = getattr(profile, "instructions", None)
+    if counts is None:
+        return None
+    if getattr(profile, "include_backward", False) and counts.training_step is not None:
+        return int(counts.training_step)
+    return int(counts.forward) if counts.forward is not None else None
 
 
 @dataclass(frozen=True)
@@ -310,6 +327,23 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=_seconds,
         summary=False,
         collector="inductor",
+    ),
+    # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
+    # limit is set (a session pays about a minute to start valgrind). Counts repeat to well
+    # under 0.1 %, so the default tolerance is small; they depend on the CPU and torch's
+    # kernels, so another CPU or torch warns instead of failing.
+    Metric(
+        name="instructions",
+        label="instructions",
+        getter=_instruction_count,
+        direction="lower",
+        delta_key="max_instructions_delta",
+        default_delta=Relative(0.01),
+        formatter=_instructions,
+        budget_key="max_instructions",
+        summary=False,
+        kernel_dependent=True,
+        collector="instructions",
     ),
 )
 

@@ -15,9 +15,14 @@ from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
 if TYPE_CHECKING:
-    from pytest_modelprof.compile.health import CompileHealth
+    from collections.abc import Callable
 
-__all__ = ["measure_latency", "run_sweep", "run_fvcore", "measure_compile"]
+    from pytest_modelprof.compile.health import CompileHealth
+    from pytest_modelprof.instructions import InstructionCounts, InstructionServer
+
+__all__ = [
+    "measure_latency", "run_sweep", "run_fvcore", "measure_compile", "measure_instructions",
+]
 
 
 def measure_latency(
@@ -129,4 +134,29 @@ def measure_compile(
         shapes=batches,
         dynamic=limits.compile_dynamic,
         inductor=inductor,
+    )
+
+
+def measure_instructions(
+    request: ProfileRequest, limits: Limits, server: Callable[[], InstructionServer]
+) -> InstructionCounts | None:
+    """CPU instructions per call under callgrind, only when an instructions limit asks.
+
+    ``server`` gives the session's one callgrind process (started on first use). The forward
+    is measured; a training-graph profile (``include_backward=True``) adds the backward and
+    the training step, and its limit judges the training step.
+    """
+    if not limits.limited("instructions"):
+        return None
+    if request.device not in (None, "cpu"):
+        raise ModelprofError(
+            f"instructions count what the CPU executes, and this profile runs on "
+            f"device={request.device!r}; measure them on the CPU (leave device= out)"
+        )
+    phases: tuple[Any, ...] = (
+        ("forward", "backward", "training_step") if request.include_backward else ("forward",)
+    )
+    return server().measure(
+        request.model, input_shape=request.input_shape, inputs=request.inputs, phases=phases,
+        dtype=request.dtype,
     )

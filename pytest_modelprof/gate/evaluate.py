@@ -24,6 +24,7 @@ from pytest_modelprof.gate.settings import Limits, SessionSettings
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.compile.health import CompileHealth
+    from pytest_modelprof.instructions.counts import InstructionCounts
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = ["Outcome", "evaluate", "stored_timing", "update_command", "failure_text"]
@@ -141,6 +142,7 @@ def evaluate(
     sweep: dict[str, Any] | None = None,
     fvcore: Any = None,
     compile_health: CompileHealth | None = None,
+    instructions: InstructionCounts | None = None,
 ) -> Outcome:
     """Judge one profile against its baseline; in update mode, write the baseline first.
 
@@ -152,6 +154,8 @@ def evaluate(
 
     if compile_health is not None:
         profile = profile.model_copy(update={"compile_health": compile_health})
+    if instructions is not None:  # read by the instructions metric, like compile health
+        profile = profile.model_copy(update={"instructions": instructions})
 
     rel = baseline_relpath(nodeid, name)
     path = session.baseline_dir / rel

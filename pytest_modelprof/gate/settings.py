@@ -51,6 +51,7 @@ __all__ = [
     "did_you_mean",
     "limit_names",
     "MODES",
+    "INSTRUCTIONS_MODES",
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
@@ -83,6 +84,8 @@ MARKER_SIGNATURE: Final = (
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
+#: What a test with an instructions limit does where valgrind is missing.
+INSTRUCTIONS_MODES: Final = ("error", "skip")
 #: The capture modes ``mode=`` accepts (see ``profile_model``).
 MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
@@ -152,6 +155,8 @@ class Limits:
         policy = self.policy()
         out: dict[str, str] = {}
         for metric in METRICS:
+            if metric.collector == "instructions" and not self.limited(metric.name):
+                continue  # opt-in: baselines that never counted instructions stay as they were
             out[metric.delta_key] = format_tolerance(
                 policy.tolerance(metric), drop=metric.direction == "higher"
             )
@@ -235,6 +240,8 @@ class SessionSettings:
     env_strict: bool = False
     # Run the test bodies without profiling, gating or touching baselines.
     disable: bool = False
+    # Without valgrind, a test with an instructions limit errors ("error") or is skipped.
+    instructions: str = "error"
 
     def header(self) -> str:
         """The line the plugin prints in the session header."""
@@ -423,6 +430,17 @@ def resolve_session(
                     raise SettingsError(f"{source}: {_why(exc)}") from None
         return False
 
+    instructions = "error"
+    for source, values in (("--modelprof-instructions", cli),
+                           ("ini modelprof_instructions", ini)):
+        if _given(values.get("instructions")):
+            instructions = str(values["instructions"]).strip().lower()
+            if instructions not in INSTRUCTIONS_MODES:
+                raise SettingsError(
+                    f"{source}: bad value {values['instructions']!r}; use "
+                    f"{' or '.join(INSTRUCTIONS_MODES)}"
+                )
+            break
     return SessionSettings(
         baseline_dir=Path(baseline_dir).resolve(),
         update=flag("update"),
@@ -431,6 +449,7 @@ def resolve_session(
         limits=limits,
         env_strict=flag("env_strict"),
         disable=flag("disable"),
+        instructions=instructions,
     )
 
 

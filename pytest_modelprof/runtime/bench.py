@@ -40,6 +40,7 @@ from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.instructions.counts import InstructionCounts
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -168,10 +169,15 @@ class BenchReport(_Frozen):
     flops: FlopsSection
     hardware: HardwareInfo
     timestamp: str  # ISO 8601, UTC
+    # CPU instructions per call (``modelprof bench --instructions``); left out otherwise.
+    instructions: InstructionCounts | None = None
 
     def to_json(self) -> str:
         """Sorted keys, fixed float rounding, indent 2, trailing newline."""
-        return dumps_deterministic(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        if data.get("instructions") is None:
+            data.pop("instructions", None)
+        return dumps_deterministic(data)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,162 @@
+"""The measuring side: ``python -m pytest_modelprof.instructions.server`` under callgrind.
+
+Started by :class:`~pytest_modelprof.instructions.client.InstructionServer` as
+``valgrind --tool=callgrind --collect-atstart=no ... python -m ...server``: collection is off
+while Python and torch start (about 6 x 10^9 instructions that vary between runs), and is
+switched on only around each measured call (:class:`CallgrindCounter`, a timer the runtime's
+``time_forward``/``time_backward``/``time_training_step`` accept, so the phases run exactly as
+``modelprof bench`` times them: eval mode for the forward, train mode without dropout for the
+others, seed 0, one thread). After the calls of a phase the counts are dumped to a file of
+their own and read back here; the reply is one JSON line per request.
+
+Replies go to the stdout the process started with; ``sys.stdout`` is pointed at stderr, so a
+model that prints cannot garble the channel.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_modelprof.instructions.protocol import (
+    MeasureRequest,
+    ProtocolError,
+    decode,
+    encode,
+    newest_dump,
+    parse_callgrind_total,
+)
+
+__all__ = ["OUT_ENV", "CallgrindCounter", "measure", "serve", "main"]
+
+#: The ``--callgrind-out-file`` prefix, so the server finds the dumps it asked for.
+OUT_ENV = "MODELPROF_CALLGRIND_OUT"
+
+
+class CallgrindCounter:
+    """A runtime ``Timer`` that switches callgrind's collection on only around ``fn()``."""
+
+    name = "callgrind"
+
+    def __init__(self) -> None:
+        from pytest_modelprof._compat import callgrind_toggle
+
+        self._toggle = callgrind_toggle
+        self.calls = 0
+
+    def time(self, fn: Callable[[], object]) -> float:
+        """Run ``fn`` once with collection on; the figure comes from the dump, not from here."""
+        toggle = self._toggle
+        toggle()
+        fn()
+        toggle()
+        self.calls += 1
+        return 0.0
+
+
+def _read_dump(prefix: Path) -> int:
+    """Dump the counts collected since the last dump and return its instruction total."""
+    from pytest_modelprof._compat import callgrind_toggle, callgrind_toggle_and_dump
+
+    before = newest_dump(prefix)
+    callgrind_toggle()  # on, so that the next call switches it off again and dumps
+    callgrind_toggle_and_dump()
+    dump = newest_dump(prefix)
+    if dump is None or dump == before:
+        raise ProtocolError(
+            "callgrind wrote no dump: this process does not run under "
+            "`valgrind --tool=callgrind`"
+        )
+    try:
+        return parse_callgrind_total(dump.read_text(encoding="utf-8", errors="replace"))
+    finally:
+        dump.unlink(missing_ok=True)
+
+
+def _load(request: MeasureRequest) -> tuple[Any, Any]:
+    """The model and its inputs ``(args, kwargs)``: built by name, or unpickled."""
+    import torch
+
+    for entry in request.sys_path:
+        if entry not in sys.path:
+            sys.path.append(entry)
+    if request.pickle is not None:
+        module, inputs = torch.load(request.pickle, weights_only=False)
+        return module, inputs
+    from pytest_modelprof.profile import real_model_and_inputs
+
+    assert request.model is not None  # MeasureRequest holds a model name or a pickle
+    torch.manual_seed(0)  # random weights and inputs, the same in every run
+    shape = request.input_shape
+    if isinstance(shape, list):
+        shape = tuple(tuple(s) if isinstance(s, list) else s for s in shape)
+    return real_model_and_inputs(
+        request.model, input_shape=shape, purpose="the instruction count", **request.arch
+    )
+
+
+def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
+    """Instructions per call of each requested phase (rounded total / calls)."""
+    from pytest_modelprof.runtime.timing import time_backward, time_forward, time_training_step
+
+    module, batch = _load(request)
+    runners = {"forward": time_forward, "backward": time_backward,
+               "training_step": time_training_step}
+    out: dict[str, int] = {}
+    for phase in request.phases:
+        counter = CallgrindCounter()
+        gc.collect()
+        gc.disable()  # a collection inside one measured call and not another is noise
+        try:
+            runners[phase](module, batch, rounds=request.calls, warmup=request.warmup,
+                           timer=counter, seed=0, threads=1)
+        finally:
+            gc.enable()
+        out[phase] = round(_read_dump(prefix) / request.calls)
+    return out
+
+
+def serve(requests: IO[bytes], replies: IO[bytes], prefix: Path) -> None:
+    """Answer requests until ``requests`` ends: one reply line per request line."""
+    import torch
+
+    from pytest_modelprof._compat import valgrind_supported
+
+    hello: dict[str, Any] = {
+        "ready": True,
+        "torch": str(torch.__version__),
+        "capability": str(torch.backends.cpu.get_cpu_capability()),
+        "supported": valgrind_supported(),
+    }
+    replies.write(encode(hello))
+    replies.flush()
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            request = MeasureRequest.from_json(decode(line))
+            reply: dict[str, Any] = {"ok": True, "counts": measure(request, prefix),
+                                     "calls": request.calls, "warmup": request.warmup,
+                                     "capability": hello["capability"]}
+        except Exception as exc:  # the model's own error travels back as text
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                     "traceback": traceback.format_exc(limit=-8)}
+        replies.write(encode(reply))
+        replies.flush()
+
+
+def main() -> None:
+    """Entry point of the server process."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints go to stderr, not the channel
+    prefix = Path(os.environ.get(OUT_ENV, "callgrind.out"))
+    serve(sys.stdin.buffer, replies, prefix)
+
+
+if __name__ == "__main__":
+    main()
