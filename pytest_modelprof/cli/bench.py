@@ -75,7 +75,7 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
                         "costs about a minute); --json adds instructions.{forward,backward,"
                         "training_step,calls}")
     p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
-                   help="measured calls per phase for --instructions, after 2 unmeasured ones "
+                   help="measured calls per phase for --instructions, after 10 unmeasured ones "
                         "(default: 5; the figure is per call)")
     p.add_argument("--json", action="store_true",
                    help="print only the JSON document to stdout (progress stays on stderr); "

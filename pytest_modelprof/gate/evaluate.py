@@ -116,6 +116,25 @@ def _keep_timing(
     return current.model_copy(update={"timing": kept})
 
 
+def _keep_instructions(
+    current: BaselineDocument, baseline: BaselineDocument | None
+) -> BaselineDocument:
+    """In update mode: keep the stored instruction count while the new one is within the
+    measurement's noise, so a rewrite of an unchanged model leaves the file byte-identical."""
+    from pytest_modelprof.instructions.counts import keep_stored
+
+    old = baseline.metrics.get("instructions") if baseline is not None else None
+    new = current.metrics.get("instructions")
+    if baseline is None or old is None or new is None:
+        return current
+    if baseline.environment.cpu != current.environment.cpu:
+        return current
+    kept = keep_stored(int(old), int(new))
+    if kept == new:
+        return current
+    return current.model_copy(update={"metrics": {**current.metrics, "instructions": kept}})
+
+
 def stored_timing(nodeid: str, name: str | None, session: SessionSettings) -> Any:
     """The baseline's timing rounds to measure against (``None`` when updating or absent)."""
     if session.update:
@@ -221,7 +240,8 @@ def evaluate(
     hard = [c for c in comparison.failures if c.hard]
 
     if session.update:
-        written = write_atomic(path, _keep_timing(current, baseline, limits).to_json())
+        kept = _keep_instructions(_keep_timing(current, baseline, limits), baseline)
+        written = write_atomic(path, kept.to_json())
         status: Status = "ok"
         if written:
             status = "new" if baseline is None and load_error is None else "updated"

@@ -42,8 +42,10 @@ __all__ = [
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu, GitHub's runners)"
 #: Measured calls per phase after the unmeasured warm-up calls: counts are exact, so a few do.
+#: The warm-up is longer: Python 3.11 specialises a function's bytecode over its first calls,
+#: and the allocator grows its heap, both of which a measured call must not pay.
 DEFAULT_CALLS = 5
-DEFAULT_WARMUP = 2
+DEFAULT_WARMUP = 10
 
 
 class InstructionsUnavailable(ModelprofError):
@@ -67,6 +69,8 @@ def valgrind_command(valgrind: str, out_prefix: Path) -> list[str]:
         valgrind,
         "--tool=callgrind",
         "--collect-atstart=no",  # Python's start-up varies between runs: never count it
+        "--instr-atstart=no",  # import torch at about a fifth of the cost; the server
+        # switches instrumentation on once it is ready (callgrind_control)
         "--dump-instr=no",
         "--dump-line=no",
         "--compress-strings=no",

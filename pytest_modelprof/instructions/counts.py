@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["InstructionCounts"]
+__all__ = ["NOISE", "InstructionCounts", "keep_stored"]
+
+#: How far two measurements of an unchanged model may differ (relative): the allocator and
+#: the interpreter take slightly different paths from one process to the next
+#: (benchmarks/bench_instructions.py measures it; BENCHMARKS.md has the figures).
+NOISE = 0.002
 
 
 class InstructionCounts(BaseModel):
@@ -24,3 +29,11 @@ class InstructionCounts(BaseModel):
     cpu: str = "unknown"
     cpu_flags: str = ""
     capability: str = ""
+
+
+def keep_stored(stored: int, measured: int) -> int:
+    """The count a rewritten baseline keeps: the stored one while the new measurement is
+    within :data:`NOISE` of it (the file stays byte-identical), else the new one."""
+    if stored > 0 and abs(measured - stored) <= NOISE * stored:
+        return stored
+    return measured

@@ -49,7 +49,7 @@ class MeasureRequest:
     arch: Mapping[str, Any] = field(default_factory=dict)
     phases: Sequence[Phase] = ("forward",)
     calls: int = 5
-    warmup: int = 2
+    warmup: int = 10
     sys_path: Sequence[str] = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -72,7 +72,7 @@ class MeasureRequest:
         phases = data.get("phases", ["forward"])
         if not isinstance(phases, list) or not phases or any(p not in PHASES for p in phases):
             raise ProtocolError(f"phases: expected a list of {', '.join(PHASES)}, got {phases!r}")
-        calls, warmup = data.get("calls", 5), data.get("warmup", 2)
+        calls, warmup = data.get("calls", 5), data.get("warmup", 10)
         if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
             raise ProtocolError(f"calls: expected an integer >= 1, got {calls!r}")
         if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:

@@ -34,6 +34,9 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_recompiles",
         "max_kernels_delta",
         "max_compile_time_delta",
+        # CPU instructions under callgrind
+        "max_instructions_delta",
+        "max_instructions",
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 
