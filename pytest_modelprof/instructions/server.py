@@ -162,9 +162,8 @@ def serve(requests: IO[bytes], replies: IO[bytes], prefix: Path) -> None:
     """Answer requests until ``requests`` ends: one reply line per request line."""
     import torch
 
-    from pytest_modelprof._compat import valgrind_supported
-
     import pytest_modelprof.runtime.timing  # noqa: F401  (imported before counting starts)
+    from pytest_modelprof._compat import valgrind_supported
 
     supported = valgrind_supported()
     hello: dict[str, Any] = {
