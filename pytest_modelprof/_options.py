@@ -8,13 +8,8 @@ from typing import Any
 import pytest
 
 from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_path
-from pytest_modelprof.gate.settings import (
-    BOOL_KEYS,
-    INSTRUCTIONS_MODES,
-    LIMIT_NAMES,
-    cli_flag,
-    ini_key,
-)
+from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
 
 __all__ = ["add_options"]
 

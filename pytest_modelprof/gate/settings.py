@@ -29,6 +29,7 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
 )
 from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.instructions.mode import instructions_mode
 
 __all__ = [
     "FVCORE_KEYS",
@@ -51,7 +52,6 @@ __all__ = [
     "did_you_mean",
     "limit_names",
     "MODES",
-    "INSTRUCTIONS_MODES",
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
@@ -84,8 +84,6 @@ MARKER_SIGNATURE: Final = (
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
-#: What a test with an instructions limit does where valgrind is missing.
-INSTRUCTIONS_MODES: Final = ("error", "skip")
 #: The capture modes ``mode=`` accepts (see ``profile_model``).
 MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
@@ -430,17 +428,6 @@ def resolve_session(
                     raise SettingsError(f"{source}: {_why(exc)}") from None
         return False
 
-    instructions = "error"
-    for source, values in (("--modelprof-instructions", cli),
-                           ("ini modelprof_instructions", ini)):
-        if _given(values.get("instructions")):
-            instructions = str(values["instructions"]).strip().lower()
-            if instructions not in INSTRUCTIONS_MODES:
-                raise SettingsError(
-                    f"{source}: bad value {values['instructions']!r}; use "
-                    f"{' or '.join(INSTRUCTIONS_MODES)}"
-                )
-            break
     return SessionSettings(
         baseline_dir=Path(baseline_dir).resolve(),
         update=flag("update"),
@@ -449,7 +436,7 @@ def resolve_session(
         limits=limits,
         env_strict=flag("env_strict"),
         disable=flag("disable"),
-        instructions=instructions,
+        instructions=instructions_mode(cli, ini),
     )
 
 
