@@ -38,6 +38,7 @@ __all__ = [
     "valgrind_command",
     "InstructionServer",
     "counts_from_reply",
+    "shared_server",
 ]
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu, GitHub's runners)"
@@ -287,3 +288,18 @@ def _pickle_model(
             f"instructions: the model cannot be sent to the valgrind process ({exc}); define "
             f"its class at module level, or give the marker model='pkg.module:factory'"
         ) from None
+
+
+_SHARED: list[InstructionServer] = []  # this process's server: importing torch costs minutes
+
+
+def shared_server() -> InstructionServer:
+    """The process's one server (one per pytest session or xdist worker), started on first
+    use and closed when the process exits."""
+    if not _SHARED:
+        import atexit
+
+        _SHARED.append(InstructionServer())
+        atexit.register(_SHARED[0].close)
+    _SHARED[0].start()
+    return _SHARED[0]
