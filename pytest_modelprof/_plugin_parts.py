@@ -18,12 +18,12 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.settings import MarkerSpec, SessionSettings
 
 if TYPE_CHECKING:
+    from pytest_modelprof.baseline.metrics import MetricTable
     from pytest_modelprof.baseline.stale import RunCoverage
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
-    from pytest_modelprof.instructions import InstructionServer
     from pytest_modelprof.report.session import SessionReports
 
 __all__: list[str] = []
@@ -42,8 +42,7 @@ class SessionState:
     stale: list[Path] = field(default_factory=list)
     formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
     stale_unchecked: str | None = None  # why stale detection could not prove anything
-    # The one callgrind process of this session (or xdist worker), started on first use.
-    instructions: InstructionServer | None = None
+    metrics: MetricTable | None = None  # built-in + the register_metrics hook's, for this session
 
 
 @dataclass
@@ -83,6 +82,32 @@ def session_formulas(config: pytest.Config) -> CostRegistry:
             )
         )
     return state.formulas
+
+
+def session_metrics(config: pytest.Config) -> MetricTable:
+    """This session's metric set: the built-in metrics plus what the
+    ``pytest_modelprof_register_metrics`` hook returned (built on first use, at configure)."""
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric
+
+    state = config.stash[SESSION_KEY]
+    if state.metrics is None:
+        added: list[Metric] = []
+        for result in config.hook.pytest_modelprof_register_metrics(config=config):
+            found = [result] if isinstance(result, Metric) else list(result or ())
+            wrong = [m for m in found if not isinstance(m, Metric)]
+            if wrong:
+                raise pytest.UsageError(
+                    f"pytest-modelprof: pytest_modelprof_register_metrics returned {wrong[0]!r}; "
+                    "return a list of pytest_modelprof.baseline.metrics.Metric"
+                )
+            added += found
+        try:
+            state.metrics = BUILTIN_METRICS.with_metrics(*added)
+        except ValueError as exc:
+            raise pytest.UsageError(
+                f"pytest-modelprof: pytest_modelprof_register_metrics: {exc}"
+            ) from None
+    return state.metrics
 
 
 def error_row(
@@ -192,8 +217,11 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from pytest_modelprof.baseline.metrics import use_metrics
+
         try:
-            self.notes, self.annotations = self.collector.finish(int(exitstatus))
+            with use_metrics(session_metrics(session.config)):  # the session's metric labels
+                self.notes, self.annotations = self.collector.finish(int(exitstatus))
         except (ModelprofError, OSError) as exc:
             self.error = f"modelprof: could not write the reports: {exc}"
             if session.exitstatus == pytest.ExitCode.OK:
@@ -201,7 +229,7 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_modelprof.report.fit import fit_line
+        from pytest_modelprof.textfit import fit_line
 
         width = int(terminalreporter.config.get_terminal_writer().fullwidth)
         for line in self.notes:

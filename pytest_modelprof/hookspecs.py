@@ -7,6 +7,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.gate.settings import ProfileRequest
@@ -16,6 +19,7 @@ __all__ = [
     "pytest_modelprof_profile",
     "pytest_modelprof_record",
     "pytest_modelprof_register_formulas",
+    "pytest_modelprof_register_metrics",
 ]
 
 
@@ -47,4 +51,20 @@ def pytest_modelprof_register_formulas(config: pytest.Config, registry: CostRegi
             @registry.register("mylib::attn", family="attention")
             def attn(args, out):
                 return OpCost(flops=4 * args["q"].numel)
+    """
+
+
+@pytest.hookspec()
+def pytest_modelprof_register_metrics(config: pytest.Config) -> Sequence[Metric] | None:
+    """Return metrics to gate in this session besides the built-in ones.
+
+    Called once per session (on each xdist worker and the controller) at configure time; the
+    metrics join this session's metric set only, so their limits work in markers. A metric with
+    a measurement of its own declares it as its ``collector``
+    (:class:`pytest_modelprof.baseline.collector.Collector`)::
+
+        def pytest_modelprof_register_metrics(config):
+            return [Metric(name="calls", label="calls", direction="lower",
+                           delta_key="max_calls_delta", default_delta=Exact(),
+                           formatter=str, collector=Collector("calls", measure=count_calls))]
     """

@@ -31,8 +31,10 @@ from pytest_modelprof._plugin_parts import (
     error_row,
     is_worker,
     session_formulas,
+    session_metrics,
     uses_gate,
 )
+from pytest_modelprof.baseline.metrics import use_metrics
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.settings import (
@@ -48,7 +50,6 @@ from pytest_modelprof.gate.settings import (
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
     from pytest_modelprof.gate.record import GateRecord
-    from pytest_modelprof.instructions import InstructionServer
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -105,6 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
     config.stash[SESSION_KEY] = SessionState(settings)
+    session_metrics(config)  # a bad pytest_modelprof_register_metrics hook stops the run here
     if not settings.disable:  # a disabled gate proves nothing about baselines: never prune
         from pytest_modelprof.baseline.stale import RunCoverage
 
@@ -134,7 +136,7 @@ def _configure_reports(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from pytest_modelprof.report.fit import fit_line
+    from pytest_modelprof.textfit import fit_line
 
     return fit_line(config.stash[SESSION_KEY].settings.header(), _terminal_width(config))
 
@@ -228,10 +230,20 @@ def _short_failure(item: pytest.Item, message: str) -> None:
     """A failure without a traceback: the message already names the culprit and the fix.
     The terminal gets it fitted to its width; the reports get it as written."""
     __tracebackhide__ = True
-    from pytest_modelprof.report.fit import fit_text
+    from pytest_modelprof.textfit import fit_text
 
     item.stash.setdefault(ITEM_KEY, ItemState()).message = message
     pytest.fail(fit_text(message, _terminal_width(item.config)), pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    # The session's metric set, for this test only (its marker, fixture, collectors, judge).
+    state = item.config.stash.get(SESSION_KEY, None)
+    if state is None or state.metrics is None:
+        return (yield)
+    with use_metrics(state.metrics):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -246,14 +258,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if problem is not None:  # outside the except block: one error, no chained traceback
         _short_failure(item, problem)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.gate.collect import (
-        measure_compile,
-        measure_instructions,
-        measure_latency,
-        run_fvcore,
-        run_sweep,
-    )
-    from pytest_modelprof.gate.evaluate import evaluate, stored_timing
+    from pytest_modelprof.gate.collect import collect
+    from pytest_modelprof.gate.evaluate import evaluate, stored_evidence
     from pytest_modelprof.instructions import InstructionsUnavailable
 
     config = item.config
@@ -282,14 +288,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
                 limits=spec.limits,
                 session=state.settings,
                 rootdir=Path(config.rootpath),
-                timing=measure_latency(
-                    request, spec.limits, stored_timing(item.nodeid, name, state.settings)
-                ),
-                sweep=run_sweep(request, spec.sweep, spec.limits),
-                fvcore=run_fvcore(request, spec.limits),
-                compile_health=measure_compile(request, spec.limits, spec.sweep),
-                instructions=measure_instructions(
-                    request, spec.limits, lambda: _instruction_server(config)
+                evidence=collect(
+                    request, spec.limits, spec.sweep,
+                    stored_evidence(item.nodeid, name, state.settings),
                 ),
             )
             records.append(outcome.record)
@@ -307,24 +308,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if failures:
         _short_failure(item, "\n\n".join(failures))
     return result
-
-
-def _instruction_server(config: pytest.Config) -> InstructionServer:
-    """The session's callgrind process (one per xdist worker), started on first use."""
-    from pytest_modelprof.instructions import InstructionServer
-
-    state = config.stash[SESSION_KEY]
-    if state.instructions is None:
-        state.instructions = InstructionServer()
-    state.instructions.start()
-    return state.instructions
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    state = config.stash.get(SESSION_KEY, None)
-    if state is not None and state.instructions is not None:
-        state.instructions.close()
-        state.instructions = None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -391,7 +374,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         return
     from pytest_modelprof.gate.evaluate import update_command
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
-    from pytest_modelprof.report.fit import fit_line
+    from pytest_modelprof.textfit import fit_line
 
     tr = terminalreporter
     width = _terminal_width(config)

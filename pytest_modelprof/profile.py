@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pytest_modelprof._tensors import Inputs, flat_tensors, module_device
+from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.analysis import rollup
 from pytest_modelprof.analysis.partition import partition
 from pytest_modelprof.capture.kernels import canonical_kernels
@@ -29,18 +29,17 @@ from pytest_modelprof.capture.plan import (
     reason,
     resolve_dtype,
 )
+from pytest_modelprof.capture.real import real_model_and_inputs
 from pytest_modelprof.capture.run import (
     BACKWARD_SCOPE,
     Captured,
     CaptureFailed,
     Request,
     input_shape_tuple,
-    make_inputs,
     module_dtype,
     run_once,
 )
 from pytest_modelprof.capture.tracer import tensor_meta
-from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.costs.user import REGISTER_HINT, active_registry
 from pytest_modelprof.errors import (
@@ -195,49 +194,6 @@ def _final_error(
         f"If the input is not what the model expects{default}, fix input_shape=/inputs=; "
         f"otherwise the model itself is inconsistent at that layer.{tried}"
     )
-
-
-def real_model_and_inputs(
-    model: nn.Module | str,
-    *,
-    input_shape: Sequence[int] | None = None,
-    inputs: Any = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype | str | None = None,
-    purpose: str = "the measurement",
-    **arch_kwargs: Any,
-) -> tuple[nn.Module, Inputs]:
-    """The model as it runs on real tensors, and its inputs as ``(args, kwargs)``.
-
-    A name is built with random weights on ``device`` (default: the CPU); a module is copied
-    with its weights (:func:`~pytest_modelprof.capture.run.real_copy`, size-checked; ``purpose``
-    names the measurement in its error), so what runs it never changes the user's module.
-    Inputs come from ``inputs``, else ``input_shape``, else the registry's default for a name:
-    the same resolution :func:`profile_model` uses, for timing and cross-checks.
-    """
-    from pytest_modelprof.capture.run import build_real, real_copy
-
-    subject = make_subject(model, None, arch_kwargs)
-    real_device = torch.device(device) if device is not None else None
-    request = Request(
-        subject=subject,
-        requested="real",
-        input_shape=input_shape_tuple(input_shape),
-        inputs=inputs,
-        device=real_device,
-        dtype=resolve_dtype(dtype),
-        include_backward=False,
-        warmup=None,
-        registry=default_registry(),
-    )
-    if subject.module is not None:
-        module = real_copy(subject.module, subject.label, purpose)
-    else:
-        module = build_real(request, real_device)
-        if request.dtype is not None:
-            module = module.to(request.dtype)
-    run_device = real_device or module_device(module)
-    return module, make_inputs(request, module, run_device)
 
 
 @contextmanager

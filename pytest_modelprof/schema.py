@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from pytest_modelprof.compile.health import CompileHealth
-from pytest_modelprof.instructions.counts import InstructionCounts
+from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
 
 if TYPE_CHECKING:
@@ -174,9 +173,6 @@ class ModelProfile(_Frozen):
     partition: PartitionSummary | None = None  # None in profiles written before the partitioner
     # torch.compile health (pytest_modelprof.compile), only when a compile limit asked for it.
     compile_health: CompileHealth | None = None
-    # CPU instructions per call under callgrind (pytest_modelprof.instructions), only when an
-    # instructions limit asked for them.
-    instructions: InstructionCounts | None = None
 
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)

@@ -448,7 +448,7 @@ def compare(
         now = current.metrics.get(metric.name)
         old = before.get(metric.name)
         # The CPU decides instruction counts only; other counts do not run on it.
-        own_env = env if metric.collector == "instructions" else _not_cpu(env)
+        own_env = env if metric.name == "instructions" else _not_cpu(env)
         check = _check(metric, now, old, policy, current.metrics, before, own_env)
         if check is not None:
             checks.append(check)

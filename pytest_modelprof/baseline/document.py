@@ -13,8 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_modelprof.baseline.metrics import metric_values
-from pytest_modelprof.compile.health import CompileHealth
+from pytest_modelprof.baseline.metrics import active_metrics, metric_values
+from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dumps_deterministic
 
@@ -113,6 +113,18 @@ class BaselineDocument(_Frozen):
     # count changed, and the op families. ``None`` in files written before they were recorded.
     op_calls: dict[str, dict[str, int]] | None = None
     op_families: list[BaselineOpFamily] | None = None
+    # The evidence of collectors that keep it here (collector name -> JSON), for the metrics a
+    # collector measures (baseline.collector). Left out of the file when there is none.
+    measured: dict[str, dict[str, Any]] | None = None
+
+    def evidence(self) -> dict[str, Any]:
+        """The collectors' evidence this baseline keeps, by collector name."""
+        out: dict[str, Any] = dict(self.measured or {})
+        if self.timing is not None:
+            out["timing"] = self.timing
+        if self.compile is not None:
+            out["compile"] = self.compile.model_dump(mode="json")
+        return out
 
     @classmethod
     def from_profile(
@@ -123,8 +135,12 @@ class BaselineDocument(_Frozen):
         name: str | None,
         settings: Mapping[str, str],
         timing: Mapping[str, Any] | None = None,
+        evidence: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> BaselineDocument:
-        """The baseline a profile would write; also the "current" side of a comparison."""
+        """The baseline a profile would write; also the "current" side of a comparison.
+
+        ``evidence`` (collector name -> evidence) gives the measured metrics their values and
+        is kept for the collectors that store it in ``measured``."""
         rows: dict[str, BaselineLayer] = {}
         for layer in profile.layers:  # a module may appear twice (shared modules): sum it
             prev = rows.get(layer.name)
@@ -138,7 +154,12 @@ class BaselineDocument(_Frozen):
             )
         values = {
             k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
-            for k, v in metric_values(profile).items()
+            for k, v in metric_values(profile, evidence).items()
+        }
+        kept = {
+            name: dict(evidence[name])
+            for name, (collector, _) in active_metrics().collectors().items()
+            if collector.store == "measured" and evidence and name in evidence
         }
         return cls(
             test=test,
@@ -155,13 +176,14 @@ class BaselineDocument(_Frozen):
                 capture_mode=profile.capture.mode,
                 torchvision_version=_version("torchvision"),
                 source_version=_source_version(profile.model),
-                **_cpu(profile),
+                **_cpu(evidence),
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
             uncounted_memory={u.op: u.memory for u in sorted(profile.uncounted_ops, key=_op)}
             or None,
             compile=profile.compile_health,
+            measured=dict(sorted(kept.items())) or None,
             **_ops(profile),
         )
 
@@ -175,7 +197,8 @@ class BaselineDocument(_Frozen):
                 data["environment"].pop(key, None)
         if data.get("uncounted_memory") is None:
             data.pop("uncounted_memory", None)
-        for optional in ("op_calls", "op_families"):  # absent in files written before them
+        # Absent in files written before them (and ``measured`` in files that need none).
+        for optional in ("op_calls", "op_families", "measured"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return dumps_deterministic(data)
@@ -221,12 +244,12 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
     return out
 
 
-def _cpu(profile: ModelProfile) -> dict[str, str]:
-    """The CPU of a profile that counted instructions (nothing for one that did not)."""
-    counts = profile.instructions
-    if counts is None:
+def _cpu(evidence: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+    """The CPU that counted instructions (nothing for a profile that counted none)."""
+    counts = (evidence or {}).get("instructions")
+    if not counts:
         return {}
-    return {"cpu": counts.cpu, "cpu_flags": counts.cpu_flags}
+    return {"cpu": str(counts.get("cpu", "unknown")), "cpu_flags": str(counts.get("cpu_flags", ""))}
 
 
 def _op(op: Any) -> str:

@@ -11,13 +11,15 @@ Standard library only: the plugin builds its options from this table at start-up
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, overload
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative, Tolerance
-from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_quantity
+from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
@@ -27,19 +29,45 @@ __all__ = [
     "Collector",
     "Metric",
     "MetricTable",
+    "BUILTIN_METRICS",
     "METRICS",
+    "active_metrics",
+    "use_metrics",
+    "TIMING",
+    "COMPILE",
+    "INSTRUCTIONS",
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
     "GROWTH_LIMITS",
+    "growth_labels",
     "metric_values",
 ]
 
-Direction = Literal["lower", "higher"]  # which way is *better*
-#: How a metric is measured: ``capture`` (the one ATen capture), ``partition`` (the fused-graph
-#: analysis over it), ``timing`` (only when a latency limit asks), ``compile`` (Dynamo, only when
-#: a compile limit asks). A limit on a metric switches its collector on for that test.
-Collector = Literal["capture", "partition", "timing", "compile", "inductor", "instructions"]
-Number = int | float
+
+#: Calibration-normalised timing rounds, only when a latency limit asks. Its rows have a rule of
+#: their own (a bootstrap at the limit, gate/judge.py), so its evidence gives no table value.
+TIMING = Collector(
+    "timing",
+    measure="pytest_modelprof.gate.collect:latency_evidence",
+    values=lambda evidence: {},
+    store="timing",
+    needs="the model run on real tensors, many times",
+)
+#: torch.compile health (Dynamo; Inductor too when kernels or compile time are limited).
+COMPILE = Collector(
+    "compile",
+    measure="pytest_modelprof.gate.collect:compile_evidence",
+    store="compile",
+    needs="the model compiled with torch.compile on real tensors",
+)
+
+#: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions): one
+#: valgrind process per session or xdist worker; the evidence keeps the counts and the CPU.
+INSTRUCTIONS = Collector(
+    "instructions",
+    measure="pytest_modelprof.instructions.gate:measure",
+    needs="valgrind (apt-get install valgrind); the model run under callgrind",
+)
 
 
 def _ms(value: float) -> str:
@@ -105,56 +133,6 @@ def _instructions(value: float) -> str:
     return f"{value:,.0f} instructions"
 
 
-def _instruction_count(profile: ModelProfile) -> Number | None:
-    """Instructions per forward call, or per training step for a training-graph profile."""
-    counts = getattr(profile, "instructions", None)
-    if counts is None:
-        return None
-    if getattr(profile, "include_backward", False) and counts.training_step is not None:
-        return int(counts.training_step)
-    return int(counts.forward) if counts.forward is not None else None
-
-
-@dataclass(frozen=True)
-class Metric:
-    """One gated number. ``delta_key``/``budget_key`` are the limit names users type."""
-
-    name: str  # key in baseline files and summary rows
-    label: str  # what the terminal prints
-    getter: Callable[[ModelProfile], Number | None]
-    direction: Direction
-    delta_key: str
-    default_delta: Tolerance
-    formatter: Callable[[float], str]
-    budget_key: str | None = None
-    budget_parser: Callable[[str | float | int], float] = parse_quantity
-    layer_field: str | None = None  # LayerStats field for the "layers that grew most" diff
-    summary: bool = True  # a column of the terminal summary
-    collector: Collector = "capture"
-    # Derived metrics move whenever their inputs move: a drop whose inputs all held or improved
-    # is no regression (arithmetic intensity falls when FLOPs fall faster than bytes).
-    derived_from: tuple[str, ...] = ()
-    # Counts that depend on kernels (sizes of secondary outputs, decompositions, fusion rules):
-    # when the baseline comes from another environment, a change warns instead of failing.
-    kernel_dependent: bool = False
-
-    def format(self, value: float | None) -> str:
-        """The value in human units, ``"n/a"`` when not measured."""
-        return "n/a" if value is None else self.formatter(value)
-
-    def worse_by(self, current: float, baseline: float) -> float:
-        """Relative change in the worse direction: ``+0.1`` is 10 % worse, ``-0.1`` 10 % better.
-
-        A zero baseline is explicit: no change is 0, any worse value is ``inf``.
-        """
-        worse = current - baseline if self.direction == "lower" else baseline - current
-        if baseline == 0:
-            if worse == 0:
-                return 0.0
-            return float("inf") if worse > 0 else float("-inf")
-        return worse / abs(baseline)
-
-
 # Counted metrics are deterministic, so the built-in tolerance is exact in the worse direction:
 # any growth fails until the user sets a tolerance, and a change that makes no cost worse never
 # fails (improvements fail only under --modelprof-strict). Arithmetic intensity is derived from
@@ -171,6 +149,8 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=lambda v: format_count(v, "FLOPs"),
         budget_key="max_flops",
         layer_field="flops",
+        growth_key="max_flops_growth_exponent",
+        sweep_field="flops",
     ),
     Metric(
         name="macs",
@@ -182,6 +162,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=lambda v: format_count(v, "MACs"),
         layer_field="macs",
         summary=False,
+        sweep_field="macs",  # fitted by a sweep, with no growth limit of its own
     ),
     Metric(
         name="params",
@@ -206,6 +187,8 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_parser=parse_bytes,
         layer_field="memory",
         kernel_dependent=True,
+        growth_key="max_memory_growth_exponent",
+        sweep_field="memory",
     ),
     Metric(
         name="peak_memory",
@@ -216,6 +199,9 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Exact(),
         formatter=format_bytes,
         kernel_dependent=True,
+        growth_key="max_peak_memory_growth_exponent",
+        sweep_field="peak_activation_bytes",
+        growth_label="peak act.",
     ),
     Metric(
         name="arithmetic_intensity",
@@ -237,7 +223,6 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Exact(),
         formatter=_plain,
         kernel_dependent=True,
-        collector="partition",
     ),
     # Topological levels of the subgraph DAG: the model's sequential depth.
     Metric(
@@ -250,7 +235,6 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=_plain,
         summary=False,
         kernel_dependent=True,
-        collector="partition",
     ),
     # Not measured yet: the runtime timing issue provides ``latency_ms``.
     Metric(
@@ -264,7 +248,9 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_key="max_latency_ms",
         budget_parser=_parse_ms,
         summary=False,
-        collector="timing",
+        collector=TIMING,
+        growth_key="max_latency_growth_exponent",
+        sweep_field="latency_ms",
     ),
     # torch.compile health (pytest_modelprof.compile): measured only when one of these limits
     # is set. Not kernel-dependent: the capture mode flips to "real" exactly when a model gains
@@ -278,7 +264,7 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Exact(),
         formatter=_plain,
         summary=False,
-        collector="compile",
+        collector=COMPILE,
     ),
     Metric(
         name="graph_breaks",
@@ -290,7 +276,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=_plain,
         budget_key="max_graph_breaks",
         summary=False,
-        collector="compile",
+        collector=COMPILE,
     ),
     Metric(
         name="recompiles",
@@ -302,7 +288,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=_plain,
         budget_key="max_recompiles",
         summary=False,
-        collector="compile",
+        collector=COMPILE,
     ),
     Metric(
         name="kernels",
@@ -314,7 +300,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=_plain,
         summary=False,
         kernel_dependent=True,
-        collector="inductor",
+        collector=COMPILE,
     ),
     # A timing: ignored unless a limit is set, and a slowdown warns unless timing_strict.
     Metric(
@@ -326,7 +312,7 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Ignore(),
         formatter=_seconds,
         summary=False,
-        collector="inductor",
+        collector=COMPILE,
     ),
     # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
     # limit is set (a session pays about a minute to start valgrind). Counts repeat to well
@@ -335,7 +321,6 @@ _BUILTIN: tuple[Metric, ...] = (
     Metric(
         name="instructions",
         label="instructions",
-        getter=_instruction_count,
         direction="lower",
         delta_key="max_instructions_delta",
         default_delta=Relative(0.01),
@@ -343,118 +328,117 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_key="max_instructions",
         summary=False,
         kernel_dependent=True,
-        collector="instructions",
+        collector=INSTRUCTIONS,
     ),
 )
 
 
 
-class MetricTable(Sequence[Metric]):
-    """The registered metrics, in table order. Iterating gives the metrics.
+#: The built-in metrics.
+BUILTIN_METRICS = MetricTable(_BUILTIN)
+_ACTIVE: ContextVar[MetricTable] = ContextVar("modelprof_metrics", default=BUILTIN_METRICS)
 
-    :meth:`extended` adds metrics for the duration of a ``with`` block (how a test, or a
-    collector under development, adds a metric without touching anything else).
-    """
 
-    def __init__(self, metrics: Sequence[Metric]) -> None:
-        self._metrics: list[Metric] = []
-        for metric in metrics:
-            self._add(metric)
+def active_metrics() -> MetricTable:
+    """The metric set of the current context: the session's table inside the gate, else the
+    built-in one."""
+    return _ACTIVE.get()
 
-    def _add(self, metric: Metric) -> None:
-        taken = {m.name for m in self._metrics}
-        keys = {k for m in self._metrics for k in (m.delta_key, m.budget_key) if k}
-        if metric.name in taken:
-            raise ValueError(f"metric {metric.name!r} is already registered")
-        clash = {metric.delta_key, metric.budget_key} & keys
-        if clash:
-            raise ValueError(f"limit name {sorted(k for k in clash if k)} is already taken")
-        self._metrics.append(metric)
 
-    @overload
-    def __getitem__(self, index: int) -> Metric: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Metric]: ...
-    def __getitem__(self, index: int | slice) -> Metric | Sequence[Metric]:
-        return self._metrics[index]
+@contextmanager
+def use_metrics(table: MetricTable) -> Iterator[MetricTable]:
+    """Make ``table`` the metric set inside the block (this context only)."""
+    token = _ACTIVE.set(table)
+    try:
+        yield table
+    finally:
+        _ACTIVE.reset(token)
 
-    def __len__(self) -> int:
-        return len(self._metrics)
 
-    def by_name(self, name: str) -> Metric | None:
-        """The metric called ``name``, if registered."""
-        return next((m for m in self._metrics if m.name == name), None)
+class _Active(MetricTable):
+    """:data:`METRICS`: reads whichever table is active in the calling context."""
 
-    def limit_keys(self) -> dict[str, Metric]:
-        """Every delta and budget limit name, mapped to its metric."""
-        out = {m.delta_key: m for m in self._metrics}
-        out.update({m.budget_key: m for m in self._metrics if m.budget_key})
-        return out
+    def __init__(self) -> None:
+        super().__init__(())
+
+    def _all(self) -> tuple[Metric, ...]:
+        return _ACTIVE.get()._all()
 
     @contextmanager
     def extended(self, *metrics: Metric) -> Iterator[MetricTable]:
-        """Register ``metrics`` inside the block; they are removed again on exit."""
-        before = list(self._metrics)
-        try:
-            for metric in metrics:
-                self._add(metric)
-            yield self
-        finally:
-            self._metrics[:] = before
+        """The active table plus ``metrics``, active inside the block (see :func:`use_metrics`).
+
+        Nothing shared changes: other threads and contexts keep their table."""
+        with use_metrics(active_metrics().with_metrics(*metrics)) as table:
+            yield table
 
 
-METRICS = MetricTable(_BUILTIN)
+#: The active metric set (:func:`active_metrics`), as a table: what the gate and reports read.
+METRICS: MetricTable = _Active()
 
 
 class _ByName(Mapping[str, Metric]):
-    """A live name -> metric view of :data:`METRICS`."""
+    """A live name -> metric view of the active table."""
 
     def __getitem__(self, key: str) -> Metric:
-        metric = METRICS.by_name(key)
+        metric = active_metrics().by_name(key)
         if metric is None:
             raise KeyError(key)
         return metric
 
     def __iter__(self) -> Iterator[str]:
-        return (m.name for m in METRICS)
+        return (m.name for m in active_metrics())
 
     def __len__(self) -> int:
-        return len(METRICS)
+        return len(active_metrics())
 
 
 class _LimitKeys(Mapping[str, Metric]):
-    """A live limit name -> metric view of :data:`METRICS`."""
+    """A live limit name -> metric view of the active table."""
 
     def __getitem__(self, key: str) -> Metric:
-        return METRICS.limit_keys()[key]
+        return active_metrics().limit_keys()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(METRICS.limit_keys())
+        return iter(active_metrics().limit_keys())
 
     def __len__(self) -> int:
-        return len(METRICS.limit_keys())
+        return len(active_metrics().limit_keys())
+
+
+class _GrowthLimits(Mapping[str, str]):
+    """A live growth limit name -> swept profile field view, derived from each metric's fields."""
+
+    def __getitem__(self, key: str) -> str:
+        field = active_metrics().growth_limits()[key].sweep_field
+        assert field is not None
+        return field
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(active_metrics().growth_limits())
+
+    def __len__(self) -> int:
+        return len(active_metrics().growth_limits())
 
 
 METRICS_BY_NAME: Mapping[str, Metric] = _ByName()
 
-#: Scaling-sweep limits (marker ``sweep=``): limit name -> the swept metric whose fitted growth
-#: exponent it bounds. Here, not in ``sweep.py``, so the plugin can read it without torch.
-GROWTH_LIMITS: Mapping[str, str] = {
-    "max_flops_growth_exponent": "flops",
-    "max_memory_growth_exponent": "memory",
-    "max_peak_memory_growth_exponent": "peak_activation_bytes",
-    "max_latency_growth_exponent": "latency_ms",
-}
+#: Scaling-sweep limits (marker ``sweep=``): limit name -> the profile field whose fitted growth
+#: exponent it bounds, from each metric's ``growth_key`` and ``sweep_field``.
+GROWTH_LIMITS: Mapping[str, str] = _GrowthLimits()
 
-#: Every limit name a user may type, mapped to its metric (follows :meth:`MetricTable.extended`).
+#: Every limit name a user may type, mapped to its metric (follows the active table).
 LIMIT_KEYS: Mapping[str, Metric] = _LimitKeys()
 
 
-def metric_values(profile: ModelProfile) -> dict[str, Number]:
+def growth_labels() -> dict[str, str]:
+    """The name of each swept profile field in a sweep's fits (``peak_activation_bytes`` ->
+    ``peak act.``), from each metric's own ``sweep_field`` and labels."""
+    return {m.sweep_field: m.growth_label or m.label for m in active_metrics() if m.sweep_field}
+
+
+def metric_values(
+    profile: ModelProfile, evidence: Mapping[str, Any] | None = None
+) -> dict[str, Number]:
     """The measured metrics of one profile, by metric name (unmeasured ones are left out)."""
-    out: dict[str, Number] = {}
-    for metric in METRICS:
-        value = metric.getter(profile)
-        if value is not None:
-            out[metric.name] = value
-    return out
+    return active_metrics().values(profile, evidence)

@@ -143,7 +143,8 @@ def _with_instructions(run: BenchRun, args: argparse.Namespace) -> BenchRun:
             calls=args.instruction_calls, arch=dict(args.arch),
             dtype=None if run.dtype == "float32" else run.dtype,
         )
-    return replace(run, report=run.report.model_copy(update={"instructions": counts}))
+    data = counts.model_dump(mode="json")
+    return replace(run, report=run.report.model_copy(update={"instructions": data}))
 
 
 def busy_warnings(doc: BenchReport) -> list[str]:
@@ -164,8 +165,8 @@ def busy_warnings(doc: BenchReport) -> list[str]:
     return lines
 
 
-def _count(value: int | None) -> str:
-    return "n/a" if value is None else f"{value:,}"
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else "n/a"
 
 
 def _ms(value: float) -> str:
@@ -174,8 +175,8 @@ def _ms(value: float) -> str:
 
 def render_bench(run: BenchRun, *, top: int = 10) -> str:
     """The bench document as a short report, with the slowest modules."""
-    from pytest_modelprof.report.fit import fit_line
     from pytest_modelprof.runtime.module_timing import format_module_times
+    from pytest_modelprof.textfit import fit_line
     from pytest_modelprof.units import format_bytes, format_count
 
     doc = run.report
@@ -207,9 +208,10 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     if doc.instructions is not None:
         c = doc.instructions
         lines.append(
-            f"instructions per call (callgrind, {c.calls} calls, {c.capability or 'cpu'} "
-            f"kernels): forward {_count(c.forward)}, backward {_count(c.backward)}, "
-            f"training step {_count(c.training_step)}"
+            f"instructions per call (callgrind, {c.get('calls')} calls, "
+            f"{c.get('capability') or 'cpu'} kernels): forward {_count(c.get('forward'))}, "
+            f"backward {_count(c.get('backward'))}, "
+            f"training step {_count(c.get('training_step'))}"
         )
     hw = doc.hardware
     gpu = (f"{hw.gpu_name} ({format_bytes(hw.gpu_memory_bytes or 0)})" if hw.gpu_name

@@ -41,12 +41,12 @@ def _add_fvcore_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_fvcore(args: argparse.Namespace) -> int:
-    from pytest_modelprof.analysis.fvcore import (
+    from pytest_modelprof.report.listings import render_fvcore
+    from pytest_modelprof.runtime.fvcore import (
         FvcoreComparison,
         compare_with_fvcore,
         load_fvcore,
     )
-    from pytest_modelprof.report.listings import render_fvcore
     from pytest_modelprof.schema import dumps_deterministic
 
     names = list(dict.fromkeys([*args.names, *(n for group in args.models for n in group)]))

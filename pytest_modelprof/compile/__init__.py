@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.compile.health import (
+from pytest_modelprof.compile_health import (
     BreakReason,
     CompileHealth,
     format_compile_health,

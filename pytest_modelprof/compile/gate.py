@@ -1,32 +1,21 @@
-"""Compile health in the gate: which tests measure it, and what its check rows name.
+"""Which tests measure compile health: the compile limits that switch Dynamo and Inductor on.
 
-The metrics themselves (``graphs``, ``graph_breaks``, ``recompiles``, ``kernels``,
-``compile_s``) are rows of the one metric table (:mod:`pytest_modelprof.baseline.metrics`) and
-are compared like every other count. This module adds what a bare count cannot say: every
-graph break that is new against the baseline, with its reason and ``file:line``, in the row's
-reason (so the terminal and every report show it) and in its detail; and compile time, a
-timing, warns instead of failing unless ``timing_strict``. Torch-free.
+Torch-free. The rows the compile metrics make are judged in
+:mod:`pytest_modelprof.baseline.compile_rows`; the measuring is :mod:`.analyze`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from pytest_modelprof.baseline.compare import Check, Comparison
-from pytest_modelprof.baseline.metrics import METRICS
-from pytest_modelprof.compile.health import BreakReason, CompileHealth, new_breaks
+from pytest_modelprof.baseline.metrics import COMPILE, METRICS
 
-if TYPE_CHECKING:
-    from pytest_modelprof.baseline.document import BaselineDocument
-
-__all__ = ["COMPILE_COLLECTORS", "compile_wanted", "explain_compile_rows"]
+__all__ = ["COMPILE_COLLECTORS", "INDUCTOR_METRICS", "compile_wanted"]
 
 #: Collectors of the metric table that :mod:`pytest_modelprof.compile` serves.
-COMPILE_COLLECTORS: Final = ("compile", "inductor")
-#: At most this many breaks are spelled out in a row's reason (all are in its detail).
-_SHOWN: Final = 10
+COMPILE_COLLECTORS: Final = (COMPILE.name,)
+#: The compile metrics only an Inductor compile measures.
+INDUCTOR_METRICS: Final = frozenset({"kernels", "compile_s"})
 
 
 def compile_wanted(explicit: frozenset[str]) -> tuple[bool, bool]:
@@ -35,84 +24,5 @@ def compile_wanted(explicit: frozenset[str]) -> tuple[bool, bool]:
     Any limit on a compile metric measures graphs, breaks and recompiles; a limit on an
     Inductor metric (kernels, compile time) also compiles with Inductor.
     """
-    chosen = [m for m in METRICS if m.name in explicit and m.collector in COMPILE_COLLECTORS]
-    return bool(chosen), any(m.collector == "inductor" for m in chosen)
-
-
-def _listing(breaks: Sequence[BreakReason]) -> str:
-    shown = "; ".join(f"{b.location}: {b.reason}" for b in breaks[:_SHOWN])
-    more = len(breaks) - _SHOWN
-    return shown + (f"; and {more} more" if more > 0 else "")
-
-
-def _break_row(
-    check: Check, current: CompileHealth, baseline: CompileHealth | None, listed: bool = False
-) -> Check:
-    before = baseline.break_reasons if baseline is not None else []
-    fresh = new_breaks(current.break_reasons, before)
-    detail = {
-        **check.detail,
-        "breaks": [b.model_dump() for b in current.break_reasons],
-        "new_breaks": [b.model_dump() for b in fresh],
-        "graphs": current.graphs,
-        "baseline_graphs": baseline.graphs if baseline is not None else None,
-        "ops_per_graph": list(current.ops_per_graph),
-    }
-    reason = check.reason
-    if listed and check.metric == "graphs" and check.verdict in ("regressed", "warning"):
-        reason += "; the graph breaks row names the breaks"  # each break is said once
-    elif check.verdict in ("regressed", "warning", "unmeasured") and fresh:
-        word = "graph break" if len(fresh) == 1 else "graph breaks"
-        since = " since the baseline" if baseline is not None else ""
-        reason += f"; new {word}{since}: {_listing(fresh)}"
-    elif check.verdict in ("regressed", "warning") and current.break_reasons:
-        # Same breaks moved, or only the graph count grew: name what is there now.
-        reason += f"; graph breaks now: {_listing(current.break_reasons)}"
-    return replace(check, reason=reason, detail=detail)
-
-
-def _recompile_row(check: Check, current: CompileHealth) -> Check:
-    detail = {**check.detail, "input_shapes": current.input_shapes, "dynamic": current.dynamic}
-    shapes = ", ".join("x".join(map(str, c[0])) if c else "()" for c in current.input_shapes)
-    reason = check.reason
-    if check.verdict in ("regressed", "warning"):
-        reason += f"; over inputs {shapes} with torch.compile(dynamic={current.dynamic})"
-    return replace(check, reason=reason, detail=detail)
-
-
-def _compile_time_row(check: Check, timing_strict: bool) -> Check:
-    if check.verdict != "regressed" or timing_strict or check.kind == "budget":
-        return check
-    return replace(
-        check,
-        verdict="warning",
-        hard=False,
-        reason=check.reason + "; compile time is a timing: timing_strict=True (or "
-        "--modelprof-timing-strict) makes this fail",
-    )
-
-
-def explain_compile_rows(
-    comparison: Comparison,
-    current: BaselineDocument,
-    baseline: BaselineDocument | None,
-    *,
-    timing_strict: bool,
-) -> Comparison:
-    """``comparison`` with the compile rows explained: new breaks named, compile time a timing."""
-    health = current.compile
-    base = baseline.compile if baseline is not None else None
-    rows = []
-    listed = any(
-        c.metric == "graph_breaks" and c.verdict in ("regressed", "warning", "unmeasured")
-        for c in comparison.checks
-    )
-    for check in comparison.checks:
-        if check.metric in ("graph_breaks", "graphs") and health is not None:
-            check = _break_row(check, health, base, listed)
-        elif check.metric == "recompiles" and health is not None:
-            check = _recompile_row(check, health)
-        elif check.metric == "compile_s":
-            check = _compile_time_row(check, timing_strict)
-        rows.append(check)
-    return replace(comparison, checks=tuple(rows))
+    chosen = [m.name for m in METRICS if m.name in explicit and m.collector is COMPILE]
+    return bool(chosen), any(m in INDUCTOR_METRICS for m in chosen)

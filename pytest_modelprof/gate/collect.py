@@ -1,27 +1,38 @@
 """The collectors that measure more than the capture: timing rounds, sweeps, fvcore's count.
 
-Each runs only when a limit asks for it (they cost time) and returns plain JSON-able evidence
-for :func:`pytest_modelprof.gate.judge.judge`. They import torch on first use.
+:func:`collect` asks the active metric set which collectors a test wants (each metric names
+its :class:`~pytest_modelprof.baseline.collector.Collector`), adds the two whose limits are not
+metrics (the sweep, the fvcore cross-check) and runs them. Each runs only when a limit asks for
+it (they cost time) and returns plain JSON-able evidence for :func:`pytest_modelprof.gate.
+judge.judge`. They import torch on first use.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.collector import Collector, EvidenceData, Measure
+from pytest_modelprof.baseline.metrics import active_metrics
 from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from pytest_modelprof.compile.health import CompileHealth
-    from pytest_modelprof.instructions import InstructionCounts, InstructionServer
+    from pytest_modelprof.compile_health import CompileHealth
 
 __all__ = [
-    "measure_latency", "run_sweep", "run_fvcore", "measure_compile", "measure_instructions",
+    "SWEEP",
+    "FVCORE",
+    "collect",
+    "latency_evidence",
+    "compile_evidence",
+    "measure_latency",
+    "run_sweep",
+    "run_fvcore",
+    "measure_compile",
 ]
 
 
@@ -38,7 +49,7 @@ def measure_latency(
         return None
     from pydantic import ValidationError
 
-    from pytest_modelprof.profile import real_model_and_inputs
+    from pytest_modelprof.capture.real import real_model_and_inputs
     from pytest_modelprof.runtime import NormalisedTiming, measure_forward_sequential
 
     baseline: NormalisedTiming | None = None
@@ -89,7 +100,7 @@ def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None
     """With ``fvcore=True``: fvcore's MAC count beside ours, or why it could not be taken."""
     if not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
         return None
-    from pytest_modelprof.analysis.fvcore import compare_with_fvcore
+    from pytest_modelprof.runtime.fvcore import compare_with_fvcore
 
     shape = request.input_shape
     single = shape if shape and all(isinstance(d, int) for d in shape) else None
@@ -137,26 +148,69 @@ def measure_compile(
     )
 
 
-def measure_instructions(
-    request: ProfileRequest, limits: Limits, server: Callable[[], InstructionServer]
-) -> InstructionCounts | None:
-    """CPU instructions per call under callgrind, only when an instructions limit asks.
+def latency_evidence(call: Measure) -> EvidenceData | None:
+    """The timing collector (:data:`~pytest_modelprof.baseline.metrics.TIMING`)."""
+    return measure_latency(call.request, call.limits, call.stored)
 
-    ``server`` gives the session's one callgrind process (started on first use). The forward
-    is measured; a training-graph profile (``include_backward=True``) adds the backward and
-    the training step, and its limit judges the training step.
+
+def compile_evidence(call: Measure) -> EvidenceData | None:
+    """The compile collector (:data:`~pytest_modelprof.baseline.metrics.COMPILE`)."""
+    health = measure_compile(call.request, call.limits, call.sweep)
+    return health.model_dump(mode="json") if health is not None else None
+
+
+def _sweep_evidence(call: Measure) -> EvidenceData | None:
+    return run_sweep(call.request, call.sweep, call.limits)
+
+
+def _fvcore_evidence(call: Measure) -> EvidenceData | None:
+    found = run_fvcore(call.request, call.limits)
+    return dataclasses.asdict(found) if found is not None else None
+
+
+#: The scaling sweep: only for a test with ``sweep=`` axes and a growth limit. Its rows (one per
+#: growth limit and axis) have a rule of their own; the evidence travels on the record.
+SWEEP = Collector(
+    "sweep",
+    measure=_sweep_evidence,
+    when=lambda call: bool(call.sweep) and bool(call.limits.growth),
+    values=lambda evidence: {},
+    store=None,
+)
+#: fvcore's MAC count beside ours: only with ``fvcore=True``.
+FVCORE = Collector(
+    "fvcore",
+    measure=_fvcore_evidence,
+    when=lambda call: bool(call.limits.fvcore)
+    and not isinstance(call.limits.max_fvcore_delta, Ignore),
+    values=lambda evidence: {},
+    store=None,
+)
+
+
+def collect(
+    request: ProfileRequest,
+    limits: Limits,
+    sweep: Mapping[str, Sequence[int]] | None = None,
+    stored: Mapping[str, EvidenceData] | None = None,
+) -> dict[str, EvidenceData]:
+    """Run every collector this test wants; their evidence by collector name.
+
+    The metric set (the session's, see :func:`~pytest_modelprof.baseline.metrics.use_metrics`)
+    names the collectors; a collector runs when its ``when`` says so, by default when a limit
+    on one of its metrics is set and not "off". ``stored`` is the baseline's evidence.
     """
-    if not limits.limited("instructions"):
-        return None
-    if request.device not in (None, "cpu"):
-        raise ModelprofError(
-            f"instructions count what the CPU executes, and this profile runs on "
-            f"device={request.device!r}; measure them on the CPU (leave device= out)"
+    wanted = [
+        (collector, frozenset(m for m in names if limits.limited(m)))
+        for collector, names in active_metrics().collectors().values()
+    ]
+    wanted += [(SWEEP, frozenset()), (FVCORE, frozenset())]
+    out: dict[str, EvidenceData] = {}
+    for collector, limited in wanted:
+        call = Measure(
+            request, limits, limited, sweep, (stored or {}).get(collector.name)
         )
-    phases: tuple[Any, ...] = (
-        ("forward", "backward", "training_step") if request.include_backward else ("forward",)
-    )
-    return server().measure(
-        request.model, input_shape=request.input_shape, inputs=request.inputs, phases=phases,
-        dtype=request.dtype,
-    )
+        evidence = collector.run(call)
+        if evidence is not None:
+            out[collector.name] = evidence
+    return out

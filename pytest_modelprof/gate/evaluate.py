@@ -9,7 +9,7 @@ record carries all rows to every report.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,11 +23,17 @@ from pytest_modelprof.gate.settings import Limits, SessionSettings
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
-    from pytest_modelprof.compile.health import CompileHealth
-    from pytest_modelprof.instructions.counts import InstructionCounts
+    from pytest_modelprof.compile_health import CompileHealth
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["Outcome", "evaluate", "stored_timing", "update_command", "failure_text"]
+__all__ = [
+    "Outcome",
+    "evaluate",
+    "stored_timing",
+    "stored_evidence",
+    "update_command",
+    "failure_text",
+]
 
 
 @dataclass(frozen=True)
@@ -119,7 +125,7 @@ def _keep_timing(
 def _keep_instructions(
     current: BaselineDocument, baseline: BaselineDocument | None
 ) -> BaselineDocument:
-    """In update mode: keep the stored instruction count while the new one is within the
+    """In update mode: keep the stored instruction counts while the new one is within the
     measurement's noise, so a rewrite of an unchanged model leaves the file byte-identical."""
     from pytest_modelprof.instructions.counts import keep_stored
 
@@ -129,24 +135,41 @@ def _keep_instructions(
         return current
     if baseline.environment.cpu != current.environment.cpu:
         return current
-    kept = keep_stored(int(old), int(new))
-    if kept == new:
+    if keep_stored(int(old), int(new)) == new:
         return current
-    return current.model_copy(update={"metrics": {**current.metrics, "instructions": kept}})
+    measured = dict(current.measured or {})
+    if baseline.measured and "instructions" in baseline.measured:
+        measured["instructions"] = baseline.measured["instructions"]
+    return current.model_copy(update={
+        "metrics": {**current.metrics, "instructions": old}, "measured": measured or None,
+    })
+
+
+def _dumped(baseline: BaselineDocument) -> dict[str, Any]:
+    """The baseline as JSON for the record; ``measured`` only where a collector kept some."""
+    data = baseline.model_dump(mode="json")
+    if data.get("measured") is None:
+        data.pop("measured", None)
+    return data
 
 
 def stored_timing(nodeid: str, name: str | None, session: SessionSettings) -> Any:
     """The baseline's timing rounds to measure against (``None`` when updating or absent)."""
+    return stored_evidence(nodeid, name, session).get("timing")
+
+
+def stored_evidence(nodeid: str, name: str | None, session: SessionSettings) -> dict[str, Any]:
+    """The baseline's collector evidence by collector name (none when updating or absent)."""
     if session.update:
-        return None
+        return {}
     from pytest_modelprof.baseline.document import BaselineDocument
 
     path = session.baseline_dir / baseline_relpath(nodeid, name)
     try:
         text = read_text(path)
-        return BaselineDocument.from_json(text).timing if text is not None else None
+        return BaselineDocument.from_json(text).evidence() if text is not None else {}
     except BaselineError:
-        return None  # evaluate() reports the unreadable file
+        return {}  # evaluate() reports the unreadable file
 
 
 def evaluate(
@@ -161,26 +184,36 @@ def evaluate(
     sweep: dict[str, Any] | None = None,
     fvcore: Any = None,
     compile_health: CompileHealth | None = None,
-    instructions: InstructionCounts | None = None,
+    evidence: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Judge one profile against its baseline; in update mode, write the baseline first.
 
-    ``timing``, ``sweep`` and ``fvcore`` are the collectors' evidence (see
-    :mod:`pytest_modelprof.gate.collect`); each adds its own rows. ``compile_health`` joins
-    the profile, where the compile metrics of the table read it.
+    ``evidence`` is what the collectors measured, by collector name
+    (:func:`pytest_modelprof.gate.collect.collect`): it gives the measured metrics their
+    values. ``timing``, ``sweep`` and ``fvcore`` (also taken from ``evidence``) add rows of
+    their own; ``compile_health`` joins the profile, where the compile metrics read it.
     """
     from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.gate.judge import FvcoreEvidence
 
+    measured = dict(evidence or {})
+    timing = measured.get("timing", timing)
+    sweep = measured.get("sweep", sweep)
+    if "fvcore" in measured:
+        fvcore = FvcoreEvidence(**measured["fvcore"])
+    if "compile" in measured:
+        from pytest_modelprof.compile_health import CompileHealth
+
+        compile_health = CompileHealth.model_validate(measured["compile"])
     if compile_health is not None:
         profile = profile.model_copy(update={"compile_health": compile_health})
-    if instructions is not None:  # read by the instructions metric, like compile health
-        profile = profile.model_copy(update={"instructions": instructions})
 
     rel = baseline_relpath(nodeid, name)
     path = session.baseline_dir / rel
     shown = _display(path, rootdir)
     current = BaselineDocument.from_profile(
-        profile, test=nodeid, name=name, settings=limits.describe(), timing=timing
+        profile, test=nodeid, name=name, settings=limits.describe(), timing=timing,
+        evidence=measured,
     )
     label = nodeid if name is None else f"{nodeid} (name={name!r})"
     who = f"modelprof: {profile.model} in {label}"
@@ -196,10 +229,10 @@ def evaluate(
 
     from pytest_modelprof.baseline.ops import op_sites
 
-    evidence = Evidence(
+    found = Evidence(
         current, timing=timing, sweep=sweep, fvcore=fvcore, op_sites=op_sites(profile.op_calls)
     )
-    comparison = judge(evidence, baseline, limits, env_strict=session.env_strict)
+    comparison = judge(found, baseline, limits, env_strict=session.env_strict)
     env = list(comparison.environment)
     env_line = (
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
@@ -228,7 +261,7 @@ def evaluate(
             failed=failed,
             checks=[c.to_json() for c in comparison.checks],
             profile=profile.model_dump(mode="json"),
-            baseline=baseline.model_dump(mode="json") if baseline else None,
+            baseline=_dumped(baseline) if baseline else None,
             warnings=[c.describe() for c in comparison.warnings],
             failures=[c.describe() for c in failures] + ([error] if error else []),
             environment=env,

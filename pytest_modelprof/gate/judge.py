@@ -1,19 +1,21 @@
 """``judge(evidence, baseline, limits)``: every limit of one profile as :class:`Check` rows.
 
 One pure comparison: the table metrics go through :func:`~pytest_modelprof.baseline.compare.
-compare`; the limits with a rule of their own (latency from timing rounds, growth exponents from
-a sweep, the fvcore cross-check, uncounted ops, the capture mode) add rows of the same type
-here. Nothing is measured in this module: the collectors in :mod:`pytest_modelprof.gate.collect`
-gather the evidence first.
+compare` (the compile metrics through :func:`~pytest_modelprof.baseline.compile_rows.
+compile_checks`, which names the breaks); the limits with a rule of their own (latency from
+timing rounds, growth exponents from a sweep, the fvcore cross-check, uncounted ops, the
+capture mode) add rows of the same type here. Nothing is measured in this module: the
+collectors in :mod:`pytest_modelprof.gate.collect` gather the evidence first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
+from pytest_modelprof.baseline.compile_rows import compile_checks, compile_metrics
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.costs.user import REGISTER_HINT
@@ -215,9 +217,8 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
         return []
     rows = []
     for key, limit in sorted(limits.growth.items()):
-        metric_name = GROWTH_LIMITS[key]
-        table = METRICS.by_name({"peak_activation_bytes": "peak_memory"}.get(metric_name,
-                                                                               metric_name))
+        table = METRICS.growth_limits().get(key)
+        metric_name = GROWTH_LIMITS[key]  # the profile field the sweep fitted
         label = table.label if table is not None else metric_name
         for series in sweep.get("series", []):
             fit = series.get("fits", {}).get(metric_name)
@@ -461,10 +462,17 @@ def judge(
     """Every limit of one profile as rows: the table metrics, then the rules of their own."""
     timed = evidence.timing is not None
     policy: Policy = limits.policy(env_strict=env_strict)
+    compiled = compile_metrics()
     comparison = compare(
         evidence.document, baseline, policy,
-        skip=frozenset({"latency_ms"}) if timed else frozenset(),
+        skip=(frozenset({"latency_ms"}) if timed else frozenset()) | compiled,
     )
+    # The compile metrics' rows, in their table places: compared as counts, breaks named.
+    order = {m.name: i for i, m in enumerate(METRICS)}
+    rows = (*comparison.checks, *compile_checks(
+        evidence.document, baseline, policy, timing_strict=limits.timing_strict is True
+    ))
+    comparison = replace(comparison, checks=tuple(sorted(rows, key=lambda c: order[c.metric])))
     extra: Sequence[Check] = [
         *latency_checks(evidence.timing, baseline.timing if baseline else None, limits),
         *growth_checks(evidence.sweep, limits),
@@ -478,9 +486,5 @@ def judge(
         *capture_check(evidence.document, baseline),
     ]
     from pytest_modelprof.baseline.ops import explain_ops
-    from pytest_modelprof.compile.gate import explain_compile_rows
 
-    comparison = explain_compile_rows(
-        comparison, evidence.document, baseline, timing_strict=limits.timing_strict is True
-    )
     return explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)

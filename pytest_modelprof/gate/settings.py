@@ -93,8 +93,8 @@ _OFF: Final = frozenset({"off", "ignore", "none", "false"})
 
 
 def limit_names() -> tuple[str, ...]:
-    """:data:`LIMIT_NAMES` plus the limits of metrics registered since start-up."""
-    extra = tuple(k for k in LIMIT_KEYS if k not in LIMIT_NAMES)
+    """:data:`LIMIT_NAMES` plus the limits of the session's own metrics (the active set)."""
+    extra = tuple(k for k in (*LIMIT_KEYS, *GROWTH_LIMITS) if k not in LIMIT_NAMES)
     return (*LIMIT_NAMES, *extra)
 
 
@@ -153,7 +153,7 @@ class Limits:
         policy = self.policy()
         out: dict[str, str] = {}
         for metric in METRICS:
-            if metric.collector == "instructions" and not self.limited(metric.name):
+            if metric.name == "instructions" and not self.limited(metric.name):
                 continue  # opt-in: baselines that never counted instructions stay as they were
             out[metric.delta_key] = format_tolerance(
                 policy.tolerance(metric), drop=metric.direction == "higher"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
-from pytest_modelprof.report.fit import fit_line
+from pytest_modelprof.textfit import fit_line
 
 __all__ = [
     "summary_lines",

@@ -14,12 +14,12 @@ from pytest_modelprof.report.terminal import (
     render_table,
     section_title,
     wrap,
-    wrap_items,
 )
+from pytest_modelprof.textfit import wrap_items
 from pytest_modelprof.units import format_count
 
 if TYPE_CHECKING:
-    from pytest_modelprof.analysis.fvcore import FvcoreComparison
+    from pytest_modelprof.runtime.fvcore import FvcoreComparison
 
 __all__ = ["render_model_list", "render_fvcore"]
 

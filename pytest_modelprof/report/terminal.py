@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pytest_modelprof.analysis.rollup import Totals, classify, module_tree_totals
-from pytest_modelprof.report.fit import wrap_under
 from pytest_modelprof.schema import LayerStats, ModelProfile
+from pytest_modelprof.textfit import wrap_under
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
@@ -135,20 +135,6 @@ def _abbreviate_indented(cell: str, width: int) -> str:
     name = cell.lstrip(" ")
     lead = min(len(cell) - len(name), max(0, width - 6))
     return cell[:lead] + abbreviate(name, width - lead)
-
-
-def wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> list[str]:
-    """``label: a, b, c`` wrapped at the commas only, so ``op x3`` never splits."""
-    lines: list[str] = []
-    current = f"{indent}{label}: "
-    for i, item in enumerate(items):
-        piece = item + ("," if i < len(items) - 1 else "")
-        if len(current) + len(piece) > width and current.strip():
-            lines.append(current.rstrip())
-            current = indent + INDENT
-        current += piece + " "
-    lines.append(current.rstrip())
-    return [line if len(line) <= width else line[: width - 1] + ELLIPSIS for line in lines]
 
 
 def section_title(title: str, width: int) -> list[str]:

@@ -40,7 +40,6 @@ from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.instructions.counts import InstructionCounts
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -169,8 +168,9 @@ class BenchReport(_Frozen):
     flops: FlopsSection
     hardware: HardwareInfo
     timestamp: str  # ISO 8601, UTC
-    # CPU instructions per call (``modelprof bench --instructions``); left out otherwise.
-    instructions: InstructionCounts | None = None
+    # CPU instructions per call (``modelprof bench --instructions``: instructions.counts
+    # .InstructionCounts as JSON); left out otherwise.
+    instructions: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Sorted keys, fixed float rounding, indent 2, trailing newline."""
@@ -461,8 +461,8 @@ def bench(
     ``input_shape`` defaults to the model's own; ``batch`` replaces its first dimension.
     Extra keyword arguments go to the model builder.
     """
+    from pytest_modelprof.capture.real import real_model_and_inputs
     from pytest_modelprof.models import resolve
-    from pytest_modelprof.profile import real_model_and_inputs
 
     spec = resolve(model)
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None

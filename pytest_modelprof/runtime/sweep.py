@@ -25,6 +25,7 @@ from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
+from pytest_modelprof.baseline.metrics import growth_labels
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
 __all__ = [
@@ -216,21 +217,15 @@ def axis_values_arg(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-_FIT_LABELS = {
-    "flops": "FLOPs", "macs": "MACs", "memory": "memory", "peak_activation_bytes": "peak act.",
-    "latency_ms": "latency",
-}
-
-
 def format_sweep(result: SweepResult, width: int = 100) -> str:
     """A plain-text table per axis with the fitted exponents and a bar per point, every line
     at most ``width`` columns."""
-    from pytest_modelprof.report.fit import fit_line
-    from pytest_modelprof.report.terminal import wrap_items
+    from pytest_modelprof.textfit import fit_line, wrap_items
     from pytest_modelprof.units import format_bytes, format_count
 
     held = ", ".join(f"{k}={v}" for k, v in result.base.items()) or "defaults"
     lines = [f"sweep of {result.model} (others held at {held})"]
+    labels = growth_labels()
     for series in result.series:
         lines.append("")
         head = f"{series.axis:>10}  {'FLOPs':>12}  {'peak act.':>10}  {'latency':>10}  "
@@ -245,7 +240,7 @@ def format_sweep(result: SweepResult, width: int = 100) -> str:
                 f"{format_bytes(p.peak_activation_bytes):>10}  {lat:>10}  {bar}"
             )
         fits = [
-            f"{_FIT_LABELS.get(m, m)} ^{f.exponent:.2f}"
+            f"{labels.get(m, m)} ^{f.exponent:.2f}"
             + (f" (last step ^{f.tail_exponent:.2f})"
                if f.tail_exponent is not None and abs(f.tail_exponent - f.exponent) >= 0.05
                else "")

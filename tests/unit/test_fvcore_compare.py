@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pytest_modelprof.analysis.fvcore import FvcoreComparison, compare_with_fvcore
 from pytest_modelprof.cli import main
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.runtime.fvcore import FvcoreComparison, compare_with_fvcore
 
 pytest.importorskip("fvcore")
 

@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.analysis.fvcore import FvcoreComparison
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.report.listings import render_fvcore, render_model_list
 from pytest_modelprof.report.terminal import (
@@ -16,6 +15,7 @@ from pytest_modelprof.report.terminal import (
     render_profile,
     render_table,
 )
+from pytest_modelprof.runtime.fvcore import FvcoreComparison
 from pytest_modelprof.schema import ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 

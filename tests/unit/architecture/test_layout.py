@@ -134,9 +134,61 @@ def test_no_import_cycles_inside_a_room() -> None:
     assert cycles == [], f"import cycles inside a package (type-only imports included): {cycles}"
 
 
+def _folder(name: str) -> str:
+    """``pytest_modelprof.baseline.compare`` -> ``baseline``; a top-level module is its own."""
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _folder_graph() -> dict[str, set[str]]:
+    """Imports between the package's folders (and top-level modules), lazy ones included."""
+    out: dict[str, set[str]] = {}
+    for name, targets in _graph().items():
+        edges = out.setdefault(_folder(name), set())
+        edges.update(_folder(t) for t in targets if _folder(t) != _folder(name))
+    return out
+
+
+def _folder_loops(graph: dict[str, set[str]]) -> list[str]:
+    """Each folder loop, with one import per step that closes it (the modules to look at)."""
+    modules = _graph()
+    loops = []
+    for cycle in _cycles(graph):
+        steps = []
+        for a in cycle:
+            for b in sorted(graph[a] & set(cycle)):
+                found = next(
+                    f"{m} -> {t}"
+                    for m, ts in sorted(modules.items())
+                    for t in sorted(ts)
+                    if _folder(m) == a and _folder(t) == b
+                )
+                steps.append(found)
+        loops.append(f"{' <-> '.join(cycle)} ({'; '.join(steps)})")
+    return loops
+
+
+def test_no_import_loops_between_folders() -> None:
+    # Layers point down: when baseline/ imports compile/, compile/ must not import baseline/,
+    # even through a module that is itself no part of a module-level cycle.
+    loops = _folder_loops(_folder_graph())
+    assert loops == [], f"folders that import each other: {loops}"
+
+
 def test_the_walker_finds_a_cycle() -> None:
     # The check itself can fail: a two-module circle is found.
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_modules_fall_into_their_folders() -> None:
+    assert _folder("pytest_modelprof.baseline.compare") == "baseline"
+    assert _folder("pytest_modelprof.compile") == "compile"
+    assert _folder("pytest_modelprof.schema") == "schema"
+    # Two modules of two folders that import each other are one folder loop.
+    modules = {"pytest_modelprof.baseline.document": {"pytest_modelprof.compile.health"},
+               "pytest_modelprof.compile.gate": {"pytest_modelprof.baseline.compare"}}
+    folders = {_folder(m): {_folder(t) for t in ts} for m, ts in modules.items()}
+    assert _cycles(folders) == [["baseline", "compile"]]
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: p.name)
@@ -152,3 +204,50 @@ def test_the_gate_and_the_cli_are_packages() -> None:
     for moved in ("gate.py", "results.py", "settings.py", "sweep.py", "fvcore_compare.py",
                   "graph_export.py", "export.py", "cli.py"):
         assert moved not in loose
+
+
+def _imports_of(prefix: str) -> dict[str, set[str]]:
+    """The run-time imports (lazy ones included) of every module named ``prefix`` or under it."""
+    return {
+        name: targets
+        for name, targets in _graph().items()
+        if name == prefix or name.startswith(prefix + ".")
+    }
+
+
+def _reaching(prefixes: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
+    found = []
+    for prefix in prefixes:
+        for name, imported in sorted(_imports_of(prefix).items()):
+            found += [
+                f"{name} -> {t}"
+                for t in sorted(imported)
+                if any(t == x or t.startswith(x + ".") for x in targets)
+            ]
+    return found
+
+
+def test_the_compile_package_measures_and_judges_nothing() -> None:
+    # Compile rows are built by the judge (baseline.compile_rows, called from gate.judge), not
+    # rewritten by the compile package after it: the measuring side builds no check row.
+    rows = ("pytest_modelprof.baseline.compare", "pytest_modelprof.gate")
+    assert _reaching(("pytest_modelprof.compile",), rows) == []
+
+
+def test_the_schema_and_the_baseline_do_not_import_the_compile_package() -> None:
+    # The compile health record is a torch-free leaf beside schema.py.
+    below = ("pytest_modelprof.schema", "pytest_modelprof.baseline")
+    assert _reaching(below, ("pytest_modelprof.compile",)) == []
+    leaf = "pytest_modelprof.compile_health"
+    assert _imports_of(leaf)[leaf] == set()
+
+
+def test_nothing_below_the_engine_imports_it() -> None:
+    # profile.py runs the capture and the analyses: what it builds on never reaches back up.
+    below = (
+        "pytest_modelprof.schema",
+        "pytest_modelprof.analysis",
+        "pytest_modelprof.capture",
+        "pytest_modelprof.compile",
+    )
+    assert _reaching(below, ("pytest_modelprof.profile",)) == []

@@ -23,6 +23,13 @@ def _counts(forward: int, *, cpu: str = CPU, flags: str = "avx2 fma") -> Instruc
                              capability="AVX2")
 
 
+def _evidence(counts: InstructionCounts | None) -> dict[str, dict[str, object]]:
+    """What the instructions collector returns (instructions.gate.measure)."""
+    if counts is None:
+        return {}
+    return {"instructions": {**counts.model_dump(mode="json"), "instructions": counts.forward}}
+
+
 def _run(
     tmp_path: Path, profile: ModelProfile, counts: InstructionCounts | None, *,
     update: bool = False, limits: str = "max_instructions_delta=0.01",
@@ -32,7 +39,7 @@ def _run(
         profile, nodeid="t.py::test_t", name=None,
         limits=Limits().with_values({key: value}, "marker"),
         session=SessionSettings(baseline_dir=tmp_path / "baselines", update=update),
-        rootdir=tmp_path, instructions=counts,
+        rootdir=tmp_path, evidence=_evidence(counts),
     )
 
 

@@ -1,4 +1,4 @@
-"""Text that fits the terminal: messages wrapped under their own indentation.
+"""Text that fits the terminal: messages wrapped under their own indentation (a leaf).
 
 Pure functions of text and a width (the terminal's, as pytest measures it: ``COLUMNS`` or the
 tty, 80 otherwise). JSON and the other reports keep the unwrapped text.
@@ -7,10 +7,12 @@ tty, 80 otherwise). JSON and the other reports keep the unwrapped text.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
-__all__ = ["fit_line", "fit_text", "wrap_under"]
+__all__ = ["fit_line", "fit_text", "wrap_under", "wrap_items"]
 
 CONTINUE = "  "  # a wrapped line's continuation indent, under its own first line
+ELLIPSIS = "\u2026"
 
 
 def wrap_under(text: str, width: int, indent: str) -> list[str]:
@@ -38,3 +40,17 @@ def fit_line(line: str, width: int) -> list[str]:
 def fit_text(text: str, width: int) -> str:
     """Every line of ``text`` fitted by :func:`fit_line`; blank lines stay."""
     return "\n".join(out for line in text.split("\n") for out in fit_line(line, width))
+
+
+def wrap_items(label: str, items: Sequence[str], width: int, indent: str) -> list[str]:
+    """``label: a, b, c`` wrapped at the commas only, so ``op x3`` never splits."""
+    lines: list[str] = []
+    current = f"{indent}{label}: "
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if len(current) + len(piece) > width and current.strip():
+            lines.append(current.rstrip())
+            current = indent + CONTINUE
+        current += piece + " "
+    lines.append(current.rstrip())
+    return [line if len(line) <= width else line[: width - 1] + ELLIPSIS for line in lines]

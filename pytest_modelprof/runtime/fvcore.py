@@ -97,7 +97,9 @@ def compare_with_fvcore(
     registry's default for a name.
     Raises :class:`ModelprofError` when fvcore is missing or cannot trace the model.
     """
-    from pytest_modelprof.profile import canonical_kernels, profile_model, real_model_and_inputs
+    from pytest_modelprof.capture.kernels import canonical_kernels
+    from pytest_modelprof.capture.real import real_model_and_inputs
+    from pytest_modelprof.profile import profile_model
     from pytest_modelprof.runtime.context import restore_training_flags, training_flags
 
     flop_count_analysis = load_fvcore()
