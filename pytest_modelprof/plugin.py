@@ -8,6 +8,7 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -308,6 +309,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if failures:
         _short_failure(item, "\n\n".join(failures))
     return result
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The session's valgrind process, if a test started one (without importing the client).
+    client = sys.modules.get("pytest_modelprof.instructions.client")
+    if client is not None:
+        client.close_shared()
 
 
 @pytest.hookimpl(wrapper=True)

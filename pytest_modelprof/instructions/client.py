@@ -39,6 +39,7 @@ __all__ = [
     "InstructionServer",
     "counts_from_reply",
     "shared_server",
+    "close_shared",
 ]
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu, GitHub's runners)"
@@ -303,3 +304,9 @@ def shared_server() -> InstructionServer:
         atexit.register(_SHARED[0].close)
     _SHARED[0].start()
     return _SHARED[0]
+
+
+def close_shared() -> None:
+    """End the process's server, if one was started (a pytest session's end)."""
+    while _SHARED:
+        _SHARED.pop().close()
