@@ -91,6 +91,9 @@ def _environment() -> dict[str, str]:
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", "")])
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     env["PYTHONHASHSEED"] = "0"
+    # A fixed mmap threshold switches off glibc's adaptive one, which otherwise moves after
+    # the first large frees and sends later calls' allocations down other paths.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(1 << 20))
     for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[key] = "1"
     return env

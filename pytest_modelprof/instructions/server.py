@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import os
+import statistics
 import sys
 import traceback
 from collections.abc import Callable
@@ -39,35 +40,32 @@ OUT_ENV = "MODELPROF_CALLGRIND_OUT"
 
 
 class CallgrindCounter:
-    """A runtime ``Timer`` that switches callgrind's collection on only around ``fn()``."""
+    """A runtime ``Timer`` that counts each call of ``fn`` on its own: collection switched on
+    around the call, then off with a dump that is read back into :attr:`counts`."""
 
     name = "callgrind"
 
-    def __init__(self) -> None:
-        from pytest_modelprof._compat import callgrind_toggle
+    def __init__(self, prefix: Path) -> None:
+        from pytest_modelprof._compat import callgrind_toggle, callgrind_toggle_and_dump
 
-        self._toggle = callgrind_toggle
-        self.calls = 0
+        self._on = callgrind_toggle
+        self._off_and_dump = callgrind_toggle_and_dump
+        self._prefix = prefix
+        self.counts: list[int] = []
 
     def time(self, fn: Callable[[], object]) -> float:
-        """Run ``fn`` once with collection on; the figure comes from the dump, not from here."""
-        toggle = self._toggle
-        toggle()
+        """Run ``fn`` once, counted; the figure goes to :attr:`counts`, not the return value."""
+        self._on()
         fn()
-        toggle()
-        self.calls += 1
+        self._off_and_dump()
+        self.counts.append(_take_dump(self._prefix))
         return 0.0
 
 
-def _read_dump(prefix: Path) -> int:
-    """Dump the counts collected since the last dump and return its instruction total."""
-    from pytest_modelprof._compat import callgrind_toggle, callgrind_toggle_and_dump
-
-    before = newest_dump(prefix)
-    callgrind_toggle()  # on, so that the next call switches it off again and dumps
-    callgrind_toggle_and_dump()
+def _take_dump(prefix: Path) -> int:
+    """The instruction total of the newest dump, which is then removed."""
     dump = newest_dump(prefix)
-    if dump is None or dump == before:
+    if dump is None:
         raise ProtocolError(
             "callgrind wrote no dump: this process does not run under "
             "`valgrind --tool=callgrind`"
@@ -76,6 +74,15 @@ def _read_dump(prefix: Path) -> int:
         return parse_callgrind_total(dump.read_text(encoding="utf-8", errors="replace"))
     finally:
         dump.unlink(missing_ok=True)
+
+
+def _read_dump(prefix: Path) -> int:
+    """Dump the counts collected since the last dump and return its instruction total."""
+    from pytest_modelprof._compat import callgrind_toggle, callgrind_toggle_and_dump
+
+    callgrind_toggle()  # on, so that the next call switches it off again and dumps
+    callgrind_toggle_and_dump()
+    return _take_dump(prefix)
 
 
 def instrument_on(control: str = "callgrind_control") -> None:
@@ -138,7 +145,8 @@ def _load(request: MeasureRequest) -> tuple[Any, Any]:
 
 
 def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
-    """Instructions per call of each requested phase (rounded total / calls)."""
+    """Instructions per call of each requested phase: the median of its calls' counts (a call
+    that met a one-off cost, the allocator consolidating its free lists, does not move it)."""
     from pytest_modelprof.runtime.timing import time_backward, time_forward, time_training_step
 
     module, batch = _load(request)
@@ -146,7 +154,7 @@ def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
                "training_step": time_training_step}
     out: dict[str, int] = {}
     for phase in request.phases:
-        counter = CallgrindCounter()
+        counter = CallgrindCounter(prefix)
         gc.collect()
         gc.disable()  # a collection inside one measured call and not another is noise
         try:
@@ -154,7 +162,7 @@ def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
                            timer=counter, seed=0, threads=1)
         finally:
             gc.enable()
-        out[phase] = round(_read_dump(prefix) / request.calls)
+        out[phase] = round(statistics.median(counter.counts))
     return out
 
 
