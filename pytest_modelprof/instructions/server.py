@@ -6,8 +6,9 @@ while Python and torch start (about 6 x 10^9 instructions that vary between runs
 switched on only around each measured call (:class:`CallgrindCounter`, a timer the runtime's
 ``time_forward``/``time_backward``/``time_training_step`` accept, so the phases run exactly as
 ``modelprof bench`` times them: eval mode for the forward, train mode without dropout for the
-others, seed 0, one thread). After the calls of a phase the counts are dumped to a file of
-their own and read back here; the reply is one JSON line per request.
+others, seed 0, one thread). Each call's counts are dumped to a file of their own and read
+back here; a phase's figure is the median over its calls. The reply is one JSON line per
+request.
 
 Replies go to the stdout the process started with; ``sys.stdout`` is pointed at stderr, so a
 model that prints cannot garble the channel.
