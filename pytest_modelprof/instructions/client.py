@@ -66,8 +66,12 @@ def find_valgrind(path: str | None = None) -> str:
 
 
 def valgrind_command(valgrind: str, out_prefix: Path) -> list[str]:
-    """The command line of the server: collection off until the server switches it on."""
+    """The command line of the server: collection off until the server switches it on, and
+    address-space randomisation off where ``setarch`` can (the same layout in every session,
+    so pointer-dependent paths, hashing by address, alignment, repeat)."""
+    setarch = shutil.which("setarch")
     return [
+        *([setarch, "-R"] if setarch else []),
         valgrind,
         "--tool=callgrind",
         "--collect-atstart=no",  # Python's start-up varies between runs: never count it
@@ -76,7 +80,7 @@ def valgrind_command(valgrind: str, out_prefix: Path) -> list[str]:
         "--dump-instr=no",
         "--dump-line=no",
         "--compress-strings=no",
-        f"--callgrind-out-file={out_prefix}",
+        f"--callgrind-out-file={out_prefix}.%p",  # each request's process has its own
         sys.executable,
         "-m",
         "pytest_modelprof.instructions.server",

@@ -7,8 +7,9 @@ switched on only around each measured call (:class:`CallgrindCounter`, a timer t
 ``time_forward``/``time_backward``/``time_training_step`` accept, so the phases run exactly as
 ``modelprof bench`` times them: eval mode for the forward, train mode without dropout for the
 others, seed 0, one thread). Each call's counts are dumped to a file of their own and read
-back here; a phase's figure is the median over its calls. The reply is one JSON line per
-request.
+back here; a phase's figure is the median over its calls. Each request is measured in a
+child forked from the server, so every measurement starts from the same process state. The
+reply is one JSON line per request.
 
 Replies go to the stdout the process started with; ``sys.stdout`` is pointed at stderr, so a
 model that prints cannot garble the channel.
@@ -167,6 +168,59 @@ def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
     return out
 
 
+def _own(prefix: Path) -> Path:
+    """This process's dump prefix (the server runs with ``--callgrind-out-file=...%p``)."""
+    return Path(f"{prefix}.{os.getpid()}")
+
+
+def _answer(line: bytes, prefix: Path, capability: str) -> dict[str, Any]:
+    try:
+        request = MeasureRequest.from_json(decode(line))
+        return {"ok": True, "counts": measure(request, _own(prefix)), "calls": request.calls,
+                "warmup": request.warmup, "capability": capability}
+    except Exception as exc:  # the model's own error travels back as text
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=-8)}
+
+
+def _in_child(line: bytes, prefix: Path, capability: str) -> dict[str, Any]:
+    """Answer in a forked child, so that every request starts from the same process state
+    (what earlier models left in the allocator and the caches would move the counts)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: measure, answer through the pipe, leave without clean-up
+        os.close(read_end)
+        code = 1
+        try:
+            with os.fdopen(write_end, "wb") as out:
+                out.write(encode(_answer(line, prefix, capability)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as inp:
+        data = inp.read()
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        return {"ok": False, "error": f"the measuring process ended (status {status}) before "
+                                      "it answered"}
+    return decode(data)
+
+
+def _preload() -> None:
+    """Import what models and test modules commonly import while nothing is instrumented:
+    each request's process would otherwise pay for it at about fifty times the cost."""
+    import importlib
+
+    import pytest_modelprof.profile  # noqa: F401  (builds named models)
+
+    for name in ("pytest", "torchvision"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def serve(requests: IO[bytes], replies: IO[bytes], prefix: Path) -> None:
     """Answer requests until ``requests`` ends: one reply line per request line."""
     import torch
@@ -174,31 +228,24 @@ def serve(requests: IO[bytes], replies: IO[bytes], prefix: Path) -> None:
     import pytest_modelprof.runtime.timing  # noqa: F401  (imported before counting starts)
     from pytest_modelprof._compat import valgrind_supported
 
+    _preload()
     supported = valgrind_supported()
+    capability = str(torch.backends.cpu.get_cpu_capability())
     hello: dict[str, Any] = {
         "ready": True,
         "torch": str(torch.__version__),
-        "capability": str(torch.backends.cpu.get_cpu_capability()),
+        "capability": capability,
         "supported": supported,
     }
     if supported:
         instrument_on()
-        hello["probe"] = _check_counting(prefix)
+        hello["probe"] = _check_counting(_own(prefix))
     replies.write(encode(hello))
     replies.flush()
     for line in requests:
-        if not line.strip():
-            continue
-        try:
-            request = MeasureRequest.from_json(decode(line))
-            reply: dict[str, Any] = {"ok": True, "counts": measure(request, prefix),
-                                     "calls": request.calls, "warmup": request.warmup,
-                                     "capability": hello["capability"]}
-        except Exception as exc:  # the model's own error travels back as text
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                     "traceback": traceback.format_exc(limit=-8)}
-        replies.write(encode(reply))
-        replies.flush()
+        if line.strip():
+            replies.write(encode(_in_child(line, prefix, capability)))
+            replies.flush()
 
 
 def main() -> None:
