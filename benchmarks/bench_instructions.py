@@ -65,8 +65,9 @@ class Block(nn.Module):
 
     def __init__(self, extra: int = 0) -> None:
         super().__init__()
-        self.layer = nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True,
-                                                dropout=0.0)
+        self.layer = nn.TransformerEncoderLayer(
+            64, 4, dim_feedforward=128, batch_first=True, dropout=0.0
+        )
         self.extra = extra
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -110,8 +111,10 @@ def measure_all(server: Any, repeats: int, extras: dict[str, int]) -> dict[str, 
     out: dict[str, Any] = {}
     for name, (cls, shape) in MODELS.items():
         same = [server.measure(_build(cls, 0), input_shape=shape).forward for _ in range(repeats)]
-        more = [server.measure(_build(cls, extras[name]), input_shape=shape).forward
-                for _ in range(repeats)]
+        more = [
+            server.measure(_build(cls, extras[name]), input_shape=shape).forward
+            for _ in range(repeats)
+        ]
         out[name] = {"same": same, "more": more}
         print(f"  {name}: {same} / +2 %: {more}", flush=True)
     return out
@@ -125,8 +128,11 @@ def calibrate(server: Any) -> dict[str, int]:
         plus = server.measure(_build(cls, 20), input_shape=shape).forward
         per_op = max((plus - base) / 20, 1.0)
         extras[name] = max(1, round(0.02 * base / per_op))
-        print(f"  {name}: {base:,} instructions, {per_op:,.0f} per extra op -> "
-              f"{extras[name]} ops for +2 %", flush=True)
+        print(
+            f"  {name}: {base:,} instructions, {per_op:,.0f} per extra op -> "
+            f"{extras[name]} ops for +2 %",
+            flush=True,
+        )
     return extras
 
 
@@ -138,8 +144,10 @@ def _spread(values: list[int]) -> float:
 def summarise(runs: dict[str, dict[str, Any]]) -> list[str]:
     """The table: spread, false alarms and detections per model and scenario."""
     quiet = runs["quiet"]
-    lines = ["| model | server | spread (max-min)/mean | false alarms | +2 % detected |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| model | server | spread (max-min)/mean | false alarms | +2 % detected |",
+        "|---|---|---|---|---|",
+    ]
     for name in MODELS:
         baseline = quiet[name]["same"][0]
         for server, data in runs.items():
@@ -165,7 +173,8 @@ def session_cost(counts: list[int]) -> list[str]:
     for n in counts:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
-            (root / "nets.py").write_text(textwrap.dedent('''
+            (root / "nets.py").write_text(
+                textwrap.dedent("""
                 import torch
                 from torch import nn
                 class SmallCNN(nn.Module):
@@ -175,7 +184,8 @@ def session_cost(counts: list[int]) -> list[str]:
                         self.fc = nn.Linear(16, 10)
                     def forward(self, x):
                         return self.fc(torch.relu(self.c1(x)).mean((2, 3)))
-            '''))
+            """)
+            )
             tests = ["import pytest", "from nets import SmallCNN", ""]
             for i in range(n):
                 tests += [
@@ -188,9 +198,20 @@ def session_cost(counts: list[int]) -> list[str]:
             env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *sys.path]))
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                 "--modelprof-update-baselines", str(root)],
-                cwd=root, env=env, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    "--modelprof-update-baselines",
+                    str(root),
+                ],
+                cwd=root,
+                env=env,
+                capture_output=True,
+                text=True,
             )
             took = time.perf_counter() - start
             status = "" if done.returncode == 0 else f" (exit {done.returncode})"
@@ -231,14 +252,17 @@ def main() -> None:
                 spinner.wait()
     lines = summarise(runs)
     lines.append("")
-    lines.append("server start-up (import torch under callgrind): " + ", ".join(
-        f"{k} {v:.0f} s" for k, v in started.items()))
+    lines.append(
+        "server start-up (import torch under callgrind): "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in started.items())
+    )
     if args.sessions:
         lines += [""] + session_cost([int(n) for n in args.sessions.split(",")])
     print("\n".join(lines))
     if args.save:
-        args.save.write_text(json.dumps({"runs": runs, "extras": extras, "started": started},
-                                        indent=2))
+        args.save.write_text(
+            json.dumps({"runs": runs, "extras": extras, "started": started}, indent=2)
+        )
 
 
 if __name__ == "__main__":

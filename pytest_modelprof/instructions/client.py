@@ -210,13 +210,16 @@ class InstructionServer:
         if warmup < 0:
             raise ValueError(f"warmup must be >= 0, got {warmup}")
         common: dict[str, Any] = {
-            "phases": tuple(phases), "calls": calls, "warmup": warmup,
+            "phases": tuple(phases),
+            "calls": calls,
+            "warmup": warmup,
             "sys_path": tuple(p for p in sys.path if p),
         }
         if isinstance(model, str) and inputs is None and dtype is None:
             reply = self.request(
-                MeasureRequest(model=model, input_shape=input_shape, arch=dict(arch or {}),
-                               **common)
+                MeasureRequest(
+                    model=model, input_shape=input_shape, arch=dict(arch or {}), **common
+                )
             )
         else:
             self.start()
@@ -274,7 +277,11 @@ def counts_from_reply(reply: Mapping[str, Any]) -> InstructionCounts:
 
 
 def _pickle_model(
-    model: Any, input_shape: Any, inputs: Any, dtype: str | None, arch: Mapping[str, Any],
+    model: Any,
+    input_shape: Any,
+    inputs: Any,
+    dtype: str | None,
+    arch: Mapping[str, Any],
     path: Path,
 ) -> None:
     """The model (a real copy with its weights) and its inputs, saved for the server."""
@@ -286,8 +293,12 @@ def _pickle_model(
 
     torch.manual_seed(0)  # a named model's random weights and inputs: the same every run
     module, batch = real_model_and_inputs(
-        model, input_shape=input_shape, inputs=inputs, dtype=dtype,
-        purpose="the instruction count", **arch,
+        model,
+        input_shape=input_shape,
+        inputs=inputs,
+        dtype=dtype,
+        purpose="the instruction count",
+        **arch,
     )
     try:
         torch.save((module, batch), path)

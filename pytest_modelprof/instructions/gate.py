@@ -27,11 +27,12 @@ def measure(call: Measure) -> dict[str, Any] | None:
             f"device={request.device!r}; measure them on the CPU (leave device= out)"
         )
     training = bool(request.include_backward)
-    phases: tuple[Any, ...] = ("forward", "backward", "training_step") if training else (
-        "forward",
-    )
+    phases: tuple[Any, ...] = ("forward", "backward", "training_step") if training else ("forward",)
     counts = shared_server().measure(
-        request.model, input_shape=request.input_shape, inputs=request.inputs, phases=phases,
+        request.model,
+        input_shape=request.input_shape,
+        inputs=request.inputs,
+        phases=phases,
         dtype=request.dtype,
     )
     data: dict[str, Any] = counts.model_dump(mode="json")

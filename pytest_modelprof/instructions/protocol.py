@@ -153,8 +153,20 @@ def newest_dump(prefix: Path) -> Path | None:
 
 #: The CPU features that decide which kernels run (vector widths, fused multiply-add, matrix
 #: units); others in /proc/cpuinfo (mitigations, virtualisation) do not change instructions.
-_ISA_PREFIXES: Final = ("sse", "ssse", "avx", "fma", "f16c", "amx", "bmi", "popcnt", "vnni",
-                        "asimd", "sve", "neon")
+_ISA_PREFIXES: Final = (
+    "sse",
+    "ssse",
+    "avx",
+    "fma",
+    "f16c",
+    "amx",
+    "bmi",
+    "popcnt",
+    "vnni",
+    "asimd",
+    "sve",
+    "neon",
+)
 
 
 def cpu_info(text: str | None = None) -> tuple[str, str]:

@@ -69,8 +69,7 @@ def _take_dump(prefix: Path) -> int:
     dump = newest_dump(prefix)
     if dump is None:
         raise ProtocolError(
-            "callgrind wrote no dump: this process does not run under "
-            "`valgrind --tool=callgrind`"
+            "callgrind wrote no dump: this process does not run under `valgrind --tool=callgrind`"
         )
     try:
         return parse_callgrind_total(dump.read_text(encoding="utf-8", errors="replace"))
@@ -152,16 +151,26 @@ def measure(request: MeasureRequest, prefix: Path) -> dict[str, int]:
     from pytest_modelprof.runtime.timing import time_backward, time_forward, time_training_step
 
     module, batch = _load(request)
-    runners = {"forward": time_forward, "backward": time_backward,
-               "training_step": time_training_step}
+    runners = {
+        "forward": time_forward,
+        "backward": time_backward,
+        "training_step": time_training_step,
+    }
     out: dict[str, int] = {}
     for phase in request.phases:
         counter = CallgrindCounter(prefix)
         gc.collect()
         gc.disable()  # a collection inside one measured call and not another is noise
         try:
-            runners[phase](module, batch, rounds=request.calls, warmup=request.warmup,
-                           timer=counter, seed=0, threads=1)
+            runners[phase](
+                module,
+                batch,
+                rounds=request.calls,
+                warmup=request.warmup,
+                timer=counter,
+                seed=0,
+                threads=1,
+            )
         finally:
             gc.enable()
         out[phase] = round(statistics.median(counter.counts))
@@ -176,11 +185,19 @@ def _own(prefix: Path) -> Path:
 def _answer(line: bytes, prefix: Path, capability: str) -> dict[str, Any]:
     try:
         request = MeasureRequest.from_json(decode(line))
-        return {"ok": True, "counts": measure(request, _own(prefix)), "calls": request.calls,
-                "warmup": request.warmup, "capability": capability}
+        return {
+            "ok": True,
+            "counts": measure(request, _own(prefix)),
+            "calls": request.calls,
+            "warmup": request.warmup,
+            "capability": capability,
+        }
     except Exception as exc:  # the model's own error travels back as text
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=-8)}
+        return {
+            "ok": False,
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=-8),
+        }
 
 
 def _in_child(line: bytes, prefix: Path, capability: str) -> dict[str, Any]:
@@ -202,8 +219,10 @@ def _in_child(line: bytes, prefix: Path, capability: str) -> dict[str, Any]:
         data = inp.read()
     _, status = os.waitpid(pid, 0)
     if not data:
-        return {"ok": False, "error": f"the measuring process ended (status {status}) before "
-                                      "it answered"}
+        return {
+            "ok": False,
+            "error": f"the measuring process ended (status {status}) before it answered",
+        }
     return decode(data)
 
 

@@ -69,8 +69,9 @@ def test_a_loop_of_small_ops_fails_and_the_unchanged_model_keeps_its_baseline(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(nets=NETS.format(loops=0), test_costs=TESTS)
-    written = pytester.runpytest_subprocess("-p", "xdist", "-n", "2",
-                                            "--modelprof-update-baselines")
+    written = pytester.runpytest_subprocess(
+        "-p", "xdist", "-n", "2", "--modelprof-update-baselines"
+    )
     written.assert_outcomes(passed=2)
     base = pytester.path / "baselines" / "test_costs"
     same = (base / "test_same.json").read_bytes()
@@ -81,10 +82,12 @@ def test_a_loop_of_small_ops_fails_and_the_unchanged_model_keeps_its_baseline(
     pytester.makepyfile(nets=NETS.format(loops=30))
     checked = pytester.runpytest_subprocess()
     checked.assert_outcomes(passed=1, failed=1)
-    checked.stdout.fnmatch_lines([
-        "*test_costs.py::test_grown*regressed*",
-        "*instructions: * instructions \u2192 * instructions (+*%, limit +1.0 %)*",
-    ])
+    checked.stdout.fnmatch_lines(
+        [
+            "*test_costs.py::test_grown*regressed*",
+            "*instructions: * instructions \u2192 * instructions (+*%, limit +1.0 %)*",
+        ]
+    )
     # The unchanged model, recorded again in another session: the same file, byte for byte.
     pytester.runpytest_subprocess(
         "--modelprof-update-baselines", "-k", "test_same"
@@ -113,10 +116,12 @@ def test_without_valgrind_one_error_says_how_to_install_it_or_the_test_skips(
     monkeypatch.setenv("PATH", str(empty))  # nothing on PATH: no valgrind
     failed = pytester.runpytest_subprocess("--modelprof-update-baselines")
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines([
-        "*valgrind is not on PATH: install it with `apt-get install valgrind`*"
-        "--modelprof-instructions=skip*"
-    ])
+    failed.stdout.fnmatch_lines(
+        [
+            "*valgrind is not on PATH: install it with `apt-get install valgrind`*"
+            "--modelprof-instructions=skip*"
+        ]
+    )
     skipped = pytester.runpytest_subprocess("--modelprof-instructions=skip", "-rs")
     skipped.assert_outcomes(skipped=1)
     skipped.stdout.fnmatch_lines(["SKIPPED*apt-get install valgrind*"])

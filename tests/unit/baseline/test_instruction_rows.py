@@ -19,8 +19,9 @@ CPU = "AMD EPYC 7763 64-Core Processor"
 
 
 def _counts(forward: int, *, cpu: str = CPU, flags: str = "avx2 fma") -> InstructionCounts:
-    return InstructionCounts(forward=forward, calls=5, warmup=2, cpu=cpu, cpu_flags=flags,
-                             capability="AVX2")
+    return InstructionCounts(
+        forward=forward, calls=5, warmup=2, cpu=cpu, cpu_flags=flags, capability="AVX2"
+    )
 
 
 def _evidence(counts: InstructionCounts | None) -> dict[str, dict[str, object]]:
@@ -31,15 +32,22 @@ def _evidence(counts: InstructionCounts | None) -> dict[str, dict[str, object]]:
 
 
 def _run(
-    tmp_path: Path, profile: ModelProfile, counts: InstructionCounts | None, *,
-    update: bool = False, limits: str = "max_instructions_delta=0.01",
+    tmp_path: Path,
+    profile: ModelProfile,
+    counts: InstructionCounts | None,
+    *,
+    update: bool = False,
+    limits: str = "max_instructions_delta=0.01",
 ) -> Outcome:
     key, _, value = limits.partition("=")
     return evaluate(
-        profile, nodeid="t.py::test_t", name=None,
+        profile,
+        nodeid="t.py::test_t",
+        name=None,
         limits=Limits().with_values({key: value}, "marker"),
         session=SessionSettings(baseline_dir=tmp_path / "baselines", update=update),
-        rootdir=tmp_path, evidence=_evidence(counts),
+        rootdir=tmp_path,
+        evidence=_evidence(counts),
     )
 
 
@@ -73,17 +81,21 @@ def test_another_cpu_warns_and_names_it(tmp_path: Path, make_profile: MakeProfil
     profile = make_profile()
     _run(tmp_path, profile, _counts(600_000), update=True)
     # Twice the memory too: the CPU lets no other count off.
-    other = _run(tmp_path, make_profile(memory=200_000), _counts(700_000, cpu="Intel Xeon",
-                                                                   flags="avx2 avx512f fma"))
+    other = _run(
+        tmp_path,
+        make_profile(memory=200_000),
+        _counts(700_000, cpu="Intel Xeon", flags="avx2 avx512f fma"),
+    )
     assert _row(other)["verdict"] == "warning"
     assert f"cpu {CPU} \u2192 Intel Xeon" in str(_row(other)["reason"])
     memory = next(c for c in other.record.checks if c["metric"] == "memory")
     assert memory["verdict"] == "regressed"
-    before = BaselineDocument.from_json(
-        (tmp_path / "baselines" / "t" / "test_t.json").read_text()
+    before = BaselineDocument.from_json((tmp_path / "baselines" / "t" / "test_t.json").read_text())
+    after = before.model_copy(
+        update={
+            "environment": before.environment.model_copy(update={"cpu_flags": "avx2 avx512f fma"})
+        }
     )
-    after = before.model_copy(update={"environment": before.environment.model_copy(
-        update={"cpu_flags": "avx2 avx512f fma"})})
     assert environment_changes(after, before) == ("cpu flags +avx512f",)
 
 

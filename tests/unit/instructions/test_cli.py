@@ -13,8 +13,18 @@ def test_bench_instructions_without_valgrind_names_the_install(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no valgrind on it
-    code = main(["bench", "resnet18", "--input-shape", "1,3,32,32", "--rounds", "1",
-                 "--instructions", "--json"])
+    code = main(
+        [
+            "bench",
+            "resnet18",
+            "--input-shape",
+            "1,3,32,32",
+            "--rounds",
+            "1",
+            "--instructions",
+            "--json",
+        ]
+    )
     captured = capsys.readouterr()
     assert code != 0
     assert captured.out == ""  # no document, and no timing was spent first

@@ -75,8 +75,13 @@ def test_the_newest_dump_is_the_highest_number(tmp_path: Path) -> None:
 
 
 def test_a_request_survives_the_wire() -> None:
-    request = MeasureRequest(model="resnet18", input_shape=(1, 3, 32, 32),
-                             phases=("forward", "backward"), calls=3, warmup=1)
+    request = MeasureRequest(
+        model="resnet18",
+        input_shape=(1, 3, 32, 32),
+        phases=("forward", "backward"),
+        calls=3,
+        warmup=1,
+    )
     again = MeasureRequest.from_json(decode(encode(request.to_json())))
     assert again.model == "resnet18" and again.input_shape == [1, 3, 32, 32]
     assert again.phases == ("forward", "backward") and (again.calls, again.warmup) == (3, 1)
@@ -109,15 +114,21 @@ def test_cpu_info_keeps_the_model_and_the_instruction_set_flags() -> None:
         "processor\t: 1\nmodel name\t: AMD EPYC 7763 64-Core Processor\n"
     )
     assert cpu_info(text) == (
-        "AMD EPYC 7763 64-Core Processor", "avx2 avx512_vnni avx512f fma sse4_2"
+        "AMD EPYC 7763 64-Core Processor",
+        "avx2 avx512_vnni avx512f fma sse4_2",
     )
     assert cpu_info("") == ("unknown", "")
 
 
 def test_a_reply_becomes_counts_with_this_cpu() -> None:
     counts = counts_from_reply(
-        {"ok": True, "counts": {"forward": 120, "backward": 300}, "calls": 5, "warmup": 2,
-         "capability": "AVX2"}
+        {
+            "ok": True,
+            "counts": {"forward": 120, "backward": 300},
+            "calls": 5,
+            "warmup": 2,
+            "capability": "AVX2",
+        }
     )
     assert (counts.forward, counts.backward, counts.training_step) == (120, 300, None)
     assert counts.calls == 5 and counts.capability == "AVX2"
@@ -153,8 +164,9 @@ def test_importing_the_engine_imports_neither_torch_nor_pydantic() -> None:
         "import sys, pytest_modelprof.instructions as i, pytest_modelprof.instructions.client; "
         "print(sorted(m for m in ('torch', 'pydantic') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
