@@ -273,3 +273,29 @@ def inductor_caches_disabled() -> Any:
     import torch.compiler
 
     return cast(Any, torch.compiler).config.patch(force_disable_caches=True)
+
+
+# -- callgrind client requests (torch._C._valgrind_*, what torch.utils.benchmark uses) --------
+
+__all__ += ["valgrind_supported", "callgrind_toggle", "callgrind_toggle_and_dump"]
+
+
+def valgrind_supported() -> bool:
+    """Whether this torch build was compiled with callgrind's client requests."""
+    import torch
+
+    return bool(torch._C._valgrind_supported_platform())
+
+
+def callgrind_toggle() -> None:
+    """Switch callgrind's event collection on or off (a no-op outside valgrind)."""
+    import torch
+
+    torch._C._valgrind_toggle()
+
+
+def callgrind_toggle_and_dump() -> None:
+    """Switch collection off (it must be on) and dump the counts since the last dump."""
+    import torch
+
+    torch._C._valgrind_toggle_and_dump_stats()

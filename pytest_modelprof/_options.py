@@ -9,6 +9,7 @@ import pytest
 
 from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_path
 from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
 
 __all__ = ["add_options"]
 
@@ -65,6 +66,14 @@ def add_options(parser: pytest.Parser) -> None:
         "every run that finds them; only a complete run, with the gate on and nothing "
         "deselected or stopped, can find them)",
     )
+    group.addoption(
+        "--modelprof-instructions",
+        choices=INSTRUCTIONS_MODES,
+        default=None,
+        dest="modelprof_instructions",
+        help="where valgrind is missing, a test with an instructions limit errors (error, the "
+        "default) or is skipped (skip); ini: modelprof_instructions",
+    )
     _add_report_options(group, parser)
     parser.addini(
         "modelprof_baseline_dir", "baseline directory, relative to the ini file", "string", ""
@@ -74,6 +83,10 @@ def add_options(parser: pytest.Parser) -> None:
         "modelprof_env_strict", "kernel-dependent counts fail across environments", "bool", False
     )
     parser.addini("modelprof_disable", "run tests without profiling or baselines", "bool", False)
+    parser.addini(
+        "modelprof_instructions", "without valgrind, instructions limits: error or skip", "string",
+        "",
+    )
     switches = {
         "fvcore": "cross-check FLOPs against fvcore for every profiled model",
         "timing_strict": "every timing limit fails, also compile time and latency growth (by "

@@ -8,6 +8,7 @@ only pytest, the standard library and the light settings/tolerance tables: a run
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,12 +84,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "baseline_dir": config.option.modelprof_baseline_dir,
         "env_strict": config.option.modelprof_env_strict,
         "disable": config.option.modelprof_disable,
+        "instructions": config.option.modelprof_instructions,
     }
     ini: dict[str, object] = {
         "baseline_dir": config.getini("modelprof_baseline_dir"),
         "strict": config.getini("modelprof_strict") or None,
         "env_strict": config.getini("modelprof_env_strict") or None,
         "disable": config.getini("modelprof_disable") or None,
+        "instructions": config.getini("modelprof_instructions") or None,
     }
     for key in LIMIT_NAMES:
         cli[key] = getattr(config.option, ini_key(key))
@@ -256,36 +259,20 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if problem is not None:  # outside the except block: one error, no chained traceback
         _short_failure(item, problem)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.gate.collect import collect
-    from pytest_modelprof.gate.evaluate import evaluate, stored_evidence
+    from pytest_modelprof.instructions import InstructionsUnavailable
 
-    config = item.config
-    state = config.stash[SESSION_KEY]
+    state = item.config.stash[SESSION_KEY]
     profiles = _profiles(item)
     try:
         if not _has_profiles(item, spec, profiles):
             item.stash[ITEM_KEY].judged = True
             return result  # the fixture was requested but never called: nothing to judge
-        failures: list[str] = []
-        records = item.stash[ITEM_KEY].records
-        for name, request, profile in profiles.entries:
-            profiles.current = request
-            outcome = evaluate(
-                profile,
-                nodeid=item.nodeid,
-                name=name,
-                limits=spec.limits,
-                session=state.settings,
-                rootdir=Path(config.rootpath),
-                evidence=collect(
-                    request, spec.limits, spec.sweep,
-                    stored_evidence(item.nodeid, name, state.settings),
-                ),
-            )
-            records.append(outcome.record)
-            if outcome.failure:
-                failures.append(outcome.failure)
+        failures = _judge_profiles(item, spec, profiles)
         item.stash[ITEM_KEY].judged = True
+    except InstructionsUnavailable as exc:
+        if state.settings.instructions == "skip":  # --modelprof-instructions=skip
+            pytest.skip(f"modelprof: {exc}")
+        problem = f"modelprof: {exc} (or skip such tests: --modelprof-instructions=skip)"
     except ModelprofError as exc:
         problem = f"modelprof: {exc}"
     if problem is not None:
@@ -293,6 +280,34 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if failures:
         _short_failure(item, "\n\n".join(failures))
     return result
+
+
+def _judge_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -> list[str]:
+    """Collect and judge each profile of the test; its records go to the item, failures back."""
+    from pytest_modelprof.gate.collect import collect
+    from pytest_modelprof.gate.evaluate import evaluate, stored_evidence
+
+    config = item.config
+    state = config.stash[SESSION_KEY]
+    failures: list[str] = []
+    for name, request, profile in profiles.entries:
+        profiles.current = request
+        outcome = evaluate(
+            profile,
+            nodeid=item.nodeid,
+            name=name,
+            limits=spec.limits,
+            session=state.settings,
+            rootdir=Path(config.rootpath),
+            evidence=collect(
+                request, spec.limits, spec.sweep,
+                stored_evidence(item.nodeid, name, state.settings),
+            ),
+        )
+        item.stash[ITEM_KEY].records.append(outcome.record)
+        if outcome.failure:
+            failures.append(outcome.failure)
+    return failures
 
 
 def _has_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -> bool:
@@ -308,6 +323,13 @@ def _has_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -
             "not call the modelprof fixture; pass model= or call modelprof(model, ...)"
         )
     return True
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    # The session's valgrind process, if a test started one (without importing the client).
+    client = sys.modules.get("pytest_modelprof.instructions.client")
+    if client is not None:
+        client.close_shared()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -294,10 +294,14 @@ def environment_changes(
         ("torchvision_version", "torchvision"),
         ("source_version", "model source"),
         ("dtype", "dtype"),
+        ("cpu", "cpu"),
     ):
         old, new = getattr(before, field_name, None), getattr(after, field_name, None)
         if old is not None and new is not None and old != new:
             out.append(f"{label} {old} \u2192 {new}")
+    flags = _flag_change(getattr(before, "cpu_flags", None), getattr(after, "cpu_flags", None))
+    if flags:
+        out.append(flags)
     if (
         before.capture_mode == after.capture_mode
         and before.device not in (None, "meta")
@@ -306,6 +310,20 @@ def environment_changes(
     ):
         out.append(f"device {before.device} \u2192 {after.device}")
     return tuple(out)
+
+
+def _flag_change(old: str | None, new: str | None) -> str | None:
+    """``"cpu flags +avx512f -amx_tile"``: instruction-set flags gained and lost."""
+    if old is None or new is None or old == new:
+        return None
+    before, after = set(old.split()), set(new.split())
+    parts = [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]
+    shown = " ".join(parts[:6]) + (f" (+{len(parts) - 6} more)" if len(parts) > 6 else "")
+    return f"cpu flags {shown}"
+
+
+def _not_cpu(env: Sequence[str]) -> tuple[str, ...]:
+    return tuple(e for e in env if not e.startswith(("cpu ", "cpu flags ")))
 
 
 def _check(
@@ -454,7 +472,9 @@ def compare(
             continue
         now = current.metrics.get(metric.name)
         old = before.get(metric.name)
-        check = _check(metric, now, old, policy, current.metrics, before, env)
+        # The CPU decides instruction counts only; other counts do not run on it.
+        own_env = env if metric.name == "instructions" else _not_cpu(env)
+        check = _check(metric, now, old, policy, current.metrics, before, own_env)
         if check is not None:
             checks.append(check)
     layer_metric: Metric | None = None

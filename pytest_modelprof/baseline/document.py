@@ -80,6 +80,10 @@ class BaselineEnvironment(_Frozen):
     torchvision_version: str | None = None
     # The package the named model comes from (ultralytics, timm, transformers): "timm 1.0.31".
     source_version: str | None = None
+    # The CPU model and its instruction-set flags (/proc/cpuinfo), only in baselines that
+    # count instructions: kernels that branch on CPU features execute other instructions.
+    cpu: str | None = None
+    cpu_flags: str | None = None
 
 
 class BaselineDocument(_Frozen):
@@ -162,6 +166,7 @@ class BaselineDocument(_Frozen):
                 capture_mode=profile.capture.mode,
                 torchvision_version=_version("torchvision"),
                 source_version=_source_version(profile.model),
+                **_cpu(evidence),
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
@@ -177,6 +182,9 @@ class BaselineDocument(_Frozen):
         data = self.model_dump(mode="json")
         if data.get("compile") is None:
             data.pop("compile", None)
+        for key in ("cpu", "cpu_flags"):  # only baselines that count instructions have them
+            if data["environment"].get(key) is None:
+                data["environment"].pop(key, None)
         if data.get("uncounted_memory") is None:
             data.pop("uncounted_memory", None)
         # Absent in files written before them (and ``measured`` in files that need none).
@@ -240,6 +248,14 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
             for f in sorted(profile.op_breakdown, key=lambda f: f.family)
         ]
     return out
+
+
+def _cpu(evidence: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+    """The CPU that counted instructions (nothing for a profile that counted none)."""
+    counts = (evidence or {}).get("instructions")
+    if not counts:
+        return {}
+    return {"cpu": str(counts.get("cpu", "unknown")), "cpu_flags": str(counts.get("cpu_flags", ""))}
 
 
 def _op(op: Any) -> str:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
-from pytest_modelprof.baseline.tolerance import Exact, Ignore
+from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.units import format_bytes, format_count, parse_bytes
 
 if TYPE_CHECKING:
@@ -37,6 +37,7 @@ __all__ = [
     "TIMING",
     "COMPILE",
     "LLM",
+    "INSTRUCTIONS",
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
     "GROWTH_LIMITS",
@@ -84,6 +85,14 @@ LLM = Collector(
         "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
         "a context sweep, llm={'context': [1024, 4096, 16384]})"
     ),
+)
+
+#: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions): one
+#: valgrind process per session or xdist worker; the evidence keeps the counts and the CPU.
+INSTRUCTIONS = Collector(
+    "instructions",
+    measure="pytest_modelprof.instructions.gate:measure",
+    needs="valgrind (apt-get install valgrind); the model run under callgrind",
 )
 
 
@@ -141,6 +150,13 @@ def _compiled(name: str) -> Callable[[ModelProfile], Number | None]:
 
 def _seconds(value: float) -> str:
     return f"{value:.3g} s"
+
+
+def _instructions(value: float) -> str:
+    # Four digits from a million on: a 0.1 % change still shows.
+    if value >= 1e6:
+        return f"{value / 1e6:,.4g} M instructions"
+    return f"{value:,.0f} instructions"
 
 
 # Counted metrics are deterministic, so the built-in tolerance is exact in the worse direction:
@@ -374,6 +390,22 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
+    # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
+    # limit is set (a session pays about a minute to start valgrind). Counts repeat to well
+    # under 0.1 %, so the default tolerance is small; they depend on the CPU and torch's
+    # kernels, so another CPU or torch warns instead of failing.
+    Metric(
+        name="instructions",
+        label="instructions",
+        direction="lower",
+        delta_key="max_instructions_delta",
+        default_delta=Relative(0.01),
+        formatter=_instructions,
+        budget_key="max_instructions",
+        summary=False,
+        kernel_dependent=True,
+        collector=INSTRUCTIONS,
+    ),
 )
 
 

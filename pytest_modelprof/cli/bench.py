@@ -69,6 +69,14 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=parse_top, default=10, metavar="N",
                    help="list the N modules with the most forward time of their own "
                         "(default: 10; 0 skips timing modules)")
+    p.add_argument("--instructions", action="store_true",
+                   help="also count the CPU instructions per call of the forward, backward and "
+                        "training step under valgrind's callgrind (needs valgrind; starting it "
+                        "costs about a minute); --json adds instructions.{forward,backward,"
+                        "training_step,calls}")
+    p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
+                   help="measured calls per phase for --instructions, after 10 unmeasured ones "
+                        "(default: 5; the figure is per call)")
     p.add_argument("--json", action="store_true",
                    help="print only the JSON document to stdout (progress stays on stderr); "
                         "keys: runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,"
@@ -82,6 +90,14 @@ def _run_bench(args: argparse.Namespace) -> int:
     from pytest_modelprof.errors import ModelprofError
     from pytest_modelprof.runtime.bench import StderrProgress, bench
 
+    if args.instructions:
+        from pytest_modelprof.instructions import find_valgrind
+
+        if str(args.device) != "cpu":
+            raise ModelprofError(
+                f"--instructions counts what the CPU executes; leave --device={args.device} out"
+            )
+        find_valgrind()  # before minutes of timing: no valgrind is one clear error
     progress = StderrProgress(f"modelprof bench {args.model}")
     try:
         run = bench(
@@ -103,11 +119,32 @@ def _run_bench(args: argparse.Namespace) -> int:
         raise ModelprofError(str(exc)) from exc
     finally:
         progress.close()
+    if args.instructions:
+        run = _with_instructions(run, args)
     if args.json:  # the text report says it; --json keeps stdout a document, so stderr
         for warning in busy_warnings(run.report):
             print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
     out(run.report.to_json() if args.json else render_bench(run, top=args.top))
     return EXIT_OK
+
+
+def _with_instructions(run: BenchRun, args: argparse.Namespace) -> BenchRun:
+    """The run with its instruction counts (one callgrind process for the three phases)."""
+    from dataclasses import replace
+
+    from pytest_modelprof.instructions import InstructionServer
+
+    print(f"{PROG} bench {args.model}: counting instructions under callgrind (starting "
+          "valgrind takes about a minute) ...", file=sys.stderr)
+    shape = run.input_shapes[0] if len(run.input_shapes) == 1 else args.input_shape
+    with InstructionServer() as server:
+        counts = server.measure(
+            args.model, input_shape=shape, phases=("forward", "backward", "training_step"),
+            calls=args.instruction_calls, arch=dict(args.arch),
+            dtype=None if run.dtype == "float32" else run.dtype,
+        )
+    data = counts.model_dump(mode="json")
+    return replace(run, report=run.report.model_copy(update={"instructions": data}))
 
 
 def busy_warnings(doc: BenchReport) -> list[str]:
@@ -126,6 +163,10 @@ def busy_warnings(doc: BenchReport) -> list[str]:
                 "--rounds"
             )
     return lines
+
+
+def _count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else "n/a"
 
 
 def _ms(value: float) -> str:
@@ -164,6 +205,14 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
     lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
     lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", 100)]
+    if doc.instructions is not None:
+        c = doc.instructions
+        lines.append(
+            f"instructions per call (callgrind, {c.get('calls')} calls, "
+            f"{c.get('capability') or 'cpu'} kernels): forward {_count(c.get('forward'))}, "
+            f"backward {_count(c.get('backward'))}, "
+            f"training step {_count(c.get('training_step'))}"
+        )
     hw = doc.hardware
     gpu = (f"{hw.gpu_name} ({format_bytes(hw.gpu_memory_bytes or 0)})" if hw.gpu_name
            else "no GPU")
@@ -185,7 +234,10 @@ COMMAND = Command(
         "dropout off for the others, a fixed seed), the peak memory of a training step split\n"
         "into parameters, gradients, optimizer state and activations (allocation tracker on\n"
         "the CPU, caching allocator on a GPU), the counted FLOPs by op family, and the\n"
-        "hardware. Then it lists the modules that take the most forward time.\n\n"
+        "hardware. Then it lists the modules that take the most forward time.\n"
+        "--instructions adds the CPU instructions per call of each phase, counted by\n"
+        "valgrind's callgrind (apt-get install valgrind): a figure that does not move with\n"
+        "load, for the CPU type it ran on.\n\n"
         + HOOK_OVERHEAD + "\nThe forward, backward and training-step figures are measured "
         "without hooks."
     ),
@@ -193,6 +245,7 @@ COMMAND = Command(
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5
   modelprof bench resnet50 --batch 8 --optimizer adamw --top 15
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --json > bench.json
+  modelprof bench resnet18 --input-shape 1,3,32,32 --rounds 5 --instructions --json
   modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10""",
     add_arguments=_add_bench_arguments,
     run=_run_bench,

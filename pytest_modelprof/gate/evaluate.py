@@ -143,6 +143,29 @@ def _unpack(
     return profile, timing, sweep, fvcore
 
 
+def _keep_instructions(
+    current: BaselineDocument, baseline: BaselineDocument | None
+) -> BaselineDocument:
+    """In update mode: keep the stored instruction counts while the new one is within the
+    measurement's noise, so a rewrite of an unchanged model leaves the file byte-identical."""
+    from pytest_modelprof.instructions.counts import keep_stored
+
+    old = baseline.metrics.get("instructions") if baseline is not None else None
+    new = current.metrics.get("instructions")
+    if baseline is None or old is None or new is None:
+        return current
+    if baseline.environment.cpu != current.environment.cpu:
+        return current
+    if keep_stored(int(old), int(new)) == new:
+        return current
+    measured = dict(current.measured or {})
+    if baseline.measured and "instructions" in baseline.measured:
+        measured["instructions"] = baseline.measured["instructions"]
+    return current.model_copy(update={
+        "metrics": {**current.metrics, "instructions": old}, "measured": measured or None,
+    })
+
+
 def _load(path: Path, shown: str) -> tuple[BaselineDocument | None, str | None]:
     """The stored baseline (``None`` when absent) or why it cannot be read."""
     from pytest_modelprof.baseline.document import BaselineDocument
@@ -254,7 +277,8 @@ def evaluate(
     hard = [c for c in comparison.failures if c.hard]
 
     if session.update:
-        written = write_atomic(path, _keep_timing(current, baseline, limits).to_json())
+        kept = _keep_instructions(_keep_timing(current, baseline, limits), baseline)
+        written = write_atomic(path, kept.to_json())
         status: Status = "ok"
         if written:
             status = "new" if baseline is None and load_error is None else "updated"

@@ -31,6 +31,7 @@ from pytest_modelprof.baseline.tolerance import (
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
 from pytest_modelprof.gate.shapes import parse_input_shape, parse_sweep
+from pytest_modelprof.instructions.mode import instructions_mode
 from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
@@ -156,6 +157,8 @@ class Limits:
         policy = self.policy()
         out: dict[str, str] = {}
         for metric in METRICS:
+            if metric.name == "instructions" and not self.limited(metric.name):
+                continue  # opt-in: baselines that never counted instructions stay as they were
             out[metric.delta_key] = format_tolerance(
                 policy.tolerance(metric), drop=metric.direction == "higher"
             )
@@ -239,6 +242,8 @@ class SessionSettings:
     env_strict: bool = False
     # Run the test bodies without profiling, gating or touching baselines.
     disable: bool = False
+    # Without valgrind, a test with an instructions limit errors ("error") or is skipped.
+    instructions: str = "error"
 
     def header(self) -> str:
         """The line the plugin prints in the session header."""
@@ -408,6 +413,7 @@ def resolve_session(
         limits=limits,
         env_strict=flag("env_strict"),
         disable=flag("disable"),
+        instructions=instructions_mode(cli, ini),
     )
 
 

@@ -168,10 +168,16 @@ class BenchReport(_Frozen):
     flops: FlopsSection
     hardware: HardwareInfo
     timestamp: str  # ISO 8601, UTC
+    # CPU instructions per call (``modelprof bench --instructions``: instructions.counts
+    # .InstructionCounts as JSON); left out otherwise.
+    instructions: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Sorted keys, fixed float rounding, indent 2, trailing newline."""
-        return dumps_deterministic(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        if data.get("instructions") is None:
+            data.pop("instructions", None)
+        return dumps_deterministic(data)
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ def test_limit_names_are_the_documented_ones() -> None:
             f"max_inference_memory_{part}_delta"
             for part in ("parameters", "activations", "transient")
         ),
+        # CPU instructions under callgrind
+        "max_instructions_delta",
+        "max_instructions",
     }
     assert len({m.name for m in METRICS}) == len(METRICS)
 

@@ -1,0 +1,190 @@
+"""What the client and the valgrind server say to each other, and how a dump is read.
+
+Standard library only: the client (the pytest plugin, the CLI) imports it without torch, and
+the unit tests exercise it without valgrind. Messages are JSON objects, one per line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pytest_modelprof.errors import ModelprofError
+
+__all__ = [
+    "PHASES",
+    "Phase",
+    "ProtocolError",
+    "MeasureRequest",
+    "encode",
+    "decode",
+    "parse_callgrind_total",
+    "newest_dump",
+    "cpu_info",
+]
+
+Phase = Literal["forward", "backward", "training_step"]
+PHASES: Final[tuple[Phase, ...]] = ("forward", "backward", "training_step")
+
+
+class ProtocolError(ModelprofError):
+    """A message or a callgrind dump that cannot be read."""
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """One measurement: a model by name (``model``) or pickled to a file (``pickle``).
+
+    ``calls`` measured calls of each phase follow ``warmup`` unmeasured ones; ``sys_path``
+    lets the server import the classes of a pickled model (a test module's, say).
+    """
+
+    model: str | None = None
+    pickle: str | None = None
+    input_shape: Any = None
+    arch: Mapping[str, Any] = field(default_factory=dict)
+    phases: Sequence[Phase] = ("forward",)
+    calls: int = 5
+    warmup: int = 10
+    sys_path: Sequence[str] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The request as a JSON object (``op: measure``)."""
+        return {
+            "op": "measure",
+            "model": self.model,
+            "pickle": self.pickle,
+            "input_shape": _plain(self.input_shape),
+            "arch": dict(self.arch),
+            "phases": list(self.phases),
+            "calls": self.calls,
+            "warmup": self.warmup,
+            "sys_path": list(self.sys_path),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MeasureRequest:
+        """Read a request; a bad field raises :class:`ProtocolError` naming it."""
+        phases = data.get("phases", ["forward"])
+        if not isinstance(phases, list) or not phases or any(p not in PHASES for p in phases):
+            raise ProtocolError(f"phases: expected a list of {', '.join(PHASES)}, got {phases!r}")
+        calls, warmup = data.get("calls", 5), data.get("warmup", 10)
+        if not isinstance(calls, int) or isinstance(calls, bool) or calls < 1:
+            raise ProtocolError(f"calls: expected an integer >= 1, got {calls!r}")
+        if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+            raise ProtocolError(f"warmup: expected an integer >= 0, got {warmup!r}")
+        model, pickled = data.get("model"), data.get("pickle")
+        if (model is None) == (pickled is None):
+            raise ProtocolError("a request names exactly one of model and pickle")
+        return cls(
+            model=model,
+            pickle=pickled,
+            input_shape=data.get("input_shape"),
+            arch=dict(data.get("arch") or {}),
+            phases=tuple(phases),
+            calls=calls,
+            warmup=warmup,
+            sys_path=tuple(data.get("sys_path") or ()),
+        )
+
+
+def _plain(value: Any) -> Any:
+    """Shapes as nested lists (tuples are not JSON)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    """One message as one line."""
+    return (json.dumps(dict(message), sort_keys=True) + "\n").encode()
+
+
+def decode(line: bytes | str) -> dict[str, Any]:
+    """One line as a message; anything but a JSON object raises :class:`ProtocolError`."""
+    text = line.decode(errors="replace") if isinstance(line, bytes) else line
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ProtocolError(f"not a message: {text.strip()[:200]!r} ({exc})") from None
+    if not isinstance(data, dict):
+        raise ProtocolError(f"not a message: {text.strip()[:200]!r}")
+    return data
+
+
+_EVENTS = re.compile(r"^events:\s*(.+)$", re.MULTILINE)
+_TOTAL = re.compile(r"^(summary|totals):\s*([\d ]+)$", re.MULTILINE)
+
+
+def parse_callgrind_total(text: str, event: str = "Ir") -> int:
+    """The total of ``event`` (instructions read) in one callgrind dump.
+
+    Reads the ``events:`` header and the ``totals:`` line (``summary:`` in older formats); a
+    dump without them raises :class:`ProtocolError`.
+    """
+    events = _EVENTS.search(text)
+    if events is None:
+        raise ProtocolError("callgrind dump without an 'events:' line")
+    names = events.group(1).split()
+    if event not in names:
+        raise ProtocolError(f"callgrind dump does not count {event} (events: {' '.join(names)})")
+    found = {kind: values.split() for kind, values in _TOTAL.findall(text)}
+    values = found.get("totals") or found.get("summary")
+    if values is None:
+        raise ProtocolError("callgrind dump without a 'totals:' or 'summary:' line")
+    index = names.index(event)
+    # Trailing zero counts may be left out of the line.
+    return int(values[index]) if index < len(values) else 0
+
+
+def newest_dump(prefix: Path) -> Path | None:
+    """The highest-numbered dump ``<prefix>.<n>`` (callgrind numbers each dump), if any."""
+    numbered = []
+    for path in prefix.parent.glob(prefix.name + ".*"):
+        suffix = path.name[len(prefix.name) + 1 :]
+        if suffix.isdigit():
+            numbered.append((int(suffix), path))
+    return max(numbered)[1] if numbered else None
+
+
+#: The CPU features that decide which kernels run (vector widths, fused multiply-add, matrix
+#: units); others in /proc/cpuinfo (mitigations, virtualisation) do not change instructions.
+_ISA_PREFIXES: Final = (
+    "sse",
+    "ssse",
+    "avx",
+    "fma",
+    "f16c",
+    "amx",
+    "bmi",
+    "popcnt",
+    "vnni",
+    "asimd",
+    "sve",
+    "neon",
+)
+
+
+def cpu_info(text: str | None = None) -> tuple[str, str]:
+    """``(model name, ISA flags)`` from ``/proc/cpuinfo`` (or ``text``); ``("unknown", "")``
+    where there is none. Flags are the instruction-set ones, sorted and space-separated."""
+    if text is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+    name, flags = "unknown", ""
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        if key in ("model name", "cpu model") and name == "unknown":
+            name = " ".join(value.split()) or name
+        elif key in ("flags", "features") and not flags:
+            flags = " ".join(
+                sorted({f for f in value.split() if f.lower().startswith(_ISA_PREFIXES)})
+            )
+    return name, flags
