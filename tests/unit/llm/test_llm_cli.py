@@ -187,3 +187,18 @@ def test_bad_sizes_and_presets_are_refused(capsys: pytest.CaptureFixture[str]) -
         profile_llm(TinyDecoder(), context=1)
     code, _, err = _cli(capsys, "llm", "hf:llama", "--gpu", "h100")
     assert code == 2 and "Did you mean: h100-bf16" in err
+
+
+def test_a_local_hugging_face_folder_is_profiled_like_the_name(tmp_path: Any) -> None:
+    # A folder with only a config.json (what `save_pretrained` writes besides weights): the
+    # folder's own class is built on meta and gives the figures of the same config by name.
+    from transformers import LlamaConfig
+
+    arch = {k: int(v) for k, v in (kv.split("=") for kv in LLAMA.split(","))}
+    LlamaConfig(**arch).save_pretrained(tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["config.json"]
+    by_folder = profile_llm(f"hf:{tmp_path}", prompt=8, context=32)
+    by_name = profile_llm("hf:llama", prompt=8, context=32, **arch)
+    assert by_folder.kv_cache.bytes == 2 * 2 * 2 * 16 * 32 * 4  # layers x K,V x heads x width
+    assert by_folder.decode == by_name.decode and by_folder.kv_cache == by_name.kv_cache
+    assert by_folder.weights == by_name.weights
