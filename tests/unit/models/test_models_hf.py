@@ -172,12 +172,15 @@ def test_marker_with_an_hf_model_just_works(pytester: pytest.Pytester) -> None:
             pass
         """
     )
-    first = pytester.runpytest("-p", "no:randomly", "--modelprof-update-baselines")
+    # Subprocesses: an in-process run that imports transformers' modules for the first time has
+    # pytester drop them afterwards, and this worker's later tests would then mix two copies of
+    # transformers' classes (`LlamaForCausalLM(config)` refusing its own LlamaConfig).
+    first = pytester.runpytest_subprocess("-p", "no:randomly", "--modelprof-update-baselines")
     first.assert_outcomes(passed=1)
     baseline = next((pytester.path / "baselines").rglob("*.json"))
     document = json.loads(baseline.read_text())
     assert "124439808" in json.dumps(document)  # GPT-2 small's parameters, profiled by name
-    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
 
 
 def test_missing_transformers_gives_install_hint() -> None:
