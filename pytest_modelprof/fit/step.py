@@ -15,9 +15,7 @@ what the kernels return. The breakdown at the peak:
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +27,7 @@ from pytest_modelprof._tensors import Inputs, backward, call_model, default_loss
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.tracker import NEVER, Allocation, LifetimeTracker, module_scopes
-from pytest_modelprof.runtime.memory import storage_bytes
+from pytest_modelprof.runtime.memory import collector_paused, storage_bytes
 
 __all__ = [
     "COMPONENTS",
@@ -96,19 +94,6 @@ def make_optimizer(
     return kind(params, lr=1e-3, **impl)
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic collector so frees happen at the same points in every run."""
-    was = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 def tracked_step(
     model: nn.Module,
     inputs: Inputs,
@@ -139,7 +124,7 @@ def tracked_step(
         [*model.parameters(), *model.buffers(), *input_tensors], params=model.parameters()
     )
     amp = autocast_dtype(options)
-    with _collector_paused(), module_scopes(model, tracker.scope):
+    with collector_paused(), module_scopes(model, tracker.scope):
         with tracker, torch.set_grad_enabled(options.train):
             with torch.autocast(autocast_device, dtype=amp, enabled=amp is not None):
                 out = call_model(model, inputs)

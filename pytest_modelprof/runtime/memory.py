@@ -48,6 +48,7 @@ __all__ = [
     "BREAKDOWN_KEYS",
     "measure_memory",
     "storage_bytes",
+    "collector_paused",
 ]
 
 MemoryMode = Literal["forward", "backward", "training_step"]
@@ -182,7 +183,7 @@ class AllocationTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """Pause the cyclic garbage collector so that frees happen at the same points every run."""
     was = gc.isenabled()
     gc.collect()
@@ -329,7 +330,7 @@ def _measure_tracked(
     def set_phase(phase: Phase) -> None:
         tracker.phase = phase
 
-    with _collector_paused():
+    with collector_paused():
         with tracker:
             _run(model, batch, mode, loss_of, opt, set_phase)
         parts = tracker.peak_breakdown(_grads(model), _optimizer_tensors(opt))
