@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_arch, parse_dtype
+from pytest_modelprof.cli.bench import parse_positive
 
 __all__ = ["COMMAND", "parse_arch_list", "parse_memory"]
 
@@ -17,16 +18,6 @@ _NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
 def parse_arch_list(text: str) -> list[tuple[str, Any]]:
     """``num_hidden_layers=2,hidden_size=64`` -> ``[("num_hidden_layers", 2), ...]``."""
     return [parse_arch(part) for part in _NEXT_PAIR.split(text)]
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def parse_memory(text: str) -> float:
@@ -59,11 +50,11 @@ def _parse_gpu(text: str) -> str:
 def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a causal LM: hf:ARCH, hf:FOLDER (config.json), or "
                                  "pkg.module:factory returning a module that takes its cache")
-    p.add_argument("--prompt", type=_positive, default=512, metavar="P",
+    p.add_argument("--prompt", type=parse_positive, default=512, metavar="P",
                    help="prompt tokens per sequence counted in the prefill (default 512)")
-    p.add_argument("--context", type=_positive, default=4096, metavar="L",
+    p.add_argument("--context", type=parse_positive, default=4096, metavar="L",
                    help="tokens in the cache after the decode step (default 4096)")
-    p.add_argument("--batch", type=_positive, default=1, metavar="B",
+    p.add_argument("--batch", type=parse_positive, default=1, metavar="B",
                    help="sequences decoded together (default 1)")
     p.add_argument("--gpu", type=_parse_gpu, default=None, metavar="PRESET",
                    help="machine preset for the roofline and the fit (h100-bf16, a100-bf16, ...)")
