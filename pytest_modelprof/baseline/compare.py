@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
 
@@ -274,10 +275,11 @@ def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> 
 
 
 def environment_changes(
-    current: BaselineDocument, baseline: BaselineDocument | None
+    current: BaselineDocument, baseline: BaselineDocument | None, *, cpu: bool = True
 ) -> tuple[str, ...]:
     """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
-    baseline was recorded (versions, dtype).
+    baseline was recorded (the ``kernels`` facts of :data:`~pytest_modelprof.baseline.
+    environment.ENVIRONMENT_FACTS`; with ``cpu``, the CPU's too).
 
     Capture mode is left out: it follows from the model (a data-dependent branch turns meta
     into real, and with it device meta into cpu), so that change is the model's, judged by the
@@ -289,19 +291,12 @@ def environment_changes(
         return ()
     before, after = baseline.environment, current.environment
     out = []
-    for field_name, label in (
-        ("torch_version", "torch"),
-        ("torchvision_version", "torchvision"),
-        ("source_version", "model source"),
-        ("dtype", "dtype"),
-        ("cpu", "cpu"),
-    ):
-        old, new = getattr(before, field_name, None), getattr(after, field_name, None)
-        if old is not None and new is not None and old != new:
-            out.append(f"{label} {old} \u2192 {new}")
-    flags = _flag_change(getattr(before, "cpu_flags", None), getattr(after, "cpu_flags", None))
-    if flags:
-        out.append(flags)
+    for fact in ENVIRONMENT_FACTS:
+        if fact.scope == "model" or (fact.scope == "cpu" and not cpu):
+            continue
+        change = fact_change(fact, getattr(before, fact.field), getattr(after, fact.field))
+        if change is not None:
+            out.append(change)
     if (
         before.capture_mode == after.capture_mode
         and before.device not in (None, "meta")
@@ -310,20 +305,6 @@ def environment_changes(
     ):
         out.append(f"device {before.device} \u2192 {after.device}")
     return tuple(out)
-
-
-def _flag_change(old: str | None, new: str | None) -> str | None:
-    """``"cpu flags +avx512f -amx_tile"``: instruction-set flags gained and lost."""
-    if old is None or new is None or old == new:
-        return None
-    before, after = set(old.split()), set(new.split())
-    parts = [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]
-    shown = " ".join(parts[:6]) + (f" (+{len(parts) - 6} more)" if len(parts) > 6 else "")
-    return f"cpu flags {shown}"
-
-
-def _not_cpu(env: Sequence[str]) -> tuple[str, ...]:
-    return tuple(e for e in env if not e.startswith(("cpu ", "cpu flags ")))
 
 
 def _check(
@@ -465,6 +446,7 @@ def compare(
     ``skip`` names metrics another rule judges (latency, from its timing rounds).
     """
     env = environment_changes(current, baseline)
+    not_cpu = environment_changes(current, baseline, cpu=False)
     before = dict(baseline.metrics) if baseline is not None else {}
     checks = []
     for metric in METRICS:
@@ -472,8 +454,8 @@ def compare(
             continue
         now = current.metrics.get(metric.name)
         old = before.get(metric.name)
-        # The CPU decides instruction counts only; other counts do not run on it.
-        own_env = env if metric.name == "instructions" else _not_cpu(env)
+        # The CPU decides the counts that declare it (instructions); others do not run on it.
+        own_env = env if metric.cpu_dependent else not_cpu
         check = _check(metric, now, old, policy, current.metrics, before, own_env)
         if check is not None:
             checks.append(check)

@@ -52,6 +52,8 @@ class Metric:
     # Counts that depend on kernels (sizes of secondary outputs, decompositions, fusion rules):
     # when the baseline comes from another environment, a change warns instead of failing.
     kernel_dependent: bool = False
+    # Counts the CPU decides (instructions): another CPU model or flags warns for these only.
+    cpu_dependent: bool = False
     # A scaling sweep fits this metric's growth: ``growth_key`` is the limit users type
     # (``max_flops_growth_exponent``), ``sweep_field`` the profile field the sweep fits.
     growth_key: str | None = None

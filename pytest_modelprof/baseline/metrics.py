@@ -404,10 +404,10 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_key="max_instructions",
         summary=False,
         kernel_dependent=True,
+        cpu_dependent=True,
         collector=INSTRUCTIONS,
     ),
 )
-
 
 
 #: The built-in metrics.
