@@ -1,7 +1,8 @@
 """The one check row, and ``compare(current, baseline, policy)`` for the metric table.
 
 Every limit the gate knows (a relative delta, an absolute budget, latency, a growth exponent,
-the fvcore cross-check, uncounted ops, compile health) ends as a :class:`Check`: the metric, the
+the fvcore cross-check, uncounted ops, the capture mode, compile health) ends as a
+:class:`Check`: the metric, the
 kind of limit, baseline, current, delta, the limit, a verdict and a one-line reason with the
 figures, plus a JSON detail for the report sections of that kind. The same type travels from the
 judge through the gate's record and the results file to every renderer; renderers read rows only.
@@ -90,7 +91,8 @@ class Check:
     ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
     row read back from JSON renders without the metric table (a metric registered by a plugin,
     say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
-    fvcore), which fail in update mode too.
+    fvcore, a limit nothing measured, uncounted ops under ``strict``), which fail in update
+    mode too.
     """
 
     # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
@@ -443,7 +445,8 @@ def compare(
 ) -> Comparison:
     """Judge every table metric of ``current`` against ``baseline`` under ``policy``.
 
-    ``skip`` names metrics another rule judges (latency, from its timing rounds).
+    ``skip`` names metrics another rule judges (latency, from its timing rounds; the compile
+    metrics, whose rows name the breaks).
     """
     env = environment_changes(current, baseline)
     not_cpu = environment_changes(current, baseline, cpu=False)

@@ -41,7 +41,7 @@ class Metric:
     formatter: Callable[[float], str]
     budget_key: str | None = None
     budget_parser: Callable[[str | float | int], float] = parse_quantity
-    layer_field: str | None = None  # LayerStats field for the "layers that grew most" diff
+    layer_field: str | None = None  # BaselineLayer field for the "layers that grew most" detail
     summary: bool = True  # a column of the terminal summary
     # The measurement beyond the capture this metric needs (None: the capture or the partition
     # over it gives it). Its evidence gives the value when ``getter`` finds none on the profile.
@@ -58,7 +58,7 @@ class Metric:
     # (``max_flops_growth_exponent``), ``sweep_field`` the profile field the sweep fits.
     growth_key: str | None = None
     sweep_field: str | None = None
-    growth_label: str | None = None  # its name in a sweep's fits, when not ``label``
+    growth_label: str | None = None  # its name in a sweep's text table, when not ``label``
 
     def value(
         self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None

@@ -149,7 +149,7 @@ def latency_checks(
         if baseline_ms is not None
         else metric.format(current.latency_ms)
     )
-    # One pair of figures per reason: a comparison gives its own (the quantile it judged), a
+    # One pair of figures per reason: a comparison gives its own (the fastest rounds' mean), a
     # budget its median; the medians lead only a row that has neither.
     said = [r.removeprefix("latency ") for r in decision.reasons]
     if decision.action in ("fail", "warn"):
