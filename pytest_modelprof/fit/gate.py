@@ -2,7 +2,7 @@
 
 ``baseline/memory_metrics.py`` declares the metrics and names :func:`memory_evidence`; the
 gate runs it when a limit on one of them is set. The marker's ``optimizer``, ``precision``,
-``devices`` and ``shard`` (``ProfileRequest.step``) say which step.
+``devices``, ``shard`` and ``checkpointing`` (``ProfileRequest.step``) say which step.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def memory_evidence(call: Measure) -> EvidenceData | None:
             "precision": est.precision,
             "devices": est.devices,
             "shard": est.shard,
+            "checkpointing": options.checkpointing,
             "mode": est.mode,
             "peak_at": est.peak_at.model_dump(),
         }
