@@ -107,9 +107,7 @@ class StepOptions:
         object.__setattr__(self, "precision", choose("precision", self.precision, PRECISIONS))
         object.__setattr__(self, "shard", choose("shard", self.shard, SHARDS))
         if not isinstance(self.checkpointing, bool):
-            raise ModelprofError(
-                f"checkpointing must be True or False, got {self.checkpointing!r}"
-            )
+            raise ModelprofError(f"checkpointing must be True or False, got {self.checkpointing!r}")
         if isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 1:
             raise ModelprofError(f"devices must be a whole number >= 1, got {self.devices!r}")
         if self.shard != "none" and not self.train:
