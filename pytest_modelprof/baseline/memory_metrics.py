@@ -61,6 +61,7 @@ def _metrics(step: str) -> tuple[Metric, ...]:
             summary=False,
             kernel_dependent=True,
             collector=MEMORY,
+            stack=f"{step}_memory",  # the HTML report's stacked bar of the step's peak
         )
         for part in STEP_COMPONENTS[step]
     )
