@@ -337,6 +337,8 @@ def _check(
             delta_text=delta_text(metric, current, baseline),
             hard=hard,
             summary=metric.summary,
+            # the total this row is a part of (``Metric.stack``): a segment of a stacked bar
+            detail={"stack": metric.stack} if metric.stack else {},
         )
 
     if current is None:

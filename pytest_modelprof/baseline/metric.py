@@ -59,6 +59,9 @@ class Metric:
     growth_key: str | None = None
     sweep_field: str | None = None
     growth_label: str | None = None  # its name in a sweep's text table, when not ``label``
+    # A part of another metric's total (``"train_memory"``): the HTML report stacks the parts
+    # of one total in a bar, baseline above current; the row carries it (``detail["stack"]``).
+    stack: str | None = None
 
     def value(
         self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None

@@ -367,6 +367,9 @@ SWEEP_METRICS: Final = (
     ("flops", "FLOPs", "sw-flops"),
     ("peak_activation_bytes", "peak activations", "sw-peak"),
     ("latency_ms", "latency", "sw-latency"),
+    # estimated at each point only for a memory growth limit (runtime.sweep's ``extra``)
+    ("train_memory", "train memory", "sw-train"),
+    ("inference_memory", "inference memory", "sw-inference"),
 )
 
 
@@ -383,7 +386,7 @@ def sweep_charts(result: ProfileResult) -> list[Chart]:
         title = f"Growth over {axis} (log-log, relative to {axis}={values[0]})"
         curves: list[tuple[str, str, str, list[float]]] = []
         for key, label, css in SWEEP_METRICS:
-            ys = [p.get(key) for p in points]
+            ys = [p.get(key, (p.get("extra") or {}).get(key)) for p in points]
             if all(isinstance(v, (int, float)) and v > 0 for v in ys):
                 fit = fits.get(key)
                 shown = f"{label} ^{fit['exponent']:.2f}" if fit else label

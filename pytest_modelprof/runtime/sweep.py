@@ -75,10 +75,14 @@ class SweepPoint(_Frozen):
     latency: TimingStats | None = None
     # FLOPs by top-level child module ("(model)": ops of the model's own forward).
     module_flops: dict[str, int] = {}
+    # Metrics measured by the caller's ``measure_more`` (the gate's memory estimates), by name.
+    extra: dict[str, float] = {}
 
     def metric(self, name: str) -> float | None:
         """The value of a swept metric by name (``None`` if it was not measured)."""
-        value = getattr(self, name)
+        if name in self.extra:
+            return float(self.extra[name])
+        value = getattr(self, name, None)
         return None if value is None else float(value)
 
 
@@ -316,6 +320,7 @@ def sweep(
     name: str | None = None,
     arch_kwargs: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    measure_more: Callable[[nn.Module, Any], Mapping[str, float]] | None = None,
 ) -> SweepResult:
     """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
 
@@ -324,7 +329,8 @@ def sweep(
     builder keywords held fixed at every point (``hidden_size=64``). Inputs come from
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
     (or a named model's example inputs) with the swept dimensions changed. ``progress`` is
-    told each point as it starts (``"batch=8 (2 of 3)"``).
+    told each point as it starts (``"batch=8 (2 of 3)"``). ``measure_more(module, inputs)``
+    measures more metrics at each point (fitted like the rest, by the names it returns).
     """
     axes = _axes(over)
     # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
@@ -356,6 +362,7 @@ def sweep(
             memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
             latency_ms=stats.median if stats is not None else None, latency=stats,
             module_flops=_module_flops(prof.layers),
+            extra=dict(measure_more(module, batch)) if measure_more is not None else {},
         )
 
     series: list[SweepSeries] = []
@@ -411,7 +418,7 @@ def _swept() -> tuple[str, ...]:
 
 def _series(axis: str, values: list[int], points: list[SweepPoint]) -> SweepSeries:
     fits: dict[str, GrowthFit] = {}
-    for metric in _swept():
+    for metric in dict.fromkeys((*_swept(), *sorted(points[0].extra))):
         ys = [p.metric(metric) for p in points]
         if all(y is not None and y > 0 for y in ys):
             fits[metric] = fit_growth(values, [float(y) for y in ys if y is not None])
