@@ -360,5 +360,8 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
         ),
         empty="" if ordered else "No profiled test ran: nothing to report.",
         artifact_url=http_url(results.run.artifact_url),
-        environment=environment_line(r.environment for r in ordered) or "",
+        environment=environment_line(
+            (r.environment for r in ordered), (c.metric for r in ordered for c in r.checks)
+        )
+        or "",
     )

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
-from pytest_modelprof.baseline.metrics import growth_labels
+from pytest_modelprof.baseline.metrics import METRICS, growth_labels
 from pytest_modelprof.runtime.sweep_inputs import (
     SHAPE_AXES,
     ModelArg,
@@ -54,7 +54,6 @@ __all__ = [
 #: Gate limit name -> the swept metric it bounds (from the torch-free metric table, which the
 #: plugin's settings read too).
 GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
-_METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
 
 
 class _Frozen(BaseModel):
@@ -411,9 +410,15 @@ def _fixed_keywords(
     return fixed
 
 
+def _swept() -> tuple[str, ...]:
+    """The point fields a sweep fits: each metric's ``sweep_field`` that a point measures."""
+    fields = (m.sweep_field for m in METRICS if m.sweep_field in SweepPoint.model_fields)
+    return tuple(dict.fromkeys(f for f in fields if f is not None))
+
+
 def _series(axis: str, values: list[int], points: list[SweepPoint]) -> SweepSeries:
     fits: dict[str, GrowthFit] = {}
-    for metric in (*_METRICS, *sorted(points[0].extra)):
+    for metric in dict.fromkeys((*_swept(), *sorted(points[0].extra))):
         ys = [p.metric(metric) for p in points]
         if all(y is not None and y > 0 for y in ys):
             fits[metric] = fit_growth(values, [float(y) for y in ys if y is not None])
