@@ -287,7 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_SESSIONS} sessions per variant and load (>= 300 pairs "
-                             "per rate and scenario), no raw-ms contrast (~4 min of CPU)")
+                             "per rate and scenario), no raw-ms contrast (sessions of the "
+                             "run cap, 800 rounds)")
     parser.add_argument("--sessions", type=int, default=None,
                         help=f"sessions per variant and load (default {FULL_SESSIONS}, --quick "
                              f"{QUICK_SESSIONS})")
@@ -407,7 +408,8 @@ def _report(results: Sequence[Rates], args: argparse.Namespace, took_s: float) -
         f"interval <= {TARGET_FALSE_ALARMS_UPPER * 100:.0f} %), detection >= "
         f"{TARGET_DETECTION * 100:.0f} %: met in {len(gate) - len(missed)} of {len(gate)} "
         f"scenarios{' (missed: ' + '; '.join(missed) + ')' if missed else ''}. "
-        f"Took {took_s:.0f} s."
+        f"Took {took_s:.0f} s, {time.process_time():.0f} s of CPU in this process (the load "
+        "helpers' not counted)."
     )
     lines.append(
         f"gate defaults: worst false alarms {_pct(max(r.false_alarm_rate for r in gate))} %, "
