@@ -33,7 +33,7 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py --quick   (~5 min quiet; more on shared cores)
+Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
