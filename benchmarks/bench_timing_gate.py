@@ -300,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--baseline-rounds", type=int, default=None,
                         help=f"rounds of a stored baseline, the head of a session (default "
                              f"{DEFAULT_BASELINE_ROUNDS_FACTOR}x --rounds, as the plugin records "
-                             "one)")
+                             "one, at most --max-rounds)")
     parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
     parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--resamples", type=int, default=2000,
@@ -314,8 +314,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sessions = QUICK_SESSIONS if args.quick else FULL_SESSIONS
     if args.max_rounds is None:
         args.max_rounds = DEFAULT_MAX_ROUNDS_FACTOR * args.rounds
-    if args.baseline_rounds is None:
-        args.baseline_rounds = DEFAULT_BASELINE_ROUNDS_FACTOR * args.rounds
+    if args.baseline_rounds is None:  # a baseline is a session's head: no longer than one
+        args.baseline_rounds = min(DEFAULT_BASELINE_ROUNDS_FACTOR * args.rounds, args.max_rounds)
     if not args.rounds <= args.baseline_rounds <= args.max_rounds:
         parser.error(f"need --rounds <= --baseline-rounds <= --max-rounds, got {args.rounds}, "
                      f"{args.baseline_rounds} and {args.max_rounds}")
