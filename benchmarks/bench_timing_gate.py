@@ -7,14 +7,16 @@ What it does:
    the duration of *that very call*, so the injected cost stays a fixed fraction of the
    model's time even when load slows the model down.
 2. Records ``--sessions`` measurement sessions of each variant (``measure_normalised``: the
-   model rotated with the calibration workloads, ``--max-rounds`` rounds each), first with
+   model rotated with the calibration workloads, ``--max-rounds`` rounds each: the run cap,
+   so an undecided run can be replayed to its end), first with
    the machine as it is ("idle"), then with a background process spinning on a core
    ("loaded"), then with that one and a second process copying 64 MiB buffers, which eats
    memory bandwidth and the shared cache ("loaded+memory"). The helpers are bounded in
    time: they exit on their own.
 3. Replays the gate on every (baseline, current) pair, as ``measure_forward_sequential``
-   runs it: a stored baseline is a whole unchanged session (``--max-rounds`` rounds, as
-   recorded without a baseline), and the current run is ``compare_sequential`` fed from a
+   runs it: a stored baseline is the first ``--baseline-rounds`` rounds of an unchanged
+   session (400: 4 x ``--rounds``, as the plugin records a baseline), and the current run is
+   ``compare_sequential`` fed from a
    recorded session (``--rounds`` rounds, more only while undecided, at most
    ``--max-rounds``; 2000 bootstrap resamples, as the plugin's verdict uses; 5 warm-up calls
    before each session, as ``measure_forward_sequential`` makes).
@@ -31,7 +33,7 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-Reproduce: python benchmarks/bench_timing_gate.py --quick   (~5 min CPU; 9-19 min on 2 shared cores)
+Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
@@ -53,6 +55,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from pytest_modelprof.runtime.calibration import DEFAULT_BASELINE_ROUNDS_FACTOR
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_ROUNDS_FACTOR,
@@ -284,17 +287,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_SESSIONS} sessions per variant and load (>= 300 pairs "
-                             "per rate and scenario), no raw-ms contrast (~4 min of CPU)")
+                             "per rate and scenario), no raw-ms contrast (sessions of the "
+                             "run cap, 800 rounds)")
     parser.add_argument("--sessions", type=int, default=None,
                         help=f"sessions per variant and load (default {FULL_SESSIONS}, --quick "
                              f"{QUICK_SESSIONS})")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help="rounds of a stored baseline and of a run's first look")
+                        help="rounds of a run's first look (timing_rounds)")
     parser.add_argument("--max-rounds", type=int, default=None,
-                        help=f"most rounds a run measures (default {DEFAULT_MAX_ROUNDS_FACTOR}x)")
+                        help=f"most rounds a run measures, and the rounds each session records "
+                             f"(default {DEFAULT_MAX_ROUNDS_FACTOR}x --rounds)")
     parser.add_argument("--baseline-rounds", type=int, default=None,
-                        help="rounds of a stored baseline (default: --max-rounds, as the "
-                             "plugin records a baseline)")
+                        help=f"rounds of a stored baseline, the head of a session (default "
+                             f"{DEFAULT_BASELINE_ROUNDS_FACTOR}x --rounds, as the plugin records "
+                             "one, at most --max-rounds)")
     parser.add_argument("--slowdown", type=float, default=0.15, help="injected slowdown")
     parser.add_argument("--input-size", type=int, default=64)
     parser.add_argument("--resamples", type=int, default=2000,
@@ -308,8 +314,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.sessions = QUICK_SESSIONS if args.quick else FULL_SESSIONS
     if args.max_rounds is None:
         args.max_rounds = DEFAULT_MAX_ROUNDS_FACTOR * args.rounds
-    if args.baseline_rounds is None:
-        args.baseline_rounds = args.max_rounds
+    if args.baseline_rounds is None:  # a baseline is a session's head: no longer than one
+        args.baseline_rounds = min(DEFAULT_BASELINE_ROUNDS_FACTOR * args.rounds, args.max_rounds)
+    if not args.rounds <= args.baseline_rounds <= args.max_rounds:
+        parser.error(f"need --rounds <= --baseline-rounds <= --max-rounds, got {args.rounds}, "
+                     f"{args.baseline_rounds} and {args.max_rounds}")
     started = time.time()
 
     print(f"# {' '.join(shlex.quote(a) for a in [sys.executable, *sys.argv])}")
@@ -322,6 +331,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             ph: {v: [NormalisedTiming.model_validate(s) for s in ss] for v, ss in vs.items()}
             for ph, vs in raw.items()
         }
+        shortest = min(s.rounds for vs in phases.values() for ss in vs.values() for s in ss)
+        if shortest < args.max_rounds:
+            parser.error(f"{args.load} holds sessions of {shortest} rounds, fewer than "
+                         f"--max-rounds {args.max_rounds}: pass --max-rounds {shortest} to "
+                         "replay them with a smaller cap")
     else:
         phases = _measure_phases(args, started)
     if args.save:
@@ -394,7 +408,8 @@ def _report(results: Sequence[Rates], args: argparse.Namespace, took_s: float) -
         f"interval <= {TARGET_FALSE_ALARMS_UPPER * 100:.0f} %), detection >= "
         f"{TARGET_DETECTION * 100:.0f} %: met in {len(gate) - len(missed)} of {len(gate)} "
         f"scenarios{' (missed: ' + '; '.join(missed) + ')' if missed else ''}. "
-        f"Took {took_s:.0f} s."
+        f"Took {took_s:.0f} s, {time.process_time():.0f} s of CPU in this process (the load "
+        "helpers' not counted)."
     )
     lines.append(
         f"gate defaults: worst false alarms {_pct(max(r.false_alarm_rate for r in gate))} %, "

@@ -8,6 +8,7 @@ imports torch, so the pytest plugin imports it only when a test asks for timings
 from __future__ import annotations
 
 from pytest_modelprof.runtime.calibration import (
+    DEFAULT_BASELINE_ROUNDS_FACTOR,
     calibration_workload,
     calibration_workloads,
     measure_forward_normalised,
@@ -66,6 +67,7 @@ __all__ = [
     "CALIBRATION_VERSION",
     "CALIBRATION_PARTS",
     "DEFAULT_ALPHA",
+    "DEFAULT_BASELINE_ROUNDS_FACTOR",
     "DEFAULT_MAX_ROUNDS_FACTOR",
     "DEFAULT_QUANTILE",
     "DEFAULT_TOLERANCE",

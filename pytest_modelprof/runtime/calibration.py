@@ -6,7 +6,7 @@ The statistics that judge the rounds live in :mod:`pytest_modelprof.runtime.nois
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Final
 
 import torch
 
@@ -32,12 +32,19 @@ from pytest_modelprof.runtime.timing import (
 )
 
 __all__ = [
+    "DEFAULT_BASELINE_ROUNDS_FACTOR",
     "calibration_workload",
     "calibration_workloads",
     "measure_normalised",
     "measure_forward_normalised",
     "measure_forward_sequential",
 ]
+
+#: A baseline is measured with this many times the initial rounds, at once. It is not the run
+#: cap (:data:`DEFAULT_MAX_ROUNDS_FACTOR`): a larger cap for undecided runs must not make
+#: recording a baseline slower, and 400 rounds were enough for a baseline (BENCHMARKS.md).
+DEFAULT_BASELINE_ROUNDS_FACTOR: Final = 4
+
 
 class _ReferenceNet(torch.nn.Module):
     """The dispatch-heavy calibration workload: many small ops and module calls.
@@ -212,18 +219,22 @@ def measure_forward_sequential(
     alpha: float = DEFAULT_ALPHA,
     seed: int | None = 0,
     threads: int | None = 1,
+    baseline_rounds: int | None = None,
 ) -> NormalisedTiming:
     """:func:`measure_forward_normalised`, with more rounds only while the verdict is undecided.
 
     With a comparable ``baseline`` it follows :func:`compare_sequential`: ``rounds`` rounds,
     then more up to ``max_rounds`` (default :data:`DEFAULT_MAX_ROUNDS_FACTOR` x ``rounds``).
-    Without one (recording or updating a baseline: pass ``None``) it measures ``max_rounds``
-    rounds at once, because a baseline is measured once and judged against many times; a
+    Without one (recording or updating a baseline: pass ``None``) it measures
+    ``baseline_rounds`` rounds at once (default :data:`DEFAULT_BASELINE_ROUNDS_FACTOR` x
+    ``rounds``), because a baseline is measured once and judged against many times; a
     baseline from a briefly disturbed 100 rounds made 8-10 % of later detections miss in
     ``benchmarks/bench_timing_gate.py``. Judge the result with :func:`compare_timings` and
     the same ``tolerance``.
     """
     limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
+    if baseline_rounds is None:
+        baseline_rounds = DEFAULT_BASELINE_ROUNDS_FACTOR * rounds
 
     def measure(n: int) -> NormalisedTiming:
         return measure_forward_normalised(
@@ -231,7 +242,7 @@ def measure_forward_sequential(
         )
 
     if baseline is None or not _comparable(baseline):
-        return measure(limit)
+        return measure(baseline_rounds)
     timing, _ = compare_sequential(
         baseline, measure, rounds=rounds, max_rounds=limit, tolerance=tolerance, alpha=alpha
     )

@@ -81,3 +81,24 @@ def test_quick_mode_reports_300_pairs_per_rate_with_intervals_and_a_memory_scena
     worst_fa = max(r["false_alarm_rate"] for r in results) * 100
     worst_det = min(r["detection_rate"] for r in results) * 100
     assert (float(match[1]), float(match[2])) == (round(worst_fa, 2), round(worst_det, 2))
+
+
+def test_sessions_last_the_run_cap_and_baselines_are_their_first_rounds(tmp_path: Path) -> None:
+    # The plugin: a baseline of 4 x timing_rounds, a run of up to 8 x (issue 18, item 2). The
+    # benchmark records sessions of the cap and replays baselines from their heads.
+    out, saved = tmp_path / "rates.json", tmp_path / "sessions.json"
+    base = [sys.executable, str(SCRIPT), "--sessions", "2", "--no-load", "--rounds", "4",
+            "--input-size", "8", "--resamples", "50"]
+    done = subprocess.run([*base, "--json", str(out), "--save", str(saved)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    args = json.loads(out.read_text())["args"]
+    assert (args["max_rounds"], args["baseline_rounds"]) == (32, 16)
+    assert "4 rounds (up to 32), baselines of 16 rounds" in done.stdout
+    sessions = json.loads(saved.read_text())["idle"]
+    assert {s["rounds"] for ss in sessions.values() for s in ss} == {32}
+    # Replaying with a cap longer than the recorded sessions is refused, naming both.
+    again = subprocess.run([*base, "--load", str(saved), "--max-rounds", "64"],
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert again.returncode == 2
+    assert "holds sessions of 32 rounds, fewer than --max-rounds 64" in again.stderr

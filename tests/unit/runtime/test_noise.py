@@ -300,6 +300,16 @@ def test_borderline_cases_measure_more_up_to_the_maximum() -> None:
         compare_sequential(base, feed, rounds=100, max_rounds=50)
 
 
+def test_an_undecided_run_measures_up_to_eight_times_its_first_rounds() -> None:
+    # Issue 18: under load most missed detections were runs still undecided at 400 rounds;
+    # the default cap is now 8 x rounds (800), reached in steps of 100 only while undecided.
+    base = _parts_session(5.0, (0.3, 0.27, 0.08), seed=33, rounds=400)
+    feed = _Feeder(_parts_session(5.4, (0.3, 0.27, 0.08), seed=34, rounds=800))
+    timing, c = compare_sequential(base, feed, rounds=100)
+    assert (feed.calls, timing.rounds, c.rounds_current) == (8, 800, 800)
+    assert c.rounds_baseline == 400 and needs_more_rounds(c)
+
+
 # -- every failure explained (issue 10, "confidence for timings") ---------------------------------
 
 def test_gate_reasons_carry_baseline_current_delta_limit_and_confidence() -> None:
@@ -347,6 +357,15 @@ def test_missing_or_outdated_stored_timing_is_replaced() -> None:
     v1 = _session(5.0, 1.0, seed=42).model_dump(mode="json") | {"calibration_version": 1}
     assert timing_to_store(v1, new) == fresh
     assert timing_to_store({"rounds": "many"}, new.model_dump(mode="json")) == fresh
+
+
+def test_a_baseline_keeps_four_times_the_rounds_whatever_the_run_cap() -> None:
+    # The run cap (8 x) is not the baseline's length: recording must not get twice as slow.
+    model, x = torch.nn.Linear(4, 4), torch.randn(1, 4)
+    assert measure_forward_sequential(model, x, None, rounds=10, max_rounds=80).rounds == 40
+    assert measure_forward_sequential(model, x, None, rounds=10, baseline_rounds=20).rounds == 20
+    older = _session(5.0, 1.0, seed=43, rounds=20)  # one workload: a new baseline is measured
+    assert measure_forward_sequential(model, x, older, rounds=10).rounds == 40
 
 
 def test_a_baseline_is_measured_with_the_most_rounds_and_a_run_with_fewer() -> None:
