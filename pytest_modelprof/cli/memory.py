@@ -183,6 +183,8 @@ def _run_memory(args: argparse.Namespace) -> int:
     estimate = at(args.batch)
     searchable = not args.no_largest_batch
     start = estimate.input_shapes[0][0] if estimate.input_shapes else 1
+    # The search starts at the batch just estimated: a 70B step is seconds, not run twice.
+    cache.setdefault(start, estimate)
 
     def peak_at(batch: int) -> int:
         return at(batch).peak_bytes
