@@ -98,10 +98,13 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
+        if func is _DEVICE:  # fake tensors answer .device through dispatch: 2/3 of all calls
+            return func(*args, **(kwargs or {}))
         self.ops += 1
         self.clock = 2 * self.ops
         kwargs = kwargs or {}
-        key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
+        # meta and fake kernels: once per signature
+        key, out = metacache.lookup(func, args, kwargs, fake=True)
         if out is None:
             rule = own_meta_rule(func)
             if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
@@ -117,7 +120,7 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     except Exception:
                         out = rule(*args, **kwargs)
             if key is not None:
-                metacache.remember(key, out)
+                metacache.remember(key, out, (args, kwargs))
         if not isinstance(out, (torch.Tensor, tuple, list)):  # prim.device, sizes: no storage
             self.clock += 1
             return out
@@ -169,6 +172,7 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
 
 _FAKE_LOG = "torch._subclasses.fake_tensor"
+_DEVICE = torch.ops.prim.device.default
 
 
 @contextmanager
