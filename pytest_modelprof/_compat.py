@@ -170,7 +170,7 @@ def storage_key(storage: Any) -> int:
 
 # -- fake tensors answered from shapes (capture/metacache.py) -------------------------------------
 
-__all__ += ["fake_mode_below", "fake_parts", "new_fake_tensor"]
+__all__ += ["fake_mode_below", "fake_parts", "fake_device", "new_fake_tensor", "fake_view"]
 
 
 def fake_mode_below() -> Any:
@@ -185,11 +185,30 @@ def fake_parts(t: Any) -> tuple[Any, Any] | None:
     return t.fake_mode, t.fake_device
 
 
+def fake_device(t: Any) -> Any:
+    """The device a fake tensor stands for (what ``prim.device`` answers), else None."""
+    if type(t) is not _FakeTensor or t.fake_mode.in_kernel_invocation:
+        return None
+    return t.fake_device
+
+
 def new_fake_tensor(mode: Any, shape: Any, stride: Any, dtype: Any, device: Any) -> Any:
     """A fresh empty fake tensor of ``mode`` on ``device`` (its own storage), as fake mode's
     own dispatch cache makes one (``_get_output_tensor_from_cache_entry``)."""
     with _in_kernel(mode):
         empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+    return _FakeTensor(mode, empty, device)
+
+
+def fake_view(
+    mode: Any, base: Any, shape: Any, stride: Any, offset: int, dtype: Any, device: Any
+) -> Any:
+    """A fake tensor of ``mode`` over ``base``'s storage (a view's result), as fake mode's
+    own dispatch cache makes one."""
+    storage = base.untyped_storage()
+    with _in_kernel(mode):
+        empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        empty.set_(storage, offset, shape, stride)
     return _FakeTensor(mode, empty, device)
 
 

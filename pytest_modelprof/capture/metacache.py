@@ -12,8 +12,10 @@ must still see every op.
 A caller that runs on fake tensors (``fit/tracker.py``) may also let the table answer for the
 fake mode below it: fake tensors without a constant are shapes on a device as meta tensors are,
 and fake mode's own cache key costs about as much as the kernel it saves (tens of µs a call).
-An output that shares a storage with an input (``aten._unsafe_view``, whose schema does not say
-so) is never stored: a fresh tensor would count as new memory.
+There the results of views are answered too, as views of the same input's storage (which
+input, and the offset, are stored). On meta, an output that shares a storage with an input
+(``aten._unsafe_view``, whose schema does not say so) is never stored: a fresh tensor would
+count as new memory.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pytest_modelprof._compat import (
     dispatch_modes_below,
     fake_mode_below,
     fake_parts,
+    fake_view,
     new_fake_tensor,
     op_schema,
     storage_key,
@@ -50,11 +53,14 @@ _PLAIN = (torch.Tensor, nn.Parameter)  # no subclass: fake tensors, wrappers hav
 _META = torch.device("meta")
 _MAX = 16384  # entries; cleared when full (a few hundred per model architecture)
 
-_Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, Any]
-# key -> (the op returned one tensor, not a tuple; the outputs' shape, strides, dtype and
-# device of a fake tensor, None on meta)
+#: One output: shape, strides, dtype, the device of a fake tensor (None on meta), and for a
+#: view of an input (fake only) that input's index among the call's tensors and the offset.
+_Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, Any, int, int]
+_FRESH = -1  # the alias index of an output with a storage of its own
+# key -> (the op returned one tensor, not a tuple; its outputs)
 _OUTS: dict[Hashable, tuple[bool, tuple[_Spec, ...]]] = {}
-_PURE: dict[Any, bool] = {}
+_KIND: dict[Any, int] = {}
+_PURE, _VIEW = 1, 2  # every result new; results may alias an argument, none is written
 _STATS = {"hits": 0, "misses": 0}
 
 
@@ -62,24 +68,27 @@ class _Uncacheable(Exception):
     """An argument that is not a plain meta tensor nor a hashable constant."""
 
 
-def _pure(func: Any) -> bool:
-    """No aliasing or written argument, and every result a new tensor."""
-    pure = _PURE.get(func)
-    if pure is None:
+def _kind(func: Any) -> int:
+    """``_PURE``, ``_VIEW`` or 0 (an argument written, a result not a tensor)."""
+    kind = _KIND.get(func)
+    if kind is None:
         schema = op_schema(func)
-        pure = _PURE[func] = (
+        ok = (
             bool(schema.returns)
-            and all(a.alias_info is None for a in schema.arguments)
-            and all(r.alias_info is None and str(r.type) == "Tensor" for r in schema.returns)
+            and all(a.alias_info is None or not a.alias_info.is_write for a in schema.arguments)
+            and all(str(r.type) == "Tensor" for r in schema.returns)
+            and all(r.alias_info is None or not r.alias_info.is_write for r in schema.returns)
         )
-    return pure
+        aliasing = any(a.alias_info is not None for a in (*schema.arguments, *schema.returns))
+        kind = _KIND[func] = 0 if not ok else _VIEW if aliasing else _PURE
+    return kind
 
 
-def _key(value: Any, fake: Any, seen: list[int]) -> Hashable:
+def _key(value: Any, fake: Any, seen: list[torch.Tensor]) -> Hashable:
     """``value`` as a hashable key; ``fake``: the fake mode whose tensors stand for meta ones
-    (None: meta tensors only). ``seen`` counts the tensors met."""
+    (None: meta tensors only). ``seen`` collects the tensors met, in order."""
     if isinstance(value, torch.Tensor):
-        seen.append(1)
+        seen.append(value)
         device = None
         if fake is None:
             if type(value) not in _PLAIN or not value.is_meta:
@@ -102,19 +111,22 @@ def _key(value: Any, fake: Any, seen: list[int]) -> Hashable:
     raise _Uncacheable
 
 
-def _spec(out: Any, fake: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
-    """What to store for ``out``, or None when a fresh empty tensor would differ from it."""
+def _spec(out: Any, fake: Any, inputs: list[torch.Tensor]) -> tuple[bool, tuple[_Spec, ...]] | None:
+    """What to store for ``out``, or None when a tensor made from it would differ from it."""
     try:
-        return _specs(out, fake)
+        return _specs(out, fake, inputs)
     except (RuntimeError, NotImplementedError):  # no strides or storage (nested, opaque)
         return None
 
 
-def _specs(out: Any, fake: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
+def _specs(
+    out: Any, fake: Any, inputs: list[torch.Tensor]
+) -> tuple[bool, tuple[_Spec, ...]] | None:
     single = isinstance(out, torch.Tensor)
     outs = (out,) if single else out
     if not isinstance(outs, tuple):
         return None
+    sources = {storage_key(t.untyped_storage()): i for i, t in reversed(list(enumerate(inputs)))}
     specs: list[_Spec] = []
     storages: set[int] = set()
     for t in outs:
@@ -127,27 +139,47 @@ def _specs(out: Any, fake: Any) -> tuple[bool, tuple[_Spec, ...]] | None:
             if parts is None or parts[0] is not fake:
                 return None
             device = parts[1]
-        if t.layout is not torch.strided or t.storage_offset() != 0:
-            return None
-        shape, stride = tuple(t.shape), t.stride()
-        size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, stride, strict=True))
-        storage = t.untyped_storage()
-        if storage.nbytes() != size * t.element_size() or storage_key(storage) in storages:
-            return None  # a larger storage or one shared between outputs: not a fresh tensor
-        storages.add(storage_key(storage))
-        specs.append((shape, stride, t.dtype, device))
+        if t.layout is not torch.strided or any(t is i for i in inputs):
+            return None  # an argument returned as it is: not a tensor made anew
+        shape, stride, offset = tuple(t.shape), t.stride(), t.storage_offset()
+        storage = storage_key(t.untyped_storage())
+        if storage in storages:
+            return None  # one storage shared between outputs
+        storages.add(storage)
+        source = sources.get(storage, _FRESH)
+        if source != _FRESH:
+            if fake is None:  # on meta only new storages are answered (views are cheap)
+                return None
+        else:
+            extent = zip(shape, stride, strict=True)
+            size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in extent)
+            if offset != 0 or t.untyped_storage().nbytes() != size * t.element_size():
+                return None  # a larger storage than a fresh tensor's
+        specs.append((shape, stride, t.dtype, device, source, offset))
     return single, tuple(specs)
 
 
-def _storages(value: Any, into: set[int]) -> set[int]:
+def _tensors(value: Any, into: list[torch.Tensor]) -> list[torch.Tensor]:
+    """The tensors of a call's ``(args, kwargs)`` in the order :func:`_key` meets them."""
     if isinstance(value, torch.Tensor):
-        into.add(storage_key(value.untyped_storage()))
+        into.append(value)
     elif isinstance(value, (list, tuple)):
         for v in value:
-            _storages(v, into)
+            _tensors(v, into)
     elif isinstance(value, dict):
-        _storages(list(value.values()), into)
+        _tensors(list(value.values()), into)
     return into
+
+
+def _make(spec: _Spec, mode: Any, inputs: list[torch.Tensor]) -> torch.Tensor:
+    shape, stride, dtype, device, source, offset = spec
+    if mode is None:
+        return torch.empty_strided(shape, stride, dtype=dtype, device=_META)
+    if source == _FRESH:
+        made: torch.Tensor = new_fake_tensor(mode, shape, stride, dtype, device)
+        return made
+    view: torch.Tensor = fake_view(mode, inputs[source], shape, stride, offset, dtype, device)
+    return view
 
 
 def lookup(
@@ -155,11 +187,13 @@ def lookup(
 ) -> tuple[Hashable, Any]:
     """``(key, outputs)``: the outputs of a call seen before, else None; the key to
     :func:`remember` them under, None for a call the table does not hold (impure, not meta).
-    ``fake``: the caller lets the table answer for a fake mode right below it too.
+    ``fake``: the caller lets the table answer for a fake mode right below it too (views of
+    an input included).
 
     The caller runs the kernel itself on a miss, so a kernel's error is raised from the
     caller's frame (``classify`` reads where an error came from)."""
-    if not _pure(func):
+    kind = _kind(func)
+    if not kind:
         return None, None
     mode = None
     below = dispatch_modes_below()
@@ -167,7 +201,9 @@ def lookup(
         mode = fake_mode_below() if fake and below == 1 else None
         if mode is None:
             return None, None
-    seen: list[int] = []
+    elif kind != _PURE:
+        return None, None
+    seen: list[torch.Tensor] = []
     try:
         # The default dtype is read by ops such as true division of integer tensors.
         key = (
@@ -187,25 +223,16 @@ def lookup(
         return key, None
     _STATS["hits"] += 1
     single, specs = hit
-    if mode is None:
-        made = tuple(
-            torch.empty_strided(shape, stride, dtype=dtype, device=_META)
-            for shape, stride, dtype, _ in specs
-        )
-    else:
-        made = tuple(new_fake_tensor(mode, *spec) for spec in specs)
+    made = tuple(_make(spec, mode, seen) for spec in specs)
     return key, made[0] if single else made
 
 
 def remember(key: Hashable, out: Any, inputs: Any) -> None:
-    """Store the outputs' shapes under ``key`` (when a fresh empty tensor would equal them);
-    ``inputs``: the call's arguments (an output sharing their storage is not fresh)."""
+    """Store the outputs' shapes under ``key`` (when a tensor made from them would equal
+    them); ``inputs``: the call's ``(args, kwargs)``, whose storages an output may share."""
     fake = fake_mode_below() if isinstance(key, tuple) and key[-1] else None
-    spec = _spec(out, fake)
+    spec = _spec(out, fake, _tensors(inputs, []))
     if spec is None:
-        return
-    outs = (out,) if spec[0] else out
-    if _storages(list(outs), set()) & _storages(inputs, set()):
         return
     if len(_OUTS) >= _MAX:
         _OUTS.clear()

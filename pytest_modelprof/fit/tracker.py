@@ -26,6 +26,7 @@ from torch import nn
 
 from pytest_modelprof._compat import (
     TorchDispatchMode,
+    fake_device,
     has_data,
     own_meta_rule,
     qualified_op_name,
@@ -99,7 +100,8 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
         if func is _DEVICE:  # fake tensors answer .device through dispatch: 2/3 of all calls
-            return func(*args, **(kwargs or {}))
+            device = fake_device(args[0]) if len(args) == 1 else None
+            return device if device is not None else func(*args, **(kwargs or {}))
         self.ops += 1
         self.clock = 2 * self.ops
         kwargs = kwargs or {}

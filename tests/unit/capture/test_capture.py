@@ -229,6 +229,7 @@ def test_compat_fake_tensor_apis_smoke() -> None:
             below.append(_compat.fake_mode_below())
             return func(*args, **(kwargs or {}))
 
+    real = torch.ones(2)
     fake = _compat.FakeTensorMode()
     with fake:
         t = torch.empty(2, 3)
@@ -242,6 +243,7 @@ def test_compat_fake_tensor_apis_smoke() -> None:
     assert _compat.fake_parts(t) == (fake, torch.device("cpu"))
     assert _compat.fake_parts(constant) is None
     assert _compat.fake_parts(torch.ones(2)) is None
+    assert _compat.fake_device(t) == torch.device("cpu") and _compat.fake_device(real) is None
     made = _compat.new_fake_tensor(fake, (4, 5), (1, 4), torch.bfloat16, torch.device("cpu"))
     assert type(made) is type(t) and made.fake_mode is fake
     assert (made.shape, made.stride(), made.dtype, made.device) == (

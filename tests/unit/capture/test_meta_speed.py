@@ -184,3 +184,30 @@ def test_fake_calls_of_the_memory_estimate_are_answered_with_every_figure_unchan
     before = metacache.cache_stats()
     assert estimate() == reference
     assert metacache.cache_stats()["hits"] > before["hits"]  # layers 2 and 3 repeat layer 1
+
+
+def test_fake_views_are_answered_as_views_of_the_same_storage() -> None:
+    # On the fake path the table also answers views (aten.t, aten.slice) and aten._unsafe_view
+    # (which shares its input's storage without saying so): the result is a view of the very
+    # input's storage, so the tracker counts no new memory.
+    from pytest_modelprof._compat import FakeTensorMode, storage_key
+    from pytest_modelprof.capture import metacache
+    from pytest_modelprof.fit.tracker import LifetimeTracker
+
+    metacache.clear()
+    with FakeTensorMode():
+        x = torch.empty(4, 6)
+        with LifetimeTracker([x]) as tracker:
+            outs = []
+            for _ in range(2):
+                outs.append(
+                    (x.t(), x[1:3], torch.ops.aten._unsafe_view.default(x, [24]), x * 2)
+                )
+    assert metacache.cache_stats()["hits"] == 4  # the second round, all four
+    for t, sliced, flat, doubled in outs:
+        key = storage_key(x.untyped_storage())
+        assert storage_key(t.untyped_storage()) == key and t.stride() == (1, 6)
+        assert storage_key(sliced.untyped_storage()) == key and sliced.storage_offset() == 6
+        assert storage_key(flat.untyped_storage()) == key and flat.shape == (24,)
+        assert storage_key(doubled.untyped_storage()) != key
+    assert [a.nbytes for a in tracker.log] == [96, 96]  # only the two products are new
