@@ -200,9 +200,7 @@ def test_fake_views_are_answered_as_views_of_the_same_storage() -> None:
         with LifetimeTracker([x]) as tracker:
             outs = []
             for _ in range(2):
-                outs.append(
-                    (x.t(), x[1:3], torch.ops.aten._unsafe_view.default(x, [24]), x * 2)
-                )
+                outs.append((x.t(), x[1:3], torch.ops.aten._unsafe_view.default(x, [24]), x * 2))
     assert metacache.cache_stats()["hits"] == 4  # the second round, all four
     for t, sliced, flat, doubled in outs:
         key = storage_key(x.untyped_storage())
