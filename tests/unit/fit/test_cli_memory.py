@@ -156,3 +156,19 @@ def test_the_default_batch_is_estimated_once(
     assert code == 0
     assert json.loads(out)["memory"]["fits"]["1 MB"]["largest_batch"] == 0  # 46 MB of weights
     assert batches == [None]  # not [None, 1]: batch 1 is the input's own
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_left_as_it_was(capsys: pytest.CaptureFixture[str], enabled: bool) -> None:
+    # The command keeps the cyclic collector off while torch and the model load (speed);
+    # whoever called it in-process gets it back as it was.
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        code, _, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--no-largest-batch")
+        assert code == 0
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
