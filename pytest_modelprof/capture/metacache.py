@@ -130,33 +130,43 @@ def _specs(
     specs: list[_Spec] = []
     storages: set[int] = set()
     for t in outs:
-        device = None
-        if fake is None:
-            if type(t) not in _PLAIN or not t.is_meta:
-                return None
-        else:
-            parts = fake_parts(t)
-            if parts is None or parts[0] is not fake:
-                return None
-            device = parts[1]
-        if t.layout is not torch.strided or any(t is i for i in inputs):
-            return None  # an argument returned as it is: not a tensor made anew
-        shape, stride, offset = tuple(t.shape), t.stride(), t.storage_offset()
+        spec = _output_spec(t, fake, inputs, sources)
+        if spec is None:
+            return None
         storage = storage_key(t.untyped_storage())
         if storage in storages:
             return None  # one storage shared between outputs
         storages.add(storage)
-        source = sources.get(storage, _FRESH)
-        if source != _FRESH:
-            if fake is None:  # on meta only new storages are answered (views are cheap)
-                return None
-        else:
-            extent = zip(shape, stride, strict=True)
-            size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in extent)
-            if offset != 0 or t.untyped_storage().nbytes() != size * t.element_size():
-                return None  # a larger storage than a fresh tensor's
-        specs.append((shape, stride, t.dtype, device, source, offset))
+        specs.append(spec)
     return single, tuple(specs)
+
+
+def _output_spec(
+    t: Any, fake: Any, inputs: list[torch.Tensor], sources: dict[int, int]
+) -> _Spec | None:
+    """One output as stored, or None when a tensor made from the spec would differ from it."""
+    device = None
+    if fake is None:
+        if type(t) not in _PLAIN or not t.is_meta:
+            return None
+    else:
+        parts = fake_parts(t)
+        if parts is None or parts[0] is not fake:
+            return None
+        device = parts[1]
+    if t.layout is not torch.strided or any(t is i for i in inputs):
+        return None  # an argument returned as it is: not a tensor made anew
+    shape, stride, offset = tuple(t.shape), t.stride(), t.storage_offset()
+    source = sources.get(storage_key(t.untyped_storage()), _FRESH)
+    if source != _FRESH:
+        if fake is None:  # on meta only new storages are answered (views are cheap)
+            return None
+    else:
+        extent = zip(shape, stride, strict=True)
+        size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in extent)
+        if offset != 0 or t.untyped_storage().nbytes() != size * t.element_size():
+            return None  # a larger storage than a fresh tensor's
+    return shape, stride, t.dtype, device, source, offset
 
 
 def _tensors(value: Any, into: list[torch.Tensor]) -> list[torch.Tensor]:
