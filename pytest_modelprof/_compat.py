@@ -26,6 +26,7 @@ from torch._C import _len_torch_dispatch_stack
 from torch._subclasses.fake_tensor import FakeTensor as _FakeTensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._subclasses.fake_tensor import in_kernel_invocation_manager as _in_kernel
+from torch.amp import GradScaler as _GradScaler
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.weak import WeakTensorKeyDictionary
@@ -88,6 +89,36 @@ def dispatch_modes_below() -> int:
     """How many dispatch modes an op reaches next: inside a mode's ``__torch_dispatch__``,
     the modes entered before it (``_len_torch_dispatch_stack``)."""
     return int(_len_torch_dispatch_stack())
+
+
+# -- GradScaler's step on tensors without data (fit/step.py) -------------------------------------
+
+__all__ += ["NoOverflowGradScaler", "no_overflow_grad_scaler"]
+
+
+class NoOverflowGradScaler(_GradScaler):
+    """``torch.amp.GradScaler`` whose ``step`` always takes the update, as it does when no
+    gradient overflowed.
+
+    Everything else is torch's own: ``scale``, ``unscale_`` (found-inf per device, gradients
+    unscaled in place), a fused optimizer's ``grad_scale``/``found_inf``, ``update``. Only
+    the private ``_maybe_opt_step`` is replaced: it reads the found-infs with ``.item()``,
+    which has no value on fake or meta tensors (and allocates nothing on real ones).
+    """
+
+    def _maybe_opt_step(
+        self, optimizer: Any, optimizer_state: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        return optimizer.step(*args, **kwargs)
+
+    def state_tensors(self) -> list[Any]:
+        """What the scaler keeps between steps: its scale and growth tracker (once made)."""
+        return [t for t in (self._scale, self._growth_tracker) if t is not None]
+
+
+def no_overflow_grad_scaler(device: str) -> NoOverflowGradScaler:
+    """A :class:`NoOverflowGradScaler` for ``device`` (``"cpu"``, ``"cuda"``)."""
+    return NoOverflowGradScaler(device)
 
 
 # -- meta kernels that refuse what the real kernel takes (capture/tracer.py) ---------------------

@@ -3,10 +3,12 @@
 A :class:`~pytest_modelprof.baseline.metrics.Metric` whose number the capture cannot give names
 its :class:`Collector` (``Metric(..., collector=Collector(...))``). The gate asks the metric set
 which collectors a test wants (:func:`pytest_modelprof.gate.collect.collect`), runs those, and
-the collector's evidence becomes the metric values of the profile (:meth:`Collector.values`),
-stored in the baseline and compared like every other metric. Nothing in the gate names a
-collector. A collector does not belong to any metric when its limits are not metrics (sweep
-growth, the fvcore cross-check): the gate registers those itself.
+the collector's evidence becomes the metric values of the profile
+(:meth:`Collector.metric_values`), stored in the baseline and compared like every other metric.
+Running them names none; only the gate's rules of their own read some evidence by name
+(``gate/evaluate.py``: timing, sweep, fvcore, compile health, instructions). A collector does
+not belong to any metric when its limits are not metrics (sweep growth, the fvcore cross-check):
+the gate registers those itself.
 
 Standard library only: the metric table (read by the plugin at start-up) holds collectors.
 """

@@ -1,7 +1,8 @@
 """The one check row, and ``compare(current, baseline, policy)`` for the metric table.
 
 Every limit the gate knows (a relative delta, an absolute budget, latency, a growth exponent,
-the fvcore cross-check, uncounted ops, compile health) ends as a :class:`Check`: the metric, the
+the fvcore cross-check, uncounted ops, the capture mode, compile health) ends as a
+:class:`Check`: the metric, the
 kind of limit, baseline, current, delta, the limit, a verdict and a one-line reason with the
 figures, plus a JSON detail for the report sections of that kind. The same type travels from the
 judge through the gate's record and the results file to every renderer; renderers read rows only.
@@ -27,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
+from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
 
@@ -89,7 +91,8 @@ class Check:
     ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
     row read back from JSON renders without the metric table (a metric registered by a plugin,
     say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
-    fvcore), which fail in update mode too.
+    fvcore, a limit nothing measured, uncounted ops under ``strict``), which fail in update
+    mode too.
     """
 
     # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
@@ -274,10 +277,11 @@ def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> 
 
 
 def environment_changes(
-    current: BaselineDocument, baseline: BaselineDocument | None
+    current: BaselineDocument, baseline: BaselineDocument | None, *, cpu: bool = True
 ) -> tuple[str, ...]:
     """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
-    baseline was recorded (versions, dtype).
+    baseline was recorded (the ``kernels`` facts of :data:`~pytest_modelprof.baseline.
+    environment.ENVIRONMENT_FACTS`; with ``cpu``, the CPU's too).
 
     Capture mode is left out: it follows from the model (a data-dependent branch turns meta
     into real, and with it device meta into cpu), so that change is the model's, judged by the
@@ -289,19 +293,12 @@ def environment_changes(
         return ()
     before, after = baseline.environment, current.environment
     out = []
-    for field_name, label in (
-        ("torch_version", "torch"),
-        ("torchvision_version", "torchvision"),
-        ("source_version", "model source"),
-        ("dtype", "dtype"),
-        ("cpu", "cpu"),
-    ):
-        old, new = getattr(before, field_name, None), getattr(after, field_name, None)
-        if old is not None and new is not None and old != new:
-            out.append(f"{label} {old} \u2192 {new}")
-    flags = _flag_change(getattr(before, "cpu_flags", None), getattr(after, "cpu_flags", None))
-    if flags:
-        out.append(flags)
+    for fact in ENVIRONMENT_FACTS:
+        if fact.scope == "model" or (fact.scope == "cpu" and not cpu):
+            continue
+        change = fact_change(fact, getattr(before, fact.field), getattr(after, fact.field))
+        if change is not None:
+            out.append(change)
     if (
         before.capture_mode == after.capture_mode
         and before.device not in (None, "meta")
@@ -310,20 +307,6 @@ def environment_changes(
     ):
         out.append(f"device {before.device} \u2192 {after.device}")
     return tuple(out)
-
-
-def _flag_change(old: str | None, new: str | None) -> str | None:
-    """``"cpu flags +avx512f -amx_tile"``: instruction-set flags gained and lost."""
-    if old is None or new is None or old == new:
-        return None
-    before, after = set(old.split()), set(new.split())
-    parts = [f"+{f}" for f in sorted(after - before)] + [f"-{f}" for f in sorted(before - after)]
-    shown = " ".join(parts[:6]) + (f" (+{len(parts) - 6} more)" if len(parts) > 6 else "")
-    return f"cpu flags {shown}"
-
-
-def _not_cpu(env: Sequence[str]) -> tuple[str, ...]:
-    return tuple(e for e in env if not e.startswith(("cpu ", "cpu flags ")))
 
 
 def _check(
@@ -354,6 +337,8 @@ def _check(
             delta_text=delta_text(metric, current, baseline),
             hard=hard,
             summary=metric.summary,
+            # the total this row is a part of (``Metric.stack``): a segment of a stacked bar
+            detail={"stack": metric.stack} if metric.stack else {},
         )
 
     if current is None:
@@ -462,9 +447,11 @@ def compare(
 ) -> Comparison:
     """Judge every table metric of ``current`` against ``baseline`` under ``policy``.
 
-    ``skip`` names metrics another rule judges (latency, from its timing rounds).
+    ``skip`` names metrics another rule judges (latency, from its timing rounds; the compile
+    metrics, whose rows name the breaks).
     """
     env = environment_changes(current, baseline)
+    not_cpu = environment_changes(current, baseline, cpu=False)
     before = dict(baseline.metrics) if baseline is not None else {}
     checks = []
     for metric in METRICS:
@@ -472,8 +459,8 @@ def compare(
             continue
         now = current.metrics.get(metric.name)
         old = before.get(metric.name)
-        # The CPU decides instruction counts only; other counts do not run on it.
-        own_env = env if metric.name == "instructions" else _not_cpu(env)
+        # The CPU decides the counts that declare it (instructions); others do not run on it.
+        own_env = env if metric.cpu_dependent else not_cpu
         check = _check(metric, now, old, policy, current.metrics, before, own_env)
         if check is not None:
             checks.append(check)

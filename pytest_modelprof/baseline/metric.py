@@ -41,7 +41,7 @@ class Metric:
     formatter: Callable[[float], str]
     budget_key: str | None = None
     budget_parser: Callable[[str | float | int], float] = parse_quantity
-    layer_field: str | None = None  # LayerStats field for the "layers that grew most" diff
+    layer_field: str | None = None  # BaselineLayer field for the "layers that grew most" detail
     summary: bool = True  # a column of the terminal summary
     # The measurement beyond the capture this metric needs (None: the capture or the partition
     # over it gives it). Its evidence gives the value when ``getter`` finds none on the profile.
@@ -52,11 +52,16 @@ class Metric:
     # Counts that depend on kernels (sizes of secondary outputs, decompositions, fusion rules):
     # when the baseline comes from another environment, a change warns instead of failing.
     kernel_dependent: bool = False
+    # Counts the CPU decides (instructions): another CPU model or flags warns for these only.
+    cpu_dependent: bool = False
     # A scaling sweep fits this metric's growth: ``growth_key`` is the limit users type
     # (``max_flops_growth_exponent``), ``sweep_field`` the profile field the sweep fits.
     growth_key: str | None = None
     sweep_field: str | None = None
-    growth_label: str | None = None  # its name in a sweep's fits, when not ``label``
+    growth_label: str | None = None  # its name in a sweep's text table, when not ``label``
+    # A part of another metric's total (``"train_memory"``): the HTML report stacks the parts
+    # of one total in a bar, baseline above current; the row carries it (``detail["stack"]``).
+    stack: str | None = None
 
     def value(
         self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None

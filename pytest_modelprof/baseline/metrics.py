@@ -3,8 +3,8 @@
 Adding a metric means adding one row here (and, for a new kind of measurement, its collector);
 settings, the CLI, the ini file, the marker, :func:`~pytest_modelprof.baseline.compare.compare`
 and every renderer read the table or the check rows built from it. A getter returns ``None``
-when the profile does not measure the metric; a limit on such a metric fails the test with
-"not measured" (see :mod:`pytest_modelprof.gate.evaluate`), it is never silently ignored.
+when the profile does not measure the metric; a limit on such a metric fails the test with an
+``unmeasured`` row (:mod:`pytest_modelprof.baseline.compare`), it is never silently ignored.
 
 Standard library only: the plugin builds its options from this table at start-up.
 """
@@ -262,7 +262,7 @@ _BUILTIN: tuple[Metric, ...] = (
         summary=False,
         kernel_dependent=True,
     ),
-    # Not measured yet: the runtime timing issue provides ``latency_ms``.
+    # Measured only when a latency limit is set; judged by its own rule (gate/judge.py).
     Metric(
         name="latency_ms",
         label="latency",
@@ -404,10 +404,10 @@ _BUILTIN: tuple[Metric, ...] = (
         budget_key="max_instructions",
         summary=False,
         kernel_dependent=True,
+        cpu_dependent=True,
         collector=INSTRUCTIONS,
     ),
 )
-
 
 
 #: The built-in metrics.

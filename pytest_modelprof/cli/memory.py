@@ -54,7 +54,7 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         default="fp32",
         metavar="NAME",
         help=f"one of {', '.join(PRECISIONS)} ('-mixed': fp32 weights, the "
-        "forward under autocast; default fp32)",
+        "forward under autocast; fp16-mixed also runs torch.amp.GradScaler; default fp32)",
     )
     p.add_argument(
         "--checkpointing",
@@ -126,7 +126,7 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         "--json",
         action="store_true",
         help="print a JSON document; keys: memory.peak_bytes, memory.breakdown.{"
-        "parameters,buffers,inputs,gradients,optimizer_state,activations,"
+        "parameters,buffers,inputs,gradients,optimizer_state,grad_scaler,activations,"
         "transient,gathered}, memory.peak_at.{op,module,phase}, memory.fits."
         "DEVICE.{fits,capacity_bytes,headroom_bytes,largest_batch}, settings",
     )

@@ -33,7 +33,7 @@ PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp")
 
 #: The marker's step arguments.
-STEP_KEYS = ("optimizer", "precision", "devices", "shard")
+STEP_KEYS = ("optimizer", "precision", "devices", "shard", "checkpointing")
 
 def choose(kind: str, value: str, known: tuple[str, ...]) -> str:
     """``value`` if one of ``known`` (case and ``_`` forgiven), else a "did you mean" error."""
@@ -57,8 +57,9 @@ def parse_optimizer(value: str) -> tuple[str, str | None]:
 def step_pairs(
     values: Mapping[str, object], source: str, error: type[Exception] = ModelprofError
 ) -> tuple[tuple[str, Any], ...]:
-    """A marker's ``optimizer``, ``precision``, ``devices``, ``shard`` checked, as sorted pairs
-    (for ``ProfileRequest.step``); a bad value raises ``error`` naming ``source``."""
+    """A marker's ``optimizer``, ``precision``, ``devices``, ``shard``, ``checkpointing``
+    checked, as sorted pairs (for ``ProfileRequest.step``); a bad value raises ``error`` naming
+    ``source``."""
     given = {k: values[k] for k in STEP_KEYS if values.get(k) is not None}
     try:
         step_options(given)
@@ -77,6 +78,8 @@ def step_options(given: Mapping[str, Any], *, train: bool = True) -> StepOptions
         precision=str(given.get("precision", "fp32")),
         devices=given.get("devices", 1),
         shard=str(given.get("shard", "none")) if train else "none",
+        # under no_grad nothing is saved for backward: checkpointing changes nothing there
+        checkpointing=given.get("checkpointing", False) if train else False,
     )
 
 
@@ -103,6 +106,8 @@ class StepOptions:
         )
         object.__setattr__(self, "precision", choose("precision", self.precision, PRECISIONS))
         object.__setattr__(self, "shard", choose("shard", self.shard, SHARDS))
+        if not isinstance(self.checkpointing, bool):
+            raise ModelprofError(f"checkpointing must be True or False, got {self.checkpointing!r}")
         if isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 1:
             raise ModelprofError(f"devices must be a whole number >= 1, got {self.devices!r}")
         if self.shard != "none" and not self.train:

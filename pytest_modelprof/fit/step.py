@@ -7,6 +7,8 @@ what the kernels return. The breakdown at the peak:
 * ``parameters``, ``buffers``, ``inputs``: what existed before the step;
 * ``gradients``: storages that are a parameter's ``.grad`` after the step;
 * ``optimizer_state``: storages the optimizer keeps in ``optimizer.state`` after the step;
+* ``grad_scaler``: fp16-mixed's loss scale and growth tracker (``torch.amp.GradScaler``),
+  kept between steps, one per device (so sharding divides none of it);
 * ``activations``: made in the forward and still alive when it ended (saved for backward, the
   outputs); under ``no_grad`` only the outputs;
 * ``transient``: everything else alive at that moment (temporaries of forward, backward and
@@ -22,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from pytest_modelprof._compat import storage_key
+from pytest_modelprof._compat import NoOverflowGradScaler, storage_key
 from pytest_modelprof._tensors import Inputs, backward, call_model, default_loss, flat_tensors
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import StepOptions
@@ -36,6 +38,7 @@ __all__ = [
     "make_optimizer",
     "category_of",
     "enable_checkpointing",
+    "grad_scaler",
 ]
 
 #: Breakdown keys, in the order reports list them.
@@ -45,6 +48,7 @@ COMPONENTS = (
     "inputs",
     "gradients",
     "optimizer_state",
+    "grad_scaler",
     "activations",
     "transient",
 )
@@ -124,6 +128,7 @@ def tracked_step(
         [*model.parameters(), *model.buffers(), *input_tensors], params=model.parameters()
     )
     amp = autocast_dtype(options)
+    scaler = grad_scaler(options, autocast_device)
     # No collection first: garbage made before the step holds no storage the tracker follows
     # (it only follows storages born inside), so only a pause mid-step would move a free.
     with collector_paused(collect=False), module_scopes(model, tracker.scope):
@@ -134,14 +139,32 @@ def tracked_step(
             del out
             if loss is not None:
                 tracker.set_phase("backward")
-                backward(loss)
+                backward(scaler.scale(loss) if scaler is not None else loss)
                 del loss
                 if opt is not None:
                     tracker.set_phase("optimizer")
-                    opt.step()
+                    _update(opt, scaler)
             tracker.finish()
-        categories = _categorize(tracker, model, opt)
+        categories = _categorize(tracker, model, opt, scaler)
     return StepLog(tracker, categories, static, _largest_unit(model))
+
+
+def grad_scaler(options: StepOptions, device: str) -> NoOverflowGradScaler | None:
+    """fp16-mixed's ``torch.amp.GradScaler`` (fp16's range needs loss scaling; bf16's does
+    not), stepping as when no gradient overflowed; None for every other precision."""
+    if not options.train or options.precision != "fp16-mixed":
+        return None
+    return NoOverflowGradScaler(device)
+
+
+def _update(opt: torch.optim.Optimizer, scaler: NoOverflowGradScaler | None) -> None:
+    """The optimizer's update; with a scaler, as torch's AMP recipe runs it: ``step`` (the
+    gradients unscaled in place first, or by a fused optimizer itself), then ``update``."""
+    if scaler is None:
+        opt.step()
+        return
+    scaler.step(opt)
+    scaler.update()
 
 
 def enable_checkpointing(model: nn.Module) -> None:
@@ -161,9 +184,17 @@ def enable_checkpointing(model: nn.Module) -> None:
     enable(gradient_checkpointing_kwargs=kwargs)
 
 
-def category_of(a: Allocation, grads: set[int], state: set[int], forward_end: int) -> str:
+def category_of(
+    a: Allocation,
+    grads: set[int],
+    state: set[int],
+    forward_end: int,
+    scaler: frozenset[int] = frozenset(),
+) -> str:
     """The component of one allocation (see the module docstring)."""
     alive = a.freed == NEVER
+    if alive and a.key in scaler:
+        return "grad_scaler"
     if alive and a.key in grads:
         return "gradients"
     if alive and a.key in state:
@@ -174,7 +205,10 @@ def category_of(a: Allocation, grads: set[int], state: set[int], forward_end: in
 
 
 def _categorize(
-    tracker: LifetimeTracker, model: nn.Module, opt: torch.optim.Optimizer | None
+    tracker: LifetimeTracker,
+    model: nn.Module,
+    opt: torch.optim.Optimizer | None,
+    scaler: NoOverflowGradScaler | None = None,
 ) -> dict[int, str]:
     grads = {
         storage_key(p.grad.untyped_storage()) for p in model.parameters() if p.grad is not None
@@ -184,8 +218,11 @@ def _categorize(
         for s in opt.state.values():
             flat_tensors(dict(s), state_tensors)
     state = {storage_key(t.untyped_storage()) for t in state_tensors}
+    kept = frozenset(
+        storage_key(t.untyped_storage()) for t in (scaler.state_tensors() if scaler else [])
+    )
     forward_end = tracker.phase_end.get("forward", tracker.clock)
-    return {id(a): category_of(a, grads, state, forward_end) for a in tracker.log}
+    return {id(a): category_of(a, grads, state, forward_end, kept) for a in tracker.log}
 
 
 def _largest_unit(model: nn.Module) -> tuple[int, int]:

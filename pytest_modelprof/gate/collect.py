@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.collector import Collector, EvidenceData, Measure
-from pytest_modelprof.baseline.metrics import active_metrics
+from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, active_metrics
 from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
@@ -91,9 +91,23 @@ def run_sweep(
         inputs=request.inputs,
         latency="max_latency_growth_exponent" in limits.growth,
         device=request.device,
+        measure_more=_memory_points(request, limits),
     )
     swept: dict[str, Any] = result.model_dump(mode="json")
     return swept
+
+
+def _memory_points(request: ProfileRequest, limits: Limits) -> Any:
+    """The memory estimate at each point, only for a memory growth limit (it costs a step)."""
+    from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
+
+    fields = [f"{s}_memory" for s in STEP_COMPONENTS]
+    wanted = [f for f in fields if f in {GROWTH_LIMITS[k] for k in limits.growth}]
+    if not wanted:
+        return None
+    from pytest_modelprof.fit.gate import sweep_memory
+
+    return sweep_memory(request, wanted)
 
 
 def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None:

@@ -4,8 +4,10 @@ One pure comparison: the table metrics go through :func:`~pytest_modelprof.basel
 compare` (the compile metrics through :func:`~pytest_modelprof.baseline.compile_rows.
 compile_checks`, which names the breaks); the limits with a rule of their own (latency from
 timing rounds, growth exponents from a sweep, the fvcore cross-check, uncounted ops, the
-capture mode) add rows of the same type here. Nothing is measured in this module: the
-collectors in :mod:`pytest_modelprof.gate.collect` gather the evidence first.
+capture mode) add rows of the same type here, and every layer whose costs changed goes on the
+FLOPs row (:mod:`pytest_modelprof.baseline.layers`), where the reports read it. Nothing is
+measured in this module: the collectors in :mod:`pytest_modelprof.gate.collect` gather the
+evidence first.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ def latency_checks(
         if baseline_ms is not None
         else metric.format(current.latency_ms)
     )
-    # One pair of figures per reason: a comparison gives its own (the quantile it judged), a
+    # One pair of figures per reason: a comparison gives its own (the fastest rounds' mean), a
     # budget its median; the medians lead only a row that has neither.
     said = [r.removeprefix("latency ") for r in decision.reasons]
     if decision.action in ("fail", "warn"):
@@ -485,6 +487,8 @@ def judge(
         ),
         *capture_check(evidence.document, baseline),
     ]
+    from pytest_modelprof.baseline.layers import with_layer_changes
     from pytest_modelprof.baseline.ops import explain_ops
 
-    return explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)
+    explained = explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)
+    return with_layer_changes(explained, evidence.document, baseline)

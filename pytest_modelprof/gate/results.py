@@ -51,7 +51,7 @@ __all__ = [
     "results_json_schema",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 3
+RESULTS_SCHEMA_VERSION: Final = 4
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -158,9 +158,40 @@ def _results_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 3}
 
 
+def _with_layer_changes(test: Any) -> Any:
+    """One test of a v3 file with the judge's layer changes on its FLOPs row, from the profile
+    and the baseline the file holds (a test with either missing has none to show)."""
+    from pytest_modelprof.baseline.document import baseline_layers
+    from pytest_modelprof.baseline.layers import layer_detail, layer_row_metric
+
+    name = layer_row_metric()
+    if not isinstance(test, dict) or not test.get("profile") or not test.get("baseline"):
+        return test
+    try:
+        profile = ModelProfile.model_validate(test["profile"])
+        baseline = BaselineDocument.model_validate(test["baseline"])
+    except ValidationError:
+        return test  # validating the whole document names the bad field
+    detail = layer_detail(baseline_layers(profile), baseline.layers)
+    checks = [
+        {**c, "detail": {**(c.get("detail") or {}), **detail}}
+        if isinstance(c, dict) and c.get("metric") == name else c
+        for c in test.get("checks") or []
+    ]
+    return {**test, "checks": checks}
+
+
+def _results_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
+    """v4 rows carry every changed layer on the FLOPs row (``detail["layer_changes"]``), which
+    the reports read instead of diffing the profile and the baseline themselves."""
+    tests = data.get("tests")
+    tests = [_with_layer_changes(t) for t in tests] if isinstance(tests, list) else tests
+    return {**data, "schema_version": 4, "tests": tests}
+
+
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` brought up to :data:`RESULTS_SCHEMA_VERSION`, one step at a time."""
-    steps = {1: _results_v1_to_v2, 2: _results_v2_to_v3}
+    steps = {1: _results_v1_to_v2, 2: _results_v2_to_v3, 3: _results_v3_to_v4}
     while isinstance(version := data.get("schema_version"), int) and version in steps:
         data = steps[version](data)
     return data

@@ -84,7 +84,7 @@ MARKER_ARGS: Final = (
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
     "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, optimizer='adamw', "
-    "precision='fp32', devices=1, shard='none', "
+    "precision='fp32', devices=1, shard='none', checkpointing=False, "
     + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
     + ")"
 )
@@ -267,7 +267,7 @@ class ProfileRequest:
     include_backward: bool = False
     strict: bool = False
     llm: tuple[tuple[str, Any], ...] | None = None  # the marker's llm= (serving costs)
-    # optimizer, precision, devices, shard of the memory metrics' step, as sorted pairs
+    # optimizer, precision, devices, shard, checkpointing of the memory metrics' step (pairs)
     step: tuple[tuple[str, Any], ...] = ()
 
     def engine_kwargs(self) -> dict[str, Any]:

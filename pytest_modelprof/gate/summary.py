@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from pytest_modelprof.baseline.environment import cpu_only
+from pytest_modelprof.baseline.metrics import METRICS
 from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
 from pytest_modelprof.textfit import fit_line
 
@@ -37,21 +39,36 @@ def with_change(current_text: str, delta_text: str) -> str:
     return current_text
 
 
-def environment_line(differences: Iterable[Sequence[str]]) -> str | None:
+def environment_line(
+    differences: Iterable[Sequence[str]], metrics: Iterable[str] | None = None
+) -> str | None:
     """The run's one line on baselines from another environment; ``None`` when none is.
 
     ``differences``: each gated profile's ``environment`` ("torch 2.99.0 -> 2.14.1", ...). Said
     on a pass too: the gate is weaker (kernel-dependent counts only warn) until re-recorded.
+    It names the counts that warn, from the metric table (``kernel_dependent``; only the
+    ``cpu_dependent`` ones when only the CPU changed), among ``metrics`` (the run's row
+    names) when given.
     """
     per_profile = [tuple(d) for d in differences]
     changes = dict.fromkeys(c for d in per_profile for c in d)  # distinct, first-seen order
     if not changes:
         return None
     n = sum(1 for d in per_profile if d)
+    names = None if metrics is None else set(metrics)
+    cpu = cpu_only(changes)
+    counts = [
+        m.label
+        for m in METRICS
+        if m.kernel_dependent
+        and (names is None or m.name in names)
+        and (m.cpu_dependent or not cpu)
+    ]
+    listed = f"{', '.join(counts)}; " if counts else ""
     return (
         f"{n} baseline{'s' if n != 1 else ''} recorded in another environment "
         f"({'; '.join(changes)}): kernel-dependent counts warn until you re-record "
-        "(bytes, peak memory, subgraphs, stages; --modelprof-update-baselines re-records, "
+        f"({listed}--modelprof-update-baselines re-records, "
         "--modelprof-env-strict fails them instead)"
     )
 
@@ -156,7 +173,9 @@ def problem_lines(
         lines.append(f"{r.label}:")
         lines += [f"  FAIL {f}" for f in failed]
         lines += [f"  warn {w}" for w in r.warnings]
-    env = environment_line(r.environment for r in ordered)
+    env = environment_line(
+        (r.environment for r in ordered), (c.metric for r in ordered for c in r.checks)
+    )
     if env is not None:
         lines.append(f"note: {env}")
     if width is None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_modelprof.baseline.document import BaselineEnvironment
+from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import (
@@ -40,16 +41,6 @@ __all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "b
 #: Shown when ``--metric`` is not given: the gate's summary metrics that a version recorded,
 #: less the derived ones (arithmetic intensity moves whenever FLOPs or bytes do).
 DEFAULT_METRICS = tuple(m.name for m in METRICS if m.summary and not m.derived_from)
-
-_ENVIRONMENT_FIELDS = (
-    ("torch_version", "torch"),
-    ("torchvision_version", "torchvision"),
-    ("source_version", "model source"),
-    ("capture_mode", "capture mode"),
-    ("device", "device"),
-    ("dtype", "dtype"),
-)
-
 
 class HistoryError(ModelprofError):
     """Nothing to show for what was asked: no baseline history, an unknown metric or test."""
@@ -165,12 +156,12 @@ def _lineages(entries: Sequence[LogEntry], start: Mapping[str, str], start_commi
 
 
 def _environment_changes(before: BaselineEnvironment, after: BaselineEnvironment) -> list[str]:
-    out = []
-    for attr, label in _ENVIRONMENT_FIELDS:
-        old, new = getattr(before, attr), getattr(after, attr)
-        if old != new:
-            out.append(f"{label} {old or 'unknown'} \u2192 {new or 'unknown'}")
-    return out
+    """Every recorded fact that changed, the model's ones (capture mode, device) included."""
+    changes = (
+        fact_change(f, getattr(before, f.field), getattr(after, f.field), unknown="unknown")
+        for f in ENVIRONMENT_FACTS
+    )
+    return [c for c in changes if c is not None]
 
 
 def _key(doc: VersionSummary) -> tuple[str, str]:

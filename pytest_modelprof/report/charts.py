@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.baseline.compare import format_change
+from pytest_modelprof.baseline.document import baseline_layers
 from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
@@ -15,7 +16,6 @@ from pytest_modelprof.report._format import (
 )
 from pytest_modelprof.report.layers import (
     LayerDiff,
-    current_rows,
     layer_name,
 )
 from pytest_modelprof.report.model import (
@@ -55,17 +55,18 @@ def layer_chart(result: ProfileResult, diffs: Sequence[LayerDiff]) -> Chart:
     title = "Per-layer FLOPs: baseline vs current"
     legend = (LegendItem("bar-base", "baseline"), LegendItem("bar-up", "grew"),
               LegendItem("bar-down", "shrank"), LegendItem("bar-same", "unchanged"))
-    current = {row.name: row for row in current_rows(result)}
-    before = {row.name: row for row in result.baseline.layers} if result.baseline else {}
     picked: list[tuple[str, str, int, int]] = []
     for d in diffs:
         if d.delta("flops") != 0 and len(picked) < CHART_LAYERS:
             picked.append((d.name, d.type, d.value("flops", "before"), d.value("flops", "after")))
     if not picked:
-        biggest = sorted(current.values(), key=lambda r: (-r.flops, r.name))[:CHART_LAYERS]
+        # No layer's FLOPs changed (the row says so), so a layer the baseline has holds the
+        # same FLOPs there; the profile's largest layers are drawn, nothing is diffed here.
+        current = baseline_layers(result.profile) if result.profile is not None else []
+        biggest = sorted(current, key=lambda r: (-r.flops, r.name))[:CHART_LAYERS]
+        same = result.baseline is not None
         for row in biggest:
-            old = before.get(row.name)
-            picked.append((row.name, row.type, old.flops if old else 0, row.flops))
+            picked.append((row.name, row.type, row.flops if same else 0, row.flops))
         caption = "No layer's FLOPs changed; the largest layers are shown."
     else:
         caption = (
@@ -366,6 +367,9 @@ SWEEP_METRICS: Final = (
     ("flops", "FLOPs", "sw-flops"),
     ("peak_activation_bytes", "peak activations", "sw-peak"),
     ("latency_ms", "latency", "sw-latency"),
+    # estimated at each point only for a memory growth limit (runtime.sweep's ``extra``)
+    ("train_memory", "train memory", "sw-train"),
+    ("inference_memory", "inference memory", "sw-inference"),
 )
 
 
@@ -382,7 +386,7 @@ def sweep_charts(result: ProfileResult) -> list[Chart]:
         title = f"Growth over {axis} (log-log, relative to {axis}={values[0]})"
         curves: list[tuple[str, str, str, list[float]]] = []
         for key, label, css in SWEEP_METRICS:
-            ys = [p.get(key) for p in points]
+            ys = [p.get(key, (p.get("extra") or {}).get(key)) for p in points]
             if all(isinstance(v, (int, float)) and v > 0 for v in ys):
                 fit = fits.get(key)
                 shown = f"{label} ^{fit['exponent']:.2f}" if fit else label

@@ -1,17 +1,19 @@
-"""The per-layer diff of a profile against its baseline: rows for the sortable table.
+"""The layers that changed, as the judge put them on the FLOPs row: rows for the sortable
+table and the FLOPs chart.
 
-Every layer that changed, for the table and the FLOPs chart; which layers explain a verdict
-is the row's ``detail["layers"]`` (see ``view._grown_layers``), never recomputed here."""
+The judge diffs (``detail["layer_changes"]``, see :mod:`pytest_modelprof.baseline.layers`);
+this module only reads and formats that detail. Which layers explain a verdict is another row
+detail, ``detail["layers"]`` (see ``view._grown_layers``).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Final, Literal
 
 from pytest_modelprof.baseline.compare import format_change
-from pytest_modelprof.baseline.document import BaselineLayer, baseline_layers
 from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
@@ -27,63 +29,70 @@ from pytest_modelprof.report.model import (
 )
 from pytest_modelprof.units import format_bytes, format_count
 
+#: The judge's words for a layer's change (anything else a file holds reads "changed").
+_KINDS: Final = frozenset({"added", "removed", "grew", "shrank"})
+
 
 @dataclass(frozen=True)
 class LayerDiff:
+    """One entry of the row's ``layer_changes``; a side is ``None`` where the layer is absent."""
+
     name: str
     type: str
-    before: BaselineLayer | None
-    after: BaselineLayer | None
+    kind: str  # added, removed, grew, shrank: the judge's word
+    before: Mapping[str, int] | None
+    after: Mapping[str, int] | None
 
     def value(self, attr: str, which: Literal["before", "after"]) -> int:
         row = self.before if which == "before" else self.after
-        return int(getattr(row, attr)) if row is not None else 0
+        return int(row.get(attr, 0)) if row is not None else 0
 
     def delta(self, attr: str) -> int:
         return self.value(attr, "after") - self.value(attr, "before")
 
-    @property
-    def kind(self) -> str:
-        if self.before is None:
-            return "added"
-        if self.after is None:
-            return "removed"
-        return "grew" if self.delta("flops") > 0 or (
-            self.delta("flops") == 0 and self.delta("memory") > 0
-        ) else "shrank"
+
+def _side(value: Any) -> Mapping[str, int] | None:
+    """One side of an entry: its integer costs (a results file is anyone's: numbers only)."""
+    if not isinstance(value, dict):
+        return None
+    return {
+        str(k): int(v)
+        for k, v in value.items()
+        if isinstance(v, int) or (isinstance(v, float) and math.isfinite(v))
+    }
 
 
+def _kind(value: Any) -> str:
+    return value if value in _KINDS else "changed"
 
-def current_rows(result: ProfileResult) -> list[BaselineLayer]:
-    """The profile's layers as its baseline would store them (what the layer diff compares)."""
-    return baseline_layers(result.profile) if result.profile is not None else []
 
+def _layer_row(result: ProfileResult) -> Mapping[str, Any] | None:
+    """The detail of the row that carries the layer changes, if one does."""
+    return next(
+        (c.detail for c in result.checks if isinstance(c.detail.get("layer_changes"), list)),
+        None,
+    )
 
 
 def layer_diffs(result: ProfileResult) -> list[LayerDiff]:
-    if result.baseline is None:
-        return []
-    before = {row.name: row for row in result.baseline.layers}
-    after = {row.name: row for row in current_rows(result)}
-    diffs = []
-    for name in sorted(set(before) | set(after)):
-        b, a = before.get(name), after.get(name)
-        same = (
-            b is not None
-            and a is not None
-            and (b.flops, b.macs, b.params, b.memory) == (a.flops, a.macs, a.params, a.memory)
+    """The row's changed layers, in its order (largest FLOPs change first)."""
+    detail = _layer_row(result)
+    entries = detail["layer_changes"] if detail is not None else []
+    return [
+        LayerDiff(
+            str(d.get("name", "")),
+            str(d.get("type", "")),
+            _kind(d.get("change")),
+            _side(d.get("before")),
+            _side(d.get("after")),
         )
-        if not same:
-            row = a if a is not None else b
-            diffs.append(LayerDiff(name, row.type if row is not None else "", b, a))
-    diffs.sort(key=lambda d: (-abs(d.delta("flops")), -abs(d.delta("memory")), d.name))
-    return diffs
-
+        for d in entries
+        if isinstance(d, dict)
+    ]
 
 
 def layer_name(name: str) -> str:
     return name or "<root>"
-
 
 
 def layer_table(result: ProfileResult, diffs: Sequence[LayerDiff]) -> LayerTable:
@@ -98,9 +107,11 @@ def layer_table(result: ProfileResult, diffs: Sequence[LayerDiff]) -> LayerTable
         Cell("\u0394 params", "num"),
         Cell("\u0394 memory", "num"),
     )
-    if result.baseline is None:
+    detail = _layer_row(result)
+    if detail is None:
         return LayerTable(headers, (), "No baseline to compare with: no per-layer diff.")
-    total = len(result.baseline.layers)
+    count = detail.get("baseline_layers")
+    total = count if isinstance(count, int) else len(diffs)
     rows = []
     for d in diffs[:MAX_LAYER_ROWS]:
         before, after = d.value("flops", "before"), d.value("flops", "after")
@@ -111,18 +122,37 @@ def layer_table(result: ProfileResult, diffs: Sequence[LayerDiff]) -> LayerTable
                     Cell(layer_name(d.name), d.name),
                     Cell(d.type, d.type),
                     Cell(d.kind, d.kind),
-                    Cell(format_count(before, "FLOPs") if d.before else "\u2013",
-                         sort_key(before)),
-                    Cell(format_count(after, "FLOPs") if d.after else "\u2013", sort_key(after)),
-                    Cell(signed_count(after - before, "FLOPs", None),
-                         sort_key(after - before), sign_css(after - before)),
-                    Cell(format_change(change) if change is not None else d.kind,
-                         sort_key(change if change is not None and math.isfinite(change)
-                                   else (1e18 if d.kind == "added" else -1e18))),
-                    Cell(signed_count(d.delta("params"), "", None), sort_key(d.delta("params")),
-                         sign_css(d.delta("params"))),
-                    Cell(signed_count(d.delta("memory"), "", format_bytes),
-                         sort_key(d.delta("memory")), sign_css(d.delta("memory"))),
+                    Cell(
+                        format_count(before, "FLOPs") if d.before is not None else "\u2013",
+                        sort_key(before),
+                    ),
+                    Cell(
+                        format_count(after, "FLOPs") if d.after is not None else "\u2013",
+                        sort_key(after),
+                    ),
+                    Cell(
+                        signed_count(after - before, "FLOPs", None),
+                        sort_key(after - before),
+                        sign_css(after - before),
+                    ),
+                    Cell(
+                        format_change(change) if change is not None else d.kind,
+                        sort_key(
+                            change
+                            if change is not None and math.isfinite(change)
+                            else (1e18 if d.kind == "added" else -1e18)
+                        ),
+                    ),
+                    Cell(
+                        signed_count(d.delta("params"), "", None),
+                        sort_key(d.delta("params")),
+                        sign_css(d.delta("params")),
+                    ),
+                    Cell(
+                        signed_count(d.delta("memory"), "", format_bytes),
+                        sort_key(d.delta("memory")),
+                        sign_css(d.delta("memory")),
+                    ),
                 ),
                 css=f"layer-{d.kind}",
             )

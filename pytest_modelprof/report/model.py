@@ -200,6 +200,7 @@ class Chart:
     circles: tuple[SvgCircle, ...] = ()
     texts: tuple[SvgText, ...] = ()
     empty: str = ""
+    css: str = ""  # a class of its own beside "chart" ("stack": a stacked bar)
 
 
 
@@ -241,6 +242,8 @@ class Section:
     top_layers_title: str = ""
     # Lists a row's detail carries, by kind: ("Graph breaks (2)", ("model.py:12: ...", ...)).
     details: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # A stacked bar per group of rows that are parts of one total (``detail["stack"]``).
+    stacks: tuple[Chart, ...] = ()
 
 
 

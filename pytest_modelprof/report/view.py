@@ -48,6 +48,7 @@ from pytest_modelprof.report.model import (
     SvgRect,
     SvgText,
 )
+from pytest_modelprof.report.stacks import stack_charts
 from pytest_modelprof.schema import describe_inputs
 
 __all__ = [
@@ -238,6 +239,7 @@ def _section(index: int, result: ProfileResult, columns: Sequence[str]) -> Secti
         top_layers_title=grown_title,
         warnings=warned,
         details=_details(result),
+        stacks=stack_charts(result),
     )
 
 
@@ -358,5 +360,8 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
         ),
         empty="" if ordered else "No profiled test ran: nothing to report.",
         artifact_url=http_url(results.run.artifact_url),
-        environment=environment_line(r.environment for r in ordered) or "",
+        environment=environment_line(
+            (r.environment for r in ordered), (c.metric for r in ordered for c in r.checks)
+        )
+        or "",
     )

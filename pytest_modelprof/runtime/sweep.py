@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
-from pytest_modelprof.baseline.metrics import growth_labels
+from pytest_modelprof.baseline.metrics import METRICS, growth_labels
 from pytest_modelprof.runtime.sweep_inputs import (
     SHAPE_AXES,
     ModelArg,
@@ -54,7 +54,6 @@ __all__ = [
 #: Gate limit name -> the swept metric it bounds (from the torch-free metric table, which the
 #: plugin's settings read too).
 GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
-_METRICS: Final = ("flops", "macs", "memory", "peak_activation_bytes", "latency_ms")
 
 
 class _Frozen(BaseModel):
@@ -76,10 +75,14 @@ class SweepPoint(_Frozen):
     latency: TimingStats | None = None
     # FLOPs by top-level child module ("(model)": ops of the model's own forward).
     module_flops: dict[str, int] = {}
+    # Metrics measured by the caller's ``measure_more`` (the gate's memory estimates), by name.
+    extra: dict[str, float] = {}
 
     def metric(self, name: str) -> float | None:
         """The value of a swept metric by name (``None`` if it was not measured)."""
-        value = getattr(self, name)
+        if name in self.extra:
+            return float(self.extra[name])
+        value = getattr(self, name, None)
         return None if value is None else float(value)
 
 
@@ -317,6 +320,7 @@ def sweep(
     name: str | None = None,
     arch_kwargs: Mapping[str, Any] | None = None,
     progress: Callable[[str], None] | None = None,
+    measure_more: Callable[[nn.Module, Any], Mapping[str, float]] | None = None,
 ) -> SweepResult:
     """Profile ``model`` at every point of ``over`` and fit growth exponents per metric.
 
@@ -325,7 +329,8 @@ def sweep(
     builder keywords held fixed at every point (``hidden_size=64``). Inputs come from
     ``make_inputs(**point)`` if given, else from the ``inputs`` / ``input_shape`` template
     (or a named model's example inputs) with the swept dimensions changed. ``progress`` is
-    told each point as it starts (``"batch=8 (2 of 3)"``).
+    told each point as it starts (``"batch=8 (2 of 3)"``). ``measure_more(module, inputs)``
+    measures more metrics at each point (fitted like the rest, by the names it returns).
     """
     axes = _axes(over)
     # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
@@ -357,6 +362,7 @@ def sweep(
             memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
             latency_ms=stats.median if stats is not None else None, latency=stats,
             module_flops=_module_flops(prof.layers),
+            extra=dict(measure_more(module, batch)) if measure_more is not None else {},
         )
 
     series: list[SweepSeries] = []
@@ -404,9 +410,15 @@ def _fixed_keywords(
     return fixed
 
 
+def _swept() -> tuple[str, ...]:
+    """The point fields a sweep fits: each metric's ``sweep_field`` that a point measures."""
+    fields = (m.sweep_field for m in METRICS if m.sweep_field in SweepPoint.model_fields)
+    return tuple(dict.fromkeys(f for f in fields if f is not None))
+
+
 def _series(axis: str, values: list[int], points: list[SweepPoint]) -> SweepSeries:
     fits: dict[str, GrowthFit] = {}
-    for metric in _METRICS:
+    for metric in dict.fromkeys((*_swept(), *sorted(points[0].extra))):
         ys = [p.metric(metric) for p in points]
         if all(y is not None and y > 0 for y in ys):
             fits[metric] = fit_growth(values, [float(y) for y in ys if y is not None])

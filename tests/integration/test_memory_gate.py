@@ -83,3 +83,128 @@ def test_a_bad_step_option_names_the_marker(pytester: pytest.Pytester) -> None:
             " did you mean 'bf16-mixed'*"
         ]
     )
+
+
+def _titles(html: str, css: str) -> list[str]:
+    """The hover titles of the SVG rects of class ``css`` (the segments of a stacked bar)."""
+    import re
+    from html import unescape
+
+    found = re.findall(rf'<rect [^>]*class="{css}[^"]*"><title>([^<]*)</title>', html)
+    return [unescape(t) for t in found]
+
+
+def test_the_html_report_stacks_the_memory_components(pytester: pytest.Pytester) -> None:
+    from pytest_modelprof.units import format_bytes
+
+    pytester.makepyfile(test_mem=PROJECT)
+    (pytester.path / "width.txt").write_text("128")
+    pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
+    before = json.loads((pytester.path / "baselines/test_mem/test_train.json").read_text())
+    (pytester.path / "width.txt").write_text("256")
+    result = pytester.runpytest_subprocess("--modelprof-report=r.html", "--modelprof-json=r.json")
+    result.assert_outcomes(failed=1)
+    html = (pytester.path / "r.html").read_text()
+    rows = json.loads((pytester.path / "r.json").read_text())["tests"][0]["checks"]
+    now = {r["metric"]: r["current"] for r in rows}
+    assert 'class="chart stack"' in html
+    segments = _titles(html, "seg-")
+    shown = 0
+    for part in ("parameters", "gradients", "optimizer_state", "activations", "transient"):
+        name = part.replace("_", " ")
+        was, cur = before["metrics"][f"train_memory_{part}"], now[f"train_memory_{part}"]
+        for side, value in (("baseline", was), ("current", cur)):
+            # one segment per component on each bar, carrying its bytes (none for 0 bytes:
+            # at this peak, the optimizer's update, no activation is alive)
+            found = [t for t in segments if t.startswith(f"{name}: {side} ")]
+            if value:
+                assert [t.partition(" (")[0] for t in found] == [
+                    f"{name}: {side} {format_bytes(value)}"
+                ]
+                shown += 1
+            else:
+                assert found == []
+    assert shown >= 8  # parameters, gradients, optimizer state, transient on both bars
+    for side, values in (("baseline", before["metrics"]), ("current", now)):
+        assert f">{side} {format_bytes(values['train_memory'])}</text>" in html  # bar's total
+
+
+CHECKPOINTED = """
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Net(nn.Module):
+    \"\"\"Three residual blocks; checkpointing switched on as transformers models do it.\"\"\"
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Linear(64, 512), nn.GELU(), nn.Linear(512, 64)) for _ in range(3)
+        )
+        self.kwargs = None
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None):
+        self.kwargs = dict(gradient_checkpointing_kwargs or {})
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + (block(x) if self.kwargs is None else checkpoint(block, x, **self.kwargs))
+        return x
+
+
+def net():
+    return Net()
+"""
+
+CHECKPOINTING_TESTS = """
+import pytest
+
+
+@pytest.mark.profile(model="tiny_net:net", input_shape=(512, 64), max_train_memory="1GB",
+                     optimizer="sgd", checkpointing=True)
+def test_checkpointed():
+    pass
+
+
+@pytest.mark.profile(model="tiny_net:net", input_shape=(512, 64), max_train_memory="1GB",
+                     optimizer="sgd")
+def test_plain():
+    pass
+
+
+@pytest.mark.profile(model="tiny_net:net", input_shape=(512, 64), max_train_memory="1GB",
+                     optimizer="sgd", checkpointing="yes")
+def test_bad():
+    pass
+"""
+
+
+def test_marker_checkpointing_changes_the_estimate_as_the_cli_flag_does(
+    pytester: pytest.Pytester,
+) -> None:
+    import sys
+
+    pytester.makepyfile(tiny_net=CHECKPOINTED, test_ckpt=CHECKPOINTING_TESTS)
+    result = pytester.runpytest_subprocess("--modelprof-update-baselines")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*marker on test_ckpt.py::test_bad: checkpointing must be True or False, got 'yes'*"]
+    )
+
+    def stored(test: str) -> int:
+        doc = json.loads((pytester.path / f"baselines/test_ckpt/{test}.json").read_text())
+        value: int = doc["metrics"]["train_memory"]
+        return value
+
+    def cli(*flags: str) -> int:
+        done = pytester.run(
+            sys.executable, "-m", "pytest_modelprof.cli", "memory", "tiny_net:net", "--train",
+            "--input-shape", "512,64", "--optimizer", "sgd", "--gpu", "1GB",
+            "--no-largest-batch", "--json", *flags,
+        )
+        assert done.ret == 0, done.stderr.str()
+        peak: int = json.loads(done.stdout.str())["memory"]["peak_bytes"]
+        return peak
+
+    assert stored("test_checkpointed") == cli("--checkpointing") < cli() == stored("test_plain")

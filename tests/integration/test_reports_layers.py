@@ -1,6 +1,7 @@
 """Issue 20, "reports recompute the layers that changed": when only memory regressed, the
 failure text names the layers whose memory grew, and every report (JSON, Markdown, HTML) names
-the same layers, read from the row's ``detail["layers"]``. Subprocess runs (see the NB in
+the same layers, read from the row's ``detail["layers"]``; the HTML layer table reads every
+changed layer from the FLOPs row's ``detail["layer_changes"]``. Subprocess runs (see the NB in
 test_real_engine.py)."""
 
 from __future__ import annotations
@@ -111,6 +112,12 @@ def test_a_memory_regression_names_the_same_layers_everywhere(
     rows = [c for c in test["checks"] if c["detail"].get("layers")]
     assert [c["metric"] for c in rows] == ["memory"]
     assert [d["name"] for d in rows[0]["detail"]["layers"]] == terminal
+    # Every layer that changed rides on the FLOPs row, where the HTML table and chart read it:
+    # act's FLOPs grew, copy's memory grew at equal FLOPs; fc is unchanged and left out.
+    (flops,) = [c for c in test["checks"] if c["metric"] == "flops"]
+    changes = flops["detail"]["layer_changes"]
+    assert [(d["name"], d["change"]) for d in changes] == [("act", "grew"), ("copy", "grew")]
+    assert flops["detail"]["baseline_layers"] == 3
 
     assert _markdown_layers((pytester.path / "report.md").read_text()) == terminal
     assert _html_layers((pytester.path / "report.html").read_text()) == terminal

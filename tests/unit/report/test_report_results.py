@@ -11,6 +11,7 @@ from report_samples import AFTER, BEFORE, baseline_of
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.documents import compare_documents, merge_results
 from pytest_modelprof.gate.results import (
+    RESULTS_SCHEMA_VERSION,
     SCHEMA_PATH,
     RunInfo,
     RunResults,
@@ -118,16 +119,24 @@ def test_a_results_file_of_schema_version_2_still_loads(tmp_path: Path) -> None:
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_document(path)
-    assert isinstance(loaded, RunResults) and loaded.schema_version == 3
+    assert isinstance(loaded, RunResults) and loaded.schema_version == RESULTS_SCHEMA_VERSION
     assert [(t.label, t.status) for t in loaded.tests] == [
         (t["nodeid"] + (f"@{t['name']}" if t["name"] else ""), t["status"]) for t in raw["tests"]
     ]
     for test, old in zip(loaded.tests, raw["tests"], strict=True):
-        assert [c.to_json() for c in test.checks] == old["checks"]  # every field kept
+        # Every field kept; v4 adds the judge's layer changes to the FLOPs row, from the
+        # profile and baseline the file holds (the new test has no baseline: none).
+        rows = [c.to_json() for c in test.checks]
+        added = [(r["metric"], r["detail"].pop("layer_changes", None) is not None,
+                  r["detail"].pop("baseline_layers", None)) for r in rows]
+        assert [a for a in added if a[1]] == (
+            [("flops", True, 2)] if old["baseline"] is not None else []
+        )
+        assert rows == old["checks"]
         assert test.metrics == {} and test.baseline_metrics == {}
     regressed = loaded.tests[2]
     assert regressed.failed and any(c.detail.get("layers") for c in regressed.checks)
     # It renders and writes back as the current version, which reads back the same.
     assert "regressed" in render_markdown(build_view(loaded))
     again = RunResults.from_json(loaded.to_json())
-    assert again.schema_version == 3 and again.to_json() == loaded.to_json()
+    assert again.schema_version == RESULTS_SCHEMA_VERSION and again.to_json() == loaded.to_json()

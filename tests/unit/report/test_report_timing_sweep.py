@@ -43,3 +43,25 @@ def test_timing_and_sweep_charts() -> None:
     page = render_html(view)
     assert "Latency distribution" in page and "Growth over batch" in page
     assert page.count("<polyline") >= 2
+
+
+def test_a_memory_sweep_draws_the_estimated_steps() -> None:
+    # The gate's memory growth limits add each point's step estimate (measure_more); the chart
+    # draws it beside FLOPs. Here 1,000 bytes fixed plus 100 per sample: 1,100, 1,200, 1,400 at
+    # batch 1, 2, 4; the log-log slope is 0.167 / 0.961 = 0.17.
+    swept = sweep(
+        nn.Linear(8, 8), over={"batch": [1, 2, 4]}, input_shape=(1, 8), latency=False,
+        measure_more=lambda module, inputs: {
+            "train_memory": 1000.0 + 100.0 * inputs[0][0].shape[0]
+        },
+    ).model_dump(mode="json")
+    result = ProfileResult(
+        nodeid="t.py::test_x", model="Linear", status="ok",
+        profile=profile("Linear", [layer("fc", 1000, 100)]), sweep=swept,
+    )
+    (growth,) = [c for c in build_view(RunResults(tests=[result])).sections[0].charts
+                 if c.title.startswith("Growth over batch")]
+    assert [item.label for item in growth.legend][:3] == [
+        "FLOPs ^1.00", "peak activations ^1.00", "train memory ^0.17"
+    ]
+    assert len(growth.polylines) == 3

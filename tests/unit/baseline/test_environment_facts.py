@@ -1,0 +1,109 @@
+"""Issue 20, "environment and source maps live outside the metric table": the environment facts
+are one table every reader uses, and what a metric depends on (kernels, the CPU, the field a
+sweep fits) is declared on the metric once and reaches every place that used to keep a list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch.nn as nn
+
+from pytest_modelprof.baseline.compare import compare
+from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
+from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS
+from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.tolerance import Exact
+from pytest_modelprof.gate.judge import growth_checks
+from pytest_modelprof.gate.record import GateRecord
+from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.summary import environment_line, problem_lines
+from pytest_modelprof.history.build import _environment_changes
+from pytest_modelprof.runtime.sweep import sweep
+from pytest_modelprof.schema import ModelProfile
+
+MakeProfile = Callable[..., ModelProfile]
+
+# Declared once: counted on kernels and on the CPU (as instructions are), and fitted by a sweep
+# from the profile's params.
+TOY = Metric(
+    name="toy_bytes",
+    label="toy bytes",
+    getter=lambda p: p.total_memory,
+    direction="lower",
+    delta_key="max_toy_bytes_delta",
+    default_delta=Exact(),
+    formatter=lambda v: f"{v:g} toy-B",
+    kernel_dependent=True,
+    cpu_dependent=True,
+    growth_key="max_toy_growth_exponent",
+    sweep_field="params",
+)
+
+
+def _doc(profile: ModelProfile, **env: str) -> BaselineDocument:
+    doc = BaselineDocument.from_profile(profile, test="t.py::t", name=None, settings={})
+    return doc.model_copy(
+        update={"environment": doc.environment.model_copy(update={"cpu": "AMD", **env})}
+    )
+
+
+def test_every_recorded_environment_fact_is_in_the_one_table() -> None:
+    fields = [f.field for f in ENVIRONMENT_FACTS]
+    assert sorted(fields) == sorted(BaselineEnvironment.model_fields) and len(set(fields)) == len(
+        fields
+    )
+
+
+def test_the_history_names_every_fact_the_gate_names() -> None:
+    before = BaselineEnvironment(
+        torch_version="2.14.1",
+        device="cpu",
+        dtype="float32",
+        capture_mode="real",
+        cpu="AMD",
+        cpu_flags="avx2",
+    )
+    after = before.model_copy(update={"cpu": "Intel", "cpu_flags": "avx2 avx512f"})
+    assert _environment_changes(before, after) == [
+        "cpu AMD \u2192 Intel",
+        "cpu flags +avx512f",
+    ]
+
+
+def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile) -> None:
+    with METRICS.extended(TOY):
+        before = _doc(make_profile(memory=100))
+        other_cpu = _doc(make_profile(memory=200), cpu="Intel")
+        comparison = compare(other_cpu, before, Limits().policy())
+        rows = {c.metric: c for c in comparison.checks}
+        # Another CPU lets the CPU's counts off, as for instructions; memory does not run on it.
+        assert rows["toy_bytes"].verdict == "warning"
+        assert rows["memory"].verdict == "regressed"
+        record = GateRecord(
+            nodeid="t.py::t",
+            model="m",
+            status="regressed",
+            checks=list(comparison.checks),
+            environment=list(comparison.environment),
+        )
+        note = "\n".join(problem_lines([record]))
+        # The run's line names the kernel-dependent counts its rows have that this change lets
+        # off: a CPU change, so the CPU's counts only.
+        assert "(toy bytes;" in note
+        other_torch = _doc(make_profile(memory=200), torch_version="9.9")
+        line = environment_line(
+            [("torch 2.14.1 \u2192 9.9",)],
+            metrics=[c.metric for c in compare(other_torch, before, Limits().policy()).checks],
+        )
+        # Another torch: every kernel-dependent count the rows have (this profile has no
+        # partition, so no subgraphs or stages), the toy one included.
+        assert line is not None and "(memory, peak memory, toy bytes;" in line
+
+        # A sweep fits its field, and its growth limit judges the fit.
+        result = sweep(
+            nn.Linear(4, 4), {"batch": [1, 2, 4]}, input_shape=(1, 4), latency=False, device="meta"
+        )
+        assert "params" in result.series[0].fits
+        limits = Limits().with_values({"max_toy_growth_exponent": 0.5}, "test")
+        (row,) = growth_checks(result.model_dump(mode="json"), limits)
+        assert row.label == "toy bytes growth (batch)" and row.verdict == "ok"
