@@ -57,6 +57,7 @@ _MAX = 16384  # entries; cleared when full (a few hundred per model architecture
 #: view of an input (fake only) that input's index among the call's tensors and the offset.
 _Spec = tuple[tuple[int, ...], tuple[int, ...], torch.dtype, Any, int, int]
 _FRESH = -1  # the alias index of an output with a storage of its own
+_SHARED = -2  # a storage several of the call's inputs have: not stored
 # key -> (the op returned one tensor, not a tuple; its outputs)
 _OUTS: dict[Hashable, tuple[bool, tuple[_Spec, ...]]] = {}
 _KIND: dict[Any, int] = {}
@@ -126,7 +127,10 @@ def _specs(
     outs = (out,) if single else out
     if not isinstance(outs, tuple):
         return None
-    sources = {storage_key(t.untyped_storage()): i for i, t in reversed(list(enumerate(inputs)))}
+    sources: dict[int, int] = {}  # an input's storage -> its index; _SHARED: several inputs'
+    for i, t in enumerate(inputs):
+        key = storage_key(t.untyped_storage())
+        sources[key] = _SHARED if key in sources else i
     specs: list[_Spec] = []
     storages: set[int] = set()
     for t in outs:
@@ -159,8 +163,8 @@ def _output_spec(
     shape, stride, offset = tuple(t.shape), t.stride(), t.storage_offset()
     source = sources.get(storage_key(t.untyped_storage()), _FRESH)
     if source != _FRESH:
-        if fake is None:  # on meta only new storages are answered (views are cheap)
-            return None
+        if fake is None or source == _SHARED:  # on meta only new storages are answered
+            return None  # (views are cheap there); which input a shared storage came from?
     else:
         extent = zip(shape, stride, strict=True)
         size = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in extent)
