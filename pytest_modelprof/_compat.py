@@ -21,8 +21,11 @@ __all__ = [
     "dispatch_modes_below",
 ]
 
+import torch
 from torch._C import _len_torch_dispatch_stack
+from torch._subclasses.fake_tensor import FakeTensor as _FakeTensor
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import in_kernel_invocation_manager as _in_kernel
 from torch.amp import GradScaler as _GradScaler
 from torch.multiprocessing.reductions import StorageWeakRef as _StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -173,10 +176,15 @@ def own_meta_rule(func: Any) -> Any:
     The tracer calls it only after the native kernel raised on meta or fake tensors, so a torch
     whose kernel accepts the arguments never reaches it.
     """
-    return _OWN_META_RULES.get(str(func))
+    try:
+        return _RULE_OF[func]
+    except KeyError:  # str(func) costs microseconds, and the tracers ask once per op
+        rule = _RULE_OF[func] = _OWN_META_RULES.get(str(func))
+        return rule
 
 
 _OWN_META_RULES: dict[str, Any] = {"aten._grouped_mm.default": _grouped_mm_rule}
+_RULE_OF: dict[Any, Any] = {}
 
 
 # -- storages (runtime/memory.py) ---------------------------------------------------------------
@@ -189,6 +197,50 @@ def storage_key(storage: Any) -> int:
     """An id of the C++ storage behind an ``UntypedStorage`` (``_cdata``): equal for every
     tensor and view that shares it, and stable while it lives."""
     return int(storage._cdata)
+
+
+# -- fake tensors answered from shapes (capture/metacache.py) -------------------------------------
+
+__all__ += ["fake_mode_below", "fake_parts", "fake_device", "new_fake_tensor", "fake_view"]
+
+
+def fake_mode_below() -> Any:
+    """The ``FakeTensorMode`` an op reaches next from inside a dispatch mode, or None."""
+    return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+
+
+def fake_parts(t: Any) -> tuple[Any, Any] | None:
+    """``(mode, device)`` of a fake tensor whose values are unknown (no constant), else None."""
+    if type(t) is not _FakeTensor or t.constant is not None:
+        return None
+    return t.fake_mode, t.fake_device
+
+
+def fake_device(t: Any) -> Any:
+    """The device a fake tensor stands for (what ``prim.device`` answers), else None."""
+    if type(t) is not _FakeTensor or t.fake_mode.in_kernel_invocation:
+        return None
+    return t.fake_device
+
+
+def new_fake_tensor(mode: Any, shape: Any, stride: Any, dtype: Any, device: Any) -> Any:
+    """A fresh empty fake tensor of ``mode`` on ``device`` (its own storage), as fake mode's
+    own dispatch cache makes one (``_get_output_tensor_from_cache_entry``)."""
+    with _in_kernel(mode):
+        empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+    return _FakeTensor(mode, empty, device)
+
+
+def fake_view(
+    mode: Any, base: Any, shape: Any, stride: Any, offset: int, dtype: Any, device: Any
+) -> Any:
+    """A fake tensor of ``mode`` over ``base``'s storage (a view's result), as fake mode's
+    own dispatch cache makes one."""
+    storage = base.untyped_storage()
+    with _in_kernel(mode):
+        empty = torch.empty_strided(shape, stride, dtype=dtype, device="meta")
+        empty.set_(storage, offset, shape, stride)
+    return _FakeTensor(mode, empty, device)
 
 
 # -- torch.compile health (issue 13): Dynamo and Inductor internals -------------------------------

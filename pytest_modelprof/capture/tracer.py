@@ -74,7 +74,7 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     raise
                 out = rule(*args, **kwargs)
             if key is not None:
-                metacache.remember(key, out)
+                metacache.remember(key, out, (args, kwargs))
         if not self.tracer.paused:
             self.tracer.record_op(func, args, kwargs, out)
         return out

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.cli._common import (
@@ -142,6 +144,19 @@ def _capacities(gpus: list[str]) -> list[tuple[str, int]]:
 
 
 def _run_memory(args: argparse.Namespace) -> int:
+    # Importing torch and the model's library makes ~400k objects that live until exit; the
+    # cyclic collector's passes over them while they load cost ~0.5 s and free nothing. It is
+    # off until the first estimate is done (whose step runs with it paused anyway).
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _estimate_and_judge(args, gc.enable if was else gc.disable)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) -> int:
     from pytest_modelprof.fit.estimate import estimate_memory
     from pytest_modelprof.fit.options import StepOptions, parse_optimizer
     from pytest_modelprof.fit.verdict import fit_on
@@ -181,8 +196,11 @@ def _run_memory(args: argparse.Namespace) -> int:
         return cache[key]
 
     estimate = at(args.batch)
+    resume()  # the collector, for the largest-batch search
     searchable = not args.no_largest_batch
     start = estimate.input_shapes[0][0] if estimate.input_shapes else 1
+    # The search starts at the batch just estimated: a 70B step is seconds, not run twice.
+    cache.setdefault(start, estimate)
 
     def peak_at(batch: int) -> int:
         return at(batch).peak_bytes

@@ -129,7 +129,9 @@ def tracked_step(
     )
     amp = autocast_dtype(options)
     scaler = grad_scaler(options, autocast_device)
-    with collector_paused(), module_scopes(model, tracker.scope):
+    # No collection first: garbage made before the step holds no storage the tracker follows
+    # (it only follows storages born inside), so only a pause mid-step would move a free.
+    with collector_paused(collect=False), module_scopes(model, tracker.scope):
         with tracker, torch.set_grad_enabled(options.train):
             with torch.autocast(autocast_device, dtype=amp, enabled=amp is not None):
                 out = call_model(model, inputs)

@@ -26,6 +26,7 @@ from torch import nn
 
 from pytest_modelprof._compat import (
     TorchDispatchMode,
+    fake_device,
     has_data,
     own_meta_rule,
     qualified_op_name,
@@ -98,26 +99,17 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
     def __torch_dispatch__(
         self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
     ) -> Any:
+        if func is _DEVICE:  # fake tensors answer .device through dispatch: 2/3 of all calls
+            return _device(func, args, kwargs)
         self.ops += 1
         self.clock = 2 * self.ops
         kwargs = kwargs or {}
-        key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
+        # meta and fake kernels: once per signature
+        key, out = metacache.lookup(func, args, kwargs, fake=True)
         if out is None:
-            rule = own_meta_rule(func)
-            if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
-                out = func(*args, **kwargs)
-            else:
-                # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
-                # _grouped_mm and float32): our own shape rule. Fake tensors log the refusal
-                # with its traceback, and a captured log record (pytest's) would keep every
-                # tensor of those frames alive: the log is off for this one call.
-                with _quiet(_FAKE_LOG):
-                    try:
-                        out = func(*args, **kwargs)
-                    except Exception:
-                        out = rule(*args, **kwargs)
+            out = _run(func, args, kwargs)
             if key is not None:
-                metacache.remember(key, out)
+                metacache.remember(key, out, (args, kwargs))
         if not isinstance(out, (torch.Tensor, tuple, list)):  # prim.device, sizes: no storage
             self.clock += 1
             return out
@@ -169,6 +161,29 @@ class LifetimeTracker(TorchDispatchMode):  # type: ignore[no-untyped-call]
 
 
 _FAKE_LOG = "torch._subclasses.fake_tensor"
+_DEVICE = torch.ops.prim.device.default
+
+
+def _device(func: Any, args: tuple[Any, ...], kwargs: Any) -> Any:
+    """``prim.device``: a fake tensor's own answer, without a trip through fake mode."""
+    device = fake_device(args[0]) if len(args) == 1 else None
+    return device if device is not None else func(*args, **(kwargs or {}))
+
+
+def _run(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The kernel's outputs, or our own shape rule's where a meta/fake kernel refuses."""
+    rule = own_meta_rule(func)
+    if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+        return func(*args, **kwargs)
+    # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's _grouped_mm and
+    # float32): our own shape rule. Fake tensors log the refusal with its traceback, and a
+    # captured log record (pytest's) would keep every tensor of those frames alive: the log is
+    # off for this one call.
+    with _quiet(_FAKE_LOG):
+        try:
+            return func(*args, **kwargs)
+        except Exception:
+            return rule(*args, **kwargs)
 
 
 @contextmanager

@@ -213,6 +213,46 @@ def test_compat_private_apis_smoke() -> None:
     assert not ref.expired()
     del real
     assert ref.expired()
+
+
+def test_compat_fake_tensor_apis_smoke() -> None:
+    # capture/metacache.py answers fake calls itself: the fake mode below a dispatch mode, a
+    # fake tensor's mode and device, and a fresh fake tensor made as fake mode's cache does.
+    from pytest_modelprof import _compat
+
+    below: list[Any] = []
+
+    class Spy(_compat.TorchDispatchMode):  # type: ignore[no-untyped-call]
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            below.append(_compat.fake_mode_below())
+            return func(*args, **(kwargs or {}))
+
+    real = torch.ones(2)
+    fake = _compat.FakeTensorMode()
+    with fake:
+        t = torch.empty(2, 3)
+        constant = torch.tensor(1.0)  # a fake tensor that knows its value
+        with Spy():  # type: ignore[no-untyped-call]
+            t + 1
+    assert below == [fake]
+    with Spy():  # type: ignore[no-untyped-call]
+        torch.ones(2) + 1
+    assert below[-1] is None
+    assert _compat.fake_parts(t) == (fake, torch.device("cpu"))
+    assert _compat.fake_parts(constant) is None
+    assert _compat.fake_parts(torch.ones(2)) is None
+    assert _compat.fake_device(t) == torch.device("cpu") and _compat.fake_device(real) is None
+    made = _compat.new_fake_tensor(fake, (4, 5), (1, 4), torch.bfloat16, torch.device("cpu"))
+    assert type(made) is type(t) and made.fake_mode is fake
+    assert (made.shape, made.stride(), made.dtype, made.device) == (
+        (4, 5),
+        (1, 4),
+        torch.bfloat16,
+        torch.device("cpu"),
+    )
+    assert made.untyped_storage().nbytes() == 40
     assert len(default_registry()) > 300
 
 

@@ -128,7 +128,7 @@ def test_only_plain_strided_meta_calls_are_kept() -> None:
     meta = torch.empty(3, 3, device="meta")
     key, out = metacache.lookup(add, (meta, meta), {})
     assert key is not None and out is None  # first time: the caller runs the kernel
-    metacache.remember(key, add(meta, meta))
+    metacache.remember(key, add(meta, meta), ((meta, meta), {}))
     again = metacache.lookup(add, (meta, meta), {})[1]
     assert again.is_meta and again.shape == (3, 3) and again.stride() == (3, 1)
     indices = torch.zeros(2, 0, dtype=torch.long)
@@ -138,3 +138,75 @@ def test_only_plain_strided_meta_calls_are_kept() -> None:
         assert metacache.lookup(add, args, {}) == (None, None)
     view = torch.ops.aten.t.default  # its result aliases its argument: never answered
     assert metacache.lookup(view, (meta,), {}) == (None, None)
+
+
+def test_an_output_sharing_its_input_storage_is_not_answered_fresh() -> None:
+    # aten._unsafe_view returns its input's storage, and its schema does not say so: a fresh
+    # tensor from the table would count as new memory in fit/tracker.py.
+    from pytest_modelprof._compat import storage_key
+    from pytest_modelprof.capture import metacache
+
+    unsafe_view = torch.ops.aten._unsafe_view.default
+    meta = torch.empty(4, 6, device="meta")
+    for _ in range(2):
+        key, out = metacache.lookup(unsafe_view, (meta, [24]), {})
+        if out is None:
+            out = unsafe_view(meta, [24])
+            if key is not None:
+                metacache.remember(key, out, ((meta, [24]), {}))
+        assert storage_key(out.untyped_storage()) == storage_key(meta.untyped_storage())
+
+
+def test_fake_calls_of_the_memory_estimate_are_answered_with_every_figure_unchanged() -> None:
+    # Issue 22 (speed): fake mode's own cache key costs about what the kernel does; the fit
+    # tracker lets the table answer pure calls on fake tensors. Under a caller's mode the table
+    # is bypassed (every call reaches fake mode): the reference.
+    from pytest_modelprof.capture import metacache
+    from pytest_modelprof.fit import StepOptions, estimate_memory
+
+    arch = {
+        "num_hidden_layers": 3,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "vocab_size": 256,
+    }
+    opts = StepOptions(precision="bf16-mixed", devices=4, shard="zero3")
+
+    def estimate() -> dict[str, Any]:
+        e = estimate_memory("hf:llama", seq_len=16, options=opts, mode="fake", **arch)
+        return e.model_dump(exclude={"ops"})
+
+    with _Passthrough():  # type: ignore[no-untyped-call]
+        reference = estimate()
+    metacache.clear()
+    before = metacache.cache_stats()
+    assert estimate() == reference
+    assert metacache.cache_stats()["hits"] > before["hits"]  # layers 2 and 3 repeat layer 1
+
+
+def test_fake_views_are_answered_as_views_of_the_same_storage() -> None:
+    # On the fake path the table also answers views (aten.t, aten.slice) and aten._unsafe_view
+    # (which shares its input's storage without saying so): the result is a view of the very
+    # input's storage, so the tracker counts no new memory.
+    from pytest_modelprof._compat import FakeTensorMode, storage_key
+    from pytest_modelprof.capture import metacache
+    from pytest_modelprof.fit.tracker import LifetimeTracker
+
+    metacache.clear()
+    before = metacache.cache_stats()["hits"]
+    with FakeTensorMode():
+        x = torch.empty(4, 6)
+        with LifetimeTracker([x]) as tracker:
+            outs = []
+            for _ in range(2):
+                outs.append((x.t(), x[1:3], torch.ops.aten._unsafe_view.default(x, [24]), x * 2))
+    assert metacache.cache_stats()["hits"] - before == 4  # the second round, all four
+    for t, sliced, flat, doubled in outs:
+        key = storage_key(x.untyped_storage())
+        assert storage_key(t.untyped_storage()) == key and t.stride() == (1, 6)
+        assert storage_key(sliced.untyped_storage()) == key and sliced.storage_offset() == 6
+        assert storage_key(flat.untyped_storage()) == key and flat.shape == (24,)
+        assert storage_key(doubled.untyped_storage()) != key
+    assert [a.nbytes for a in tracker.log] == [96, 96]  # only the two products are new

@@ -135,3 +135,40 @@ def test_batch_norm_in_training_needs_two_samples(capsys: pytest.CaptureFixture[
     assert code == 2
     assert "Expected more than 1 value per channel when training" in err
     assert "Check the inputs" in err
+
+
+def test_the_default_batch_is_estimated_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The search for the largest batch starts at the model's own batch, which the first
+    # estimate has just run: the 70B example (batch 1 fits no preset) needs one step, not two.
+    from pytest_modelprof.fit import estimate
+
+    batches: list[int | None] = []
+    real = estimate.estimate_memory
+
+    def counted(*args: object, **kwargs: object) -> object:
+        batches.append(kwargs.get("batch"))  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(estimate, "estimate_memory", counted)
+    code, out, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--gpu", "1MB", "--json")
+    assert code == 0
+    assert json.loads(out)["memory"]["fits"]["1 MB"]["largest_batch"] == 0  # 46 MB of weights
+    assert batches == [None]  # not [None, 1]: batch 1 is the input's own
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_collector_is_left_as_it_was(capsys: pytest.CaptureFixture[str], enabled: bool) -> None:
+    # The command keeps the cyclic collector off while torch and the model load (speed);
+    # whoever called it in-process gets it back as it was.
+    import gc
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        code, _, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--no-largest-batch")
+        assert code == 0
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
