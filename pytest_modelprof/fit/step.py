@@ -173,6 +173,7 @@ def enable_checkpointing(model: nn.Module) -> None:
     enable = getattr(model, "activation_checkpointing_enable", None)  # transformers >= 5.3
     if callable(enable):
         enable(activation_checkpointing_kwargs=kwargs)
+        _no_cache_under_checkpointing(model)
         return
     enable = getattr(model, "gradient_checkpointing_enable", None)
     if not callable(enable):
@@ -182,6 +183,15 @@ def enable_checkpointing(model: nn.Module) -> None:
             "wrap its blocks in torch.utils.checkpoint.checkpoint"
         )
     enable(gradient_checkpointing_kwargs=kwargs)
+    _no_cache_under_checkpointing(model)
+
+
+def _no_cache_under_checkpointing(model: nn.Module) -> None:
+    """transformers turns the KV cache off itself when it trains checkpointed, after printing a
+    warning the user cannot act on; turning it off first changes no figure and prints nothing."""
+    config = getattr(model, "config", None)
+    if getattr(config, "use_cache", False):
+        config.use_cache = False  # type: ignore[union-attr]
 
 
 def category_of(

@@ -172,3 +172,21 @@ def test_the_collector_is_left_as_it_was(capsys: pytest.CaptureFixture[str], ena
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_checkpointing_a_decoder_prints_no_cache_warning() -> None:
+    """transformers warns that ``use_cache`` is incompatible with checkpointing, a line the user
+    cannot act on; the estimate turns the cache off first and stderr stays clean."""
+    import subprocess
+    import sys
+
+    arch = "num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
+    arch += "num_key_value_heads=2,vocab_size=256"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_modelprof.cli", "memory", "hf:llama", "--arch", arch,
+         "--train", "--checkpointing", "--seq-len", "16", "--json"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["memory"]["peak_bytes"] > 0
+    assert "use_cache" not in done.stderr, done.stderr
