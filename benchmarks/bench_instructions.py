@@ -20,7 +20,7 @@ What it does:
 4. With ``--sessions 1,5,20``: the wall time of a pytest session of N tests, each with an
    instructions limit on the small CNN (one valgrind start per session).
 
-Reproduce: python benchmarks/bench_instructions.py                    (about 15 min, 2 busy cores)
+Reproduce: python benchmarks/bench_instructions.py                    (15-45 min, 2 busy cores)
            python benchmarks/bench_instructions.py --sessions 1,5,20  (plus the session costs)
            python benchmarks/bench_instructions.py --sessions 1,5,20 --only-sessions
 """
