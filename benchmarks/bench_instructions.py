@@ -20,8 +20,9 @@ What it does:
 4. With ``--sessions 1,5,20``: the wall time of a pytest session of N tests, each with an
    instructions limit on the small CNN (one valgrind start per session).
 
-Reproduce: python benchmarks/bench_instructions.py                    (about 15 min, 2 busy cores)
+Reproduce: python benchmarks/bench_instructions.py                    (15-45 min, 2 busy cores)
            python benchmarks/bench_instructions.py --sessions 1,5,20  (plus the session costs)
+           python benchmarks/bench_instructions.py --sessions 1,5,20 --only-sessions
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def summarise(runs: dict[str, dict[str, Any]]) -> list[str]:
 
 def session_cost(counts: list[int]) -> list[str]:
     """Wall time of a pytest session with N instruction-limited tests (one valgrind start)."""
-    lines = ["| tests | session wall time |", "|---|---|"]
+    lines = ["| tests | session wall time | load average before / after |", "|---|---|---|"]
     for n in counts:
+        load_before = os.getloadavg()[0]  # other processes on the machine stretch wall time
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)
             (root / "nets.py").write_text(
@@ -215,7 +217,8 @@ def session_cost(counts: list[int]) -> list[str]:
             )
             took = time.perf_counter() - start
             status = "" if done.returncode == 0 else f" (exit {done.returncode})"
-            lines.append(f"| {n} | {took:.0f} s{status} |")
+            load = f"{load_before:.1f} / {os.getloadavg()[0]:.1f}"
+            lines.append(f"| {n} | {took:.0f} s{status} | {load} |")
             print(f"  {n} tests: {took:.0f} s{status}", flush=True)
             if done.returncode:
                 print(done.stdout[-2000:], flush=True)
@@ -229,7 +232,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sessions", default="", help="e.g. 1,5,20: time pytest sessions")
     parser.add_argument("--save", type=Path, help="write the raw counts here (JSON)")
+    parser.add_argument(
+        "--only-sessions", action="store_true", help="time the --sessions alone (no servers)"
+    )
     args = parser.parse_args()
+    if args.only_sessions:
+        print("\n".join(session_cost([int(n) for n in args.sessions.split(",")])))
+        return
 
     runs: dict[str, Any] = {}
     started: dict[str, float] = {}

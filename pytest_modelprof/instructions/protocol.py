@@ -23,6 +23,8 @@ __all__ = [
     "encode",
     "decode",
     "parse_callgrind_total",
+    "ALLOCATOR_FUNCTIONS",
+    "allocator_instructions",
     "newest_dump",
     "cpu_info",
 ]
@@ -139,6 +141,76 @@ def parse_callgrind_total(text: str, event: str = "Ir") -> int:
     index = names.index(event)
     # Trailing zero counts may be left out of the line.
     return int(values[index]) if index < len(values) else 0
+
+
+#: The memory allocators' own functions: glibc's malloc and Python's pymalloc. What they execute
+#: depends on the heap's history (free lists, consolidation), not on the call: in one process
+#: the same forward's count moved by up to 0.3 %, all of it inside these functions
+#: (benchmarks/bench_instructions.py). A measured call's figure leaves them out; the code that
+#: calls them (torch's allocator, Python's object creation) is still counted.
+ALLOCATOR_FUNCTIONS: Final = frozenset({
+    # glibc malloc (the internal ones are named where its symbols or debug info are installed)
+    "malloc", "free", "calloc", "realloc", "posix_memalign", "memalign", "aligned_alloc",
+    "valloc", "pvalloc", "_int_malloc", "_int_free", "_int_memalign", "_mid_memalign",
+    "_int_realloc", "malloc_consolidate", "unlink_chunk", "alloc_perturb", "free_perturb",
+    "systrim", "sysmalloc", "sbrk", "__sbrk", "__glibc_morecore", "__default_morecore",
+    "tcache_init", "munmap_chunk", "mremap_chunk", "malloc_trim", "mtrim",
+    # CPython's object allocator and its entry points
+    "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc", "PyObject_Free",
+    "_PyObject_Malloc", "_PyObject_Calloc", "_PyObject_Realloc", "_PyObject_Free",
+    "PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc", "PyMem_Free", "PyMem_RawMalloc",
+    "PyMem_RawCalloc", "PyMem_RawRealloc", "PyMem_RawFree", "_PyMem_RawMalloc",
+    "_PyMem_RawCalloc", "_PyMem_RawRealloc", "_PyMem_RawFree", "pymalloc_alloc",
+    "pymalloc_free", "pymalloc_realloc", "allocate_from_new_pool", "insert_to_usedpool",
+    "insert_to_freepool", "new_arena", "_PyObject_ArenaMmap", "_PyObject_ArenaMunmap",
+    "address_in_range",
+})  # fmt: skip
+
+# A compiler's clone suffix (.constprop.0, .isra.0, .part.0, .cold) or callgrind's recursion
+# depth ('2) after a function's name.
+_CLONE = re.compile(r"(?:'\d+|\.(?:constprop|isra|part|cold|lto_priv)(?:\.\d+)?)+$")
+
+
+def _function(raw: str, names: dict[str, str]) -> str:
+    """A ``fn=``/``cfn=`` value as a plain name: ``(12) name`` defines a compressed name,
+    ``(12)`` refers to it; clone suffixes are dropped."""
+    raw = raw.strip()
+    if raw.startswith("("):
+        ref, _, rest = raw.partition(")")
+        if rest.strip():
+            names[ref] = rest.strip()
+        raw = names.get(ref, rest.strip())
+    return _CLONE.sub("", raw)
+
+
+def allocator_instructions(
+    text: str, event: str = "Ir", functions: frozenset[str] = ALLOCATOR_FUNCTIONS
+) -> int:
+    """The ``event`` count that ``functions`` executed themselves (their self cost) in one
+    callgrind dump: the cost lines under their ``fn=``, less the inclusive costs of the calls
+    they made (the line after ``calls=``)."""
+    events = _EVENTS.search(text)
+    names_of_events = events.group(1).split() if events else []
+    if event not in names_of_events:
+        raise ProtocolError(f"callgrind dump does not count {event}")
+    index = names_of_events.index(event) + 1  # after the position field
+    names: dict[str, str] = {}
+    inside = after_call = False
+    spent = 0
+    for line in text.splitlines():
+        head = line[:1]
+        if head.isdigit() or head in ("+", "-", "*"):
+            fields = line.split()
+            if inside and not after_call and index < len(fields):
+                spent += int(fields[index])
+            after_call = False
+        elif line.startswith("fn="):
+            inside = _function(line[3:], names) in functions
+        elif line.startswith("cfn="):
+            _function(line[4:], names)  # may define a compressed name
+        elif line.startswith("calls="):
+            after_call = True
+    return spent
 
 
 def newest_dump(prefix: Path) -> Path | None:

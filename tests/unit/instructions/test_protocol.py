@@ -14,6 +14,7 @@ from pytest_modelprof.instructions.counts import NOISE, keep_stored
 from pytest_modelprof.instructions.protocol import (
     MeasureRequest,
     ProtocolError,
+    allocator_instructions,
     cpu_info,
     decode,
     encode,
@@ -64,6 +65,47 @@ def test_the_event_is_found_by_name_among_several() -> None:
 def test_a_dump_without_the_figure_says_what_is_missing(text: str, problem: str) -> None:
     with pytest.raises(ProtocolError, match=problem):
         parse_callgrind_total(text)
+
+
+# Function blocks as callgrind 3.19 writes them: a cost line under fn= is the function's own
+# cost; the line after calls= is the inclusive cost of that call, charged to the caller's record.
+ALLOCATING = """events: Ir
+fn=at::detail::empty_generic
+0 100
+cfn=malloc
+calls=2 0
+0 900
+fn=malloc
+0 70
+cfn=_int_malloc.constprop.0
+calls=1 0
+0 800
+fn=_int_malloc.constprop.0
+fi=./malloc/arena.c
+0 600
+fe=./malloc/malloc.c
++2 200
+fn=(7) _PyObject_Free
+0 30
+fn=(8) list_dealloc
+0 5
+cfn=(7)
+calls=1 0
+0 30
+fn=(7)
+0 4
+totals: 1009
+"""
+
+
+def test_the_allocators_own_instructions_are_summed_without_their_callers() -> None:
+    # malloc 70 + _int_malloc 600 + 200 (its inlined part from another file) + _PyObject_Free
+    # 30 + 4 (named once, then by number); neither empty_generic's 100 nor the calls' inclusive
+    # costs (900, 800, 30) count.
+    assert allocator_instructions(ALLOCATING) == 904
+    assert parse_callgrind_total(ALLOCATING) - allocator_instructions(ALLOCATING) == 105
+    with pytest.raises(ProtocolError, match="does not count Ir"):
+        allocator_instructions("events: Dr\ntotals: 5\n")
 
 
 def test_the_newest_dump_is_the_highest_number(tmp_path: Path) -> None:
