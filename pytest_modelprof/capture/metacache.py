@@ -35,6 +35,7 @@ from pytest_modelprof._compat import (
     op_schema,
     storage_key,
 )
+from pytest_modelprof._tensors import flat_tensors
 
 __all__ = ["lookup", "remember", "cache_stats", "clear"]
 
@@ -85,20 +86,25 @@ def _kind(func: Any) -> int:
     return kind
 
 
+def _ours(t: torch.Tensor, fake: Any) -> tuple[bool, Any]:
+    """Whether the table may stand for ``t`` (a plain meta tensor, or one of ``fake``'s), and
+    the device a fake tensor claims (None on meta)."""
+    if fake is None:
+        return type(t) in _PLAIN and t.is_meta, None
+    parts = fake_parts(t)
+    if parts is None or parts[0] is not fake:
+        return False, None
+    return True, parts[1]
+
+
 def _key(value: Any, fake: Any, seen: list[torch.Tensor]) -> Hashable:
     """``value`` as a hashable key; ``fake``: the fake mode whose tensors stand for meta ones
     (None: meta tensors only). ``seen`` collects the tensors met, in order."""
     if isinstance(value, torch.Tensor):
         seen.append(value)
-        device = None
-        if fake is None:
-            if type(value) not in _PLAIN or not value.is_meta:
-                raise _Uncacheable
-        else:
-            parts = fake_parts(value)
-            if parts is None or parts[0] is not fake:
-                raise _Uncacheable  # a real tensor, a constant, another mode's fake tensor
-            device = parts[1]
+        ours, device = _ours(value, fake)
+        if not ours:
+            raise _Uncacheable  # a real tensor, a constant, another mode's fake tensor
         if value.layout is not torch.strided:
             raise _Uncacheable  # sparse layouts keep more than shape and strides
         try:
@@ -149,15 +155,9 @@ def _output_spec(
     t: Any, fake: Any, inputs: list[torch.Tensor], sources: dict[int, int]
 ) -> _Spec | None:
     """One output as stored, or None when a tensor made from the spec would differ from it."""
-    device = None
-    if fake is None:
-        if type(t) not in _PLAIN or not t.is_meta:
-            return None
-    else:
-        parts = fake_parts(t)
-        if parts is None or parts[0] is not fake:
-            return None
-        device = parts[1]
+    ours, device = _ours(t, fake)
+    if not ours:
+        return None
     if t.layout is not torch.strided or any(t is i for i in inputs):
         return None  # an argument returned as it is: not a tensor made anew
     shape, stride, offset = tuple(t.shape), t.stride(), t.storage_offset()
@@ -171,18 +171,6 @@ def _output_spec(
         if offset != 0 or t.untyped_storage().nbytes() != size * t.element_size():
             return None  # a larger storage than a fresh tensor's
     return shape, stride, t.dtype, device, source, offset
-
-
-def _tensors(value: Any, into: list[torch.Tensor]) -> list[torch.Tensor]:
-    """The tensors of a call's ``(args, kwargs)`` in the order :func:`_key` meets them."""
-    if isinstance(value, torch.Tensor):
-        into.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _tensors(v, into)
-    elif isinstance(value, dict):
-        _tensors(list(value.values()), into)
-    return into
 
 
 def _make(spec: _Spec, mode: Any, inputs: list[torch.Tensor]) -> torch.Tensor:
@@ -245,7 +233,7 @@ def remember(key: Hashable, out: Any, inputs: Any) -> None:
     """Store the outputs' shapes under ``key`` (when a tensor made from them would equal
     them); ``inputs``: the call's ``(args, kwargs)``, whose storages an output may share."""
     fake = fake_mode_below() if isinstance(key, tuple) and key[-1] else None
-    spec = _spec(out, fake, _tensors(inputs, []))
+    spec = _spec(out, fake, flat_tensors(inputs))
     if spec is None:
         return
     if len(_OUTS) >= _MAX:
