@@ -1,22 +1,27 @@
-"""Suite-wide fixtures."""
+"""Suite-wide set-up."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
+from collections.abc import Callable
 
-import pytest
+from _pytest import pytester as _pytester
+
+# Libraries an in-process pytester run may import first. The run restores ``sys.modules``
+# afterwards, and a library dropped that way is imported a second time by a later test: torch's
+# ``_inductor_test`` library then registers twice and raises, and transformers' classes exist in
+# two copies (``LlamaForCausalLM(config)`` refused its own ``LlamaConfig`` in .ci/run). Kept
+# modules are never re-imported; our own package is imported by the outer session already.
+_KEEP = frozenset({"torch", "torchvision", "transformers", "timm", "ultralytics", "fvcore"})
 
 
-@pytest.fixture(autouse=True)
-def _torchvision_outlives_inner_runs(request: pytest.FixtureRequest) -> None:
-    """Import torchvision before an in-process pytester run can.
+class _KeepLibraries(_pytester.SysModulesSnapshot):
+    """pytester's snapshot, keeping the heavy libraries an inner run imported."""
 
-    An in-process run restores ``sys.modules`` afterwards, so modules it imported first are
-    dropped and imported again by a later test. torchvision pulls in
-    ``torch._inductor.test_operators``, whose second import registers the ``_inductor_test``
-    library twice and raises (seen when ``test_reports_real.py`` ran before ``test_cli.py`` in
-    one worker). Imported here, in the outer session, it is part of the snapshot and kept.
-    """
-    if "pytester" in request.fixturenames and importlib.util.find_spec("torchvision"):
-        importlib.import_module("torchvision")
+    def __init__(self, preserve: Callable[[str], bool] | None = None) -> None:
+        def keep(name: str) -> bool:
+            return name.partition(".")[0] in _KEEP or (preserve is not None and preserve(name))
+
+        super().__init__(preserve=keep)
+
+
+_pytester.SysModulesSnapshot = _KeepLibraries  # type: ignore[misc]
