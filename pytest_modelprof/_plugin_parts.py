@@ -40,6 +40,7 @@ class SessionState:
     records: list[GateRecord] = field(default_factory=list)
     coverage: RunCoverage | None = None  # what the run looked at (None: the gate is disabled)
     stale: list[Path] = field(default_factory=list)
+    not_generated: list[Path] = field(default_factory=list)  # unused, but their test exists
     formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
     stale_unchecked: str | None = None  # why stale detection could not prove anything
     metrics: MetricTable | None = None  # built-in + the register_metrics hook's, for this session

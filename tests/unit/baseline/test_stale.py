@@ -10,7 +10,14 @@ from pytest_modelprof.baseline.document import (
     BaselineDocument,
     BaselineEnvironment,
 )
-from pytest_modelprof.baseline.stale import RunCoverage, find_stale, parent_nodeid, prune
+from pytest_modelprof.baseline.stale import (
+    RunCoverage,
+    find_stale,
+    function_of,
+    parent_nodeid,
+    prune,
+    survey,
+)
 from pytest_modelprof.baseline.store import baseline_relpath
 
 
@@ -77,6 +84,33 @@ def test_find_stale(tmp_path: Path) -> None:
 def test_no_directory(tmp_path: Path) -> None:
     nothing = find_stale(tmp_path / "x", used=set(), expanded={}, completed=set(), rootdir=tmp_path)
     assert nothing == []
+
+
+def test_parameters_not_generated_are_kept_apart(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("")
+    bdir = tmp_path / "baselines"
+    gpu = put(tmp_path, "t/test_dev[gpu].json", "t.py::test_dev[gpu]")
+    in_class = put(tmp_path, "t/C/test_dev[gpu].json", "t.py::C::test_dev[gpu]")
+    plain = put(tmp_path, "t/test_dev.json", "t.py::test_dev")  # before it was parametrised
+    gone = put(tmp_path, "t/test_old[gpu].json", "t.py::test_old[gpu]")
+    found = survey(
+        bdir,
+        used=set(),
+        expanded={
+            "t.py": {"t.py::test_dev[cpu]", "t.py::C"},
+            "t.py::C": {"t.py::C::test_dev[cpu]"},
+        },
+        completed={"t.py::test_dev[cpu]", "t.py::C::test_dev[cpu]"},
+        rootdir=tmp_path,
+    )
+    assert found.stale == [gone]
+    assert sorted(found.not_generated) == sorted([gpu, in_class, plain])
+
+
+def test_function_of() -> None:
+    assert function_of("d/t.py::C::f[x::y]") == "d/t.py::C::f"
+    assert function_of("d[1]/t.py::f") == "d[1]/t.py::f"
+    assert function_of("t.py::f") == "t.py::f"
 
 
 def test_parent_nodeid() -> None:
