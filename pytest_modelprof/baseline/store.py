@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,7 @@ __all__ = [
 SUFFIX = ".json"
 NAME_SEPARATOR = "@"  # never produced by sanitize_component, so it cannot collide
 MAX_COMPONENT = 120  # well under the 255-byte limit of common filesystems, leaves room for @name
+MAX_NAME = 255  # bytes in a file name on common filesystems (every character here is ASCII)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,]")
 _WINDOWS_RESERVED = frozenset(
     {"con", "prn", "aux", "nul"}
@@ -76,20 +78,76 @@ def baseline_relpath(nodeid: str, name: str | None = None) -> Path:
         test_parts = head.split("::")
         last = test_parts[-1] + bracket + tail
     dirs += [sanitize_component(p) for p in test_parts[:-1]]
-    filename = sanitize_component(last)
-    if name is not None:
-        filename += NAME_SEPARATOR + sanitize_component(name)
+    test = sanitize_component(last)
+    label = None if name is None else sanitize_component(name)
+    room = MAX_NAME - len(SUFFIX) - (0 if label is None else len(NAME_SEPARATOR))
+    test, label = _fit(test, last, label, name, room)
+    filename = test if label is None else test + NAME_SEPARATOR + label
     return Path(*dirs, filename + SUFFIX)
 
 
+def _shorten(safe: str, text: str, limit: int) -> str:
+    """``safe`` cut to ``limit`` characters, its end a hash of the original ``text``."""
+    if len(safe) <= limit:
+        return safe
+    return f"{safe[: limit - len(_digest(text)) - 1]}-{_digest(text)}"
+
+
+def _fit(
+    test: str, last: str, label: str | None, name: str | None, room: int
+) -> tuple[str, str | None]:
+    """The test part and the ``name=`` part of a file name, shortened (each keeping its start
+    and a hash of the whole) only when together they exceed ``room`` characters: a file name
+    has at most 255 bytes on common filesystems, and every name that fits keeps its path."""
+    if label is None or name is None:
+        return _shorten(test, last, room), None
+    if len(test) + len(label) <= room:
+        return test, label
+    half = room // 2
+    if len(label) <= half:
+        return _shorten(test, last, room - len(label)), label
+    if len(test) <= half:
+        return test, _shorten(label, name, room - len(test))
+    return _shorten(test, last, half), _shorten(label, name, room - half)
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+)
+
+
 def read_text(path: Path) -> str | None:
-    """The file's text, ``None`` when it does not exist; other I/O errors name the file."""
+    """The file's text, ``None`` when it does not exist; other I/O errors name the file.
+
+    Anything but a regular file is refused: reading a named pipe would wait for a writer
+    forever, so the file is opened without blocking and checked before it is read.
+    """
     try:
-        return path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (FileNotFoundError, NotADirectoryError):  # no such file, or a parent is a file
         return None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot read baseline ({exc})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((what for test, what in _KINDS if test(mode)), "not a file")
+            raise BaselineError(
+                f"{path}: cannot read baseline: it is {kind}, not a regular file; remove it "
+                "(a baseline is the JSON file --modelprof-update-baselines writes)"
+            )
+        with os.fdopen(fd, encoding="utf-8") as handle:
+            fd = -1  # the handle closes it now
+            return handle.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot read baseline ({exc})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def write_atomic(path: Path, text: str) -> bool:

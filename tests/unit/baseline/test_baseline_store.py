@@ -107,3 +107,35 @@ def test_read_missing_and_iter(tmp_path: Path) -> None:
         "b.json",
     ]
     assert list(iter_baseline_files(tmp_path / "none")) == []
+
+
+def test_a_long_test_and_name_fit_one_file_name() -> None:
+    test, name = "test_" + "f" * 145, "n" * 150
+    paths = {baseline_relpath(f"t.py::{test}", n) for n in (name, name + "x", name + "y")}
+    assert len(paths) == 3
+    for rel in paths:
+        assert len(rel.name.encode()) <= 255
+        assert rel.name.startswith("test_" + "f" * 100) and "@" + "n" * 100 in rel.name
+    # one long part and one short: only the long one is cut
+    short = baseline_relpath("t.py::" + "test_" + "g" * 200, "head").name
+    assert short.endswith("@head.json") and len(short) <= 255
+    # every name that fits keeps its path
+    assert posix("t.py::test_x", "n" * 110) == "t/test_x@" + "n" * 110 + ".json"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this OS")
+def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(BaselineError, match="it is a named pipe, not a regular file"):
+        read_text(pipe)  # at once: it never waits for a writer
+    with pytest.raises(BaselineError, match="pipe.json: cannot read baseline"):
+        write_atomic(pipe, "{}\n")
+    assert pipe.is_fifo()
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(BaselineError, match="it is a directory"):
+        read_text(tmp_path / "dir.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(pipe)
+    with pytest.raises(BaselineError, match="named pipe"):
+        read_text(link)
