@@ -217,6 +217,16 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k, -m and --deselect drop items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None and not state.settings.disable:
+        from pytest_modelprof.baseline.store import BaselinePaths
+
+        # Tests whose usual baseline paths meet get paths apart: the collection says which.
+        state.paths = BaselinePaths(state.settings.baseline_dir, [i.nodeid for i in items])
+
+
 def _terminal_width(config: pytest.Config) -> int:
     """The width pytest writes to (``COLUMNS``, the tty, else 80)."""
     try:
@@ -301,8 +311,9 @@ def _judge_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles)
             rootdir=Path(config.rootpath),
             evidence=collect(
                 request, spec.limits, spec.sweep,
-                stored_evidence(item.nodeid, name, state.settings),
+                stored_evidence(item.nodeid, name, state.settings, state.paths),
             ),
+            paths=state.paths,
         )
         item.stash[ITEM_KEY].records.append(outcome.record)
         if outcome.failure:
@@ -455,8 +466,8 @@ def _stale_hints(state: SessionState, kept: set[str], write: Callable[..., None]
             "parameters were not generated in this run:",
             yellow=True,
         )
-        for path in state.not_generated:
-            write(f"  {path.relative_to(root).as_posix()}")
+        for kept_path in state.not_generated:
+            write(f"  {kept_path.relative_to(root).as_posix()}")
         write(
             "  (a machine that generates them may need them; delete one by hand if its "
             "parameter is gone for good)"

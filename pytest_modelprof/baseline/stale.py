@@ -12,8 +12,8 @@ baselines, and so do parameters of a test function that this run did not generat
 (``["cpu"] + (["gpu"] if HAVE_GPU else [])``): a machine without them proves nothing.
 
 Only files this plugin wrote are candidates: a baseline document (with our ``schema_version``)
-at the very path its ``test`` and ``name`` map to, so ``--modelprof-baseline-dir=.`` never
-touches anyone else's JSON.
+at the very path its ``test`` and ``name`` map to (the usual one or the one apart), so
+``--modelprof-baseline-dir=.`` never touches anyone else's JSON.
 """
 
 from __future__ import annotations
@@ -138,10 +138,11 @@ def _owner(path: Path, directory: Path) -> str | None:
     if not isinstance(test, str) or not (name is None or isinstance(name, str)):
         return None
     try:
-        if baseline_relpath(test, name) != path.relative_to(directory):
-            return None  # not where we would have written it: a copy, or someone else's file
+        ours = {baseline_relpath(test, name, apart=apart) for apart in (False, True)}
     except BaselineError:
         return None
+    if path.relative_to(directory) not in ours:
+        return None  # not where we would have written it: a copy, or someone else's file
     return test
 
 

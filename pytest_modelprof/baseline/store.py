@@ -13,14 +13,16 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.errors import BaselineError
 
 __all__ = [
+    "BaselinePaths",
     "baseline_relpath",
+    "meeting_key",
     "sanitize_component",
     "read_text",
     "write_atomic",
@@ -29,6 +31,7 @@ __all__ = [
 
 SUFFIX = ".json"
 NAME_SEPARATOR = "@"  # never produced by sanitize_component, so it cannot collide
+APART_SEPARATOR = "~"  # the same: a path apart never equals a usual path
 MAX_COMPONENT = 120  # well under the 255-byte limit of common filesystems, leaves room for @name
 MAX_NAME = 255  # bytes in a file name on common filesystems (every character here is ASCII)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._\-\[\]=+,]")
@@ -60,8 +63,13 @@ def sanitize_component(text: str) -> str:
     return safe
 
 
-def baseline_relpath(nodeid: str, name: str | None = None) -> Path:
-    """The baseline path of one profile of one test, relative to the baseline directory."""
+def baseline_relpath(nodeid: str, name: str | None = None, *, apart: bool = False) -> Path:
+    """The baseline path of one profile of one test, relative to the baseline directory.
+
+    ``apart`` gives the test's path of its own, for a test whose usual path another test
+    shares (:class:`BaselinePaths`): a hash of the node id follows the test's part of the
+    file name, after a ``~`` that no usual path has.
+    """
     module, _, rest = nodeid.partition("::")
     module_parts = [p for p in module.replace("\\", "/").split("/") if p]
     if not module_parts:
@@ -80,10 +88,50 @@ def baseline_relpath(nodeid: str, name: str | None = None) -> Path:
     dirs += [sanitize_component(p) for p in test_parts[:-1]]
     test = sanitize_component(last)
     label = None if name is None else sanitize_component(name)
-    room = MAX_NAME - len(SUFFIX) - (0 if label is None else len(NAME_SEPARATOR))
+    tag = APART_SEPARATOR + _digest(nodeid) if apart else ""
+    room = MAX_NAME - len(SUFFIX) - len(tag) - (0 if label is None else len(NAME_SEPARATOR))
     test, label = _fit(test, last, label, name, room)
-    filename = test if label is None else test + NAME_SEPARATOR + label
+    filename = test + tag if label is None else test + tag + NAME_SEPARATOR + label
     return Path(*dirs, filename + SUFFIX)
+
+
+def meeting_key(nodeid: str) -> str:
+    """What two tests share when their usual baseline paths are one file: the path less the
+    ``name=`` part (every profile of a test moves with it), in lower case (macOS and Windows
+    file systems ignore case, and every character of a path is ASCII)."""
+    return baseline_relpath(nodeid).as_posix().lower()
+
+
+class BaselinePaths:
+    """Where each test's baselines are in one run.
+
+    A test's usual path mirrors its node id (:func:`baseline_relpath`), and that mapping meets
+    itself: ``t.py::TestR::test_c`` and ``t/TestR.py::test_c`` both give ``t/TestR/test_c``,
+    and ``test_x[A]`` and ``test_x[a]`` are one file where case is ignored. Tests that meet in
+    the collection (``nodeids``), and tests that already have a file apart, use the path
+    apart; every other test keeps its usual path, so existing baselines never move.
+    """
+
+    def __init__(self, directory: Path, nodeids: Iterable[str] = ()) -> None:
+        self.directory = directory
+        groups: dict[str, set[str]] = {}
+        for nodeid in nodeids:
+            try:
+                groups.setdefault(meeting_key(nodeid), set()).add(nodeid)
+            except BaselineError:
+                continue  # no path at all: the gate reports it when the test runs
+        self._met = {n: sorted(g - {n}) for g in groups.values() if len(g) > 1 for n in g}
+
+    def met(self, nodeid: str) -> list[str]:
+        """The collected tests whose usual path is this test's."""
+        return self._met.get(nodeid, [])
+
+    def relpath(self, nodeid: str, name: str | None = None) -> Path:
+        """The path this profile's baseline is read from and written to."""
+        apart = baseline_relpath(nodeid, name, apart=True)
+        if nodeid in self._met or os.path.lexists(self.directory / apart):
+            return apart
+        return baseline_relpath(nodeid, name)
 
 
 def _shorten(safe: str, text: str, limit: int) -> str:

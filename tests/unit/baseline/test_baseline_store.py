@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -9,6 +10,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from pytest_modelprof.baseline.store import (
+    BaselinePaths,
     baseline_relpath,
     iter_baseline_files,
     read_text,
@@ -139,3 +141,63 @@ def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
     link.symlink_to(pipe)
     with pytest.raises(BaselineError, match="named pipe"):
         read_text(link)
+
+
+MEETING = [
+    "tests/test_m.py::TestR::test_cost",  # a class ...
+    "tests/test_m/TestR.py::test_cost",  # ... and a module of the same name
+    "tests/test_m/TestR",  # a module without ".py" (another plugin's file)
+    "tests/test_m/TestR.py",  # a module-level item
+    "tests/test_m/TestR.py::_module",
+    "t.py::test_x[A]",  # ids that differ only by case
+    "t.py::test_x[a]",
+    "t.py::Test_A",
+    "t.py::test_a",
+    "T.py::test_a",
+    "t.py::test_x[CON]",
+    "t.py::test_x[con]",
+]
+APART = [
+    "t.py::test_x[b]",  # meets nothing: keeps its usual path
+    "t/CON.py::test_y",
+    "t/con.py::test_y",
+    "t.py::test_x[a~1]",
+]
+
+
+def test_paths_are_one_to_one_also_where_case_is_ignored(tmp_path: Path) -> None:
+    ids = MEETING + APART
+    paths = BaselinePaths(tmp_path, ids)
+    for name in (None, "head", "Head"):
+        rels = [paths.relpath(i, name).as_posix() for i in ids]
+        assert len({r.lower() for r in rels}) == len(ids), rels
+    for nodeid in MEETING:
+        assert paths.met(nodeid) and "~" in paths.relpath(nodeid).name, nodeid
+    for nodeid in APART:
+        assert paths.relpath(nodeid) == baseline_relpath(nodeid), nodeid  # no churn
+    assert posix("t/CON.py::test_y").split("/")[1].startswith("CON-")  # reserved: hashed
+
+
+def test_a_path_apart_stays_once_the_other_test_is_gone(tmp_path: Path) -> None:
+    both = BaselinePaths(tmp_path, ["t.py::test_x[A]", "t.py::test_x[a]"])
+    rel = both.relpath("t.py::test_x[A]", "n")
+    assert rel.name.startswith("test_x[A]~") and rel.name.endswith("@n.json")
+    write_atomic(tmp_path / rel, "{}\n")
+    alone = BaselinePaths(tmp_path, ["t.py::test_x[A]"])  # [a] deleted, or not generated here
+    assert alone.relpath("t.py::test_x[A]", "n") == rel
+    assert alone.relpath("t.py::test_x[A]") == baseline_relpath("t.py::test_x[A]")
+
+
+def test_this_repos_baselines_keep_their_paths() -> None:
+    root = Path(__file__).parents[3] / "baselines"
+    files = list(iter_baseline_files(root))
+    assert files
+    ids = []
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        ids.append(data["test"])
+        assert baseline_relpath(data["test"], data.get("name")) == path.relative_to(root)
+    paths = BaselinePaths(root, ids)
+    for path, nodeid in zip(files, ids, strict=True):
+        name = json.loads(path.read_text(encoding="utf-8")).get("name")
+        assert paths.relpath(nodeid, name) == path.relative_to(root)

@@ -23,7 +23,7 @@ from pytest_modelprof.baseline.store import baseline_relpath
 
 def put(root: Path, rel: str, test: str, name: str | None = None) -> Path:
     """A baseline as the gate writes it (``rel`` must be where ``test`` and ``name`` map)."""
-    assert baseline_relpath(test, name).as_posix() == rel
+    assert rel in {baseline_relpath(test, name, apart=a).as_posix() for a in (False, True)}
     path = root / "baselines" / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     env = BaselineEnvironment(torch_version="2", device="cpu", dtype="float32", capture_mode="meta")
@@ -105,6 +105,17 @@ def test_parameters_not_generated_are_kept_apart(tmp_path: Path) -> None:
     )
     assert found.stale == [gone]
     assert sorted(found.not_generated) == sorted([gpu, in_class, plain])
+
+
+def test_a_path_apart_is_ours_too(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("")
+    bdir = tmp_path / "baselines"
+    rel = baseline_relpath("t.py::test_x[A]", apart=True).as_posix()
+    apart = put(tmp_path, rel, "t.py::test_x[A]")
+    found = find_stale(
+        bdir, used=set(), expanded={"t.py": {"t.py::test_y"}}, completed=set(), rootdir=tmp_path
+    )
+    assert found == [apart]
 
 
 def test_function_of() -> None:
