@@ -4,7 +4,9 @@ Paths mirror the test module: ``tests/test_zoo.py::TestA::test_b[x]`` with ``nam
 maps to ``<dir>/tests/test_zoo/TestA/test_b[x]@head.json``. Every path component is reduced to
 characters that every filesystem accepts (``A-Z a-z 0-9 . _ - [ ] = + ,``); when that loses
 information, or a component is too long or a reserved Windows name, a short hash of the original
-text is appended, so distinct node ids never share a file and the result is the same on every OS.
+text is appended, and the result is the same on every OS. Node ids can still meet (a class and a
+module of one name, ids that differ only by case): :class:`BaselinePaths` gives those paths
+apart. A file name stays within 255 bytes, and only regular files are read.
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def read_text(path: Path) -> str | None:
     forever, so the file is opened without blocking and checked before it is read.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except (FileNotFoundError, NotADirectoryError):  # no such file, or a parent is a file
         return None
     except OSError as exc:
