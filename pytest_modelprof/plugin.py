@@ -404,7 +404,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash.get(SESSION_KEY, None)
     if state is None or is_worker(config):
         return
-    if not (state.records or state.stale or state.stale_unchecked or state.not_generated):
+    kept = state.settings.prune and state.not_generated
+    if not (state.records or state.stale or state.stale_unchecked or kept):
         return
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
     from pytest_modelprof.textfit import fit_line

@@ -185,7 +185,7 @@ def read_text(path: Path) -> str | None:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = next((what for test, what in _KINDS if test(mode)), "not a file")
+            kind = next((what for test, what in _KINDS if test(mode)), "a special file")
             raise BaselineError(
                 f"{path}: cannot read baseline: it is {kind}, not a regular file; remove it "
                 "(a baseline is the JSON file --modelprof-update-baselines writes)"

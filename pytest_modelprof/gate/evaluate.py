@@ -354,7 +354,7 @@ def evaluate(
         return Outcome(record("error", True, (), message), message, None, comparison)
 
     if baseline is None:
-        shared = paths.met(nodeid) and _shared_path(nodeid, name, paths, session, rootdir)
+        shared = _shared_path(nodeid, name, paths, session, rootdir) if paths.met(nodeid) else None
         message = failure_text(
             f"{who}: no baseline at {shown}" + (f"; {shared}." if shared else "."),
             hard,
