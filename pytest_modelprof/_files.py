@@ -42,7 +42,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         mode = path.stat().st_mode & 0o7777
     except OSError:
         mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # The temporary name is longer than the file's: a name near the 255-byte limit would not fit.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:200]}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, mode)
         # newline="": write "\n" as "\n" on every OS, so files are byte-identical everywhere.

@@ -64,7 +64,8 @@ def add_options(parser: pytest.Parser) -> None:
         dest="modelprof_prune",
         help="delete the baselines that no test uses any more (they are listed at the end of "
         "every run that finds them; only a complete run, with the gate on and nothing "
-        "deselected or stopped, can find them)",
+        "deselected or stopped, can find them); a parameter this run did not generate keeps "
+        "its baseline while its test function exists",
     )
     group.addoption(
         "--modelprof-instructions",

@@ -20,6 +20,7 @@ from pytest_modelprof.gate.settings import MarkerSpec, SessionSettings
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.metrics import MetricTable
     from pytest_modelprof.baseline.stale import RunCoverage
+    from pytest_modelprof.baseline.store import BaselinePaths
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
@@ -40,6 +41,8 @@ class SessionState:
     records: list[GateRecord] = field(default_factory=list)
     coverage: RunCoverage | None = None  # what the run looked at (None: the gate is disabled)
     stale: list[Path] = field(default_factory=list)
+    not_generated: list[Path] = field(default_factory=list)  # unused, but their test exists
+    paths: BaselinePaths | None = None  # where each collected test's baselines are
     formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
     stale_unchecked: str | None = None  # why stale detection could not prove anything
     metrics: MetricTable | None = None  # built-in + the register_metrics hook's, for this session
@@ -114,7 +117,7 @@ def error_row(
     item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
 ) -> GateRecord:
     """The error row of a gated test that failed before its gate judged it."""
-    from pytest_modelprof.baseline.store import baseline_relpath
+    from pytest_modelprof.baseline.store import BaselinePaths
     from pytest_modelprof.gate.record import error_record
 
     excinfo = call.excinfo
@@ -136,7 +139,9 @@ def error_row(
         name, model = current.name, current.model
     # The file this profile uses, so a test that failed early never makes it look stale.
     try:
-        path = baseline_relpath(item.nodeid, name).as_posix()
+        session = item.config.stash[SESSION_KEY]
+        paths = session.paths or BaselinePaths(session.settings.baseline_dir)
+        path = paths.relpath(item.nodeid, name).as_posix()
     except ModelprofError:
         path = ""
     return error_record(item.nodeid, message, name=name, model=model, baseline_path=path)

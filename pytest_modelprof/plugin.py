@@ -217,6 +217,16 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k, -m and --deselect drop items
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = config.stash.get(SESSION_KEY, None)
+    if state is not None and not state.settings.disable:
+        from pytest_modelprof.baseline.store import BaselinePaths
+
+        # Tests whose usual baseline paths meet get paths apart: the collection says which.
+        state.paths = BaselinePaths(state.settings.baseline_dir, [i.nodeid for i in items])
+
+
 def _terminal_width(config: pytest.Config) -> int:
     """The width pytest writes to (``COLUMNS``, the tty, else 80)."""
     try:
@@ -301,8 +311,9 @@ def _judge_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles)
             rootdir=Path(config.rootpath),
             evidence=collect(
                 request, spec.limits, spec.sweep,
-                stored_evidence(item.nodeid, name, state.settings),
+                stored_evidence(item.nodeid, name, state.settings, state.paths),
             ),
+            paths=state.paths,
         )
         item.stash[ITEM_KEY].records.append(outcome.record)
         if outcome.failure:
@@ -370,20 +381,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
         workeroutput[WORKER_OUTPUT_KEY] = coverage.worker_json()
         return
-    from pytest_modelprof.baseline.stale import find_stale, prune
+    from pytest_modelprof.baseline.stale import prune, survey
 
     why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
     if why is not None:
         if state.settings.prune:  # asked to prune: say why nothing was
             state.stale_unchecked = why
         return
-    state.stale = find_stale(
+    found = survey(
         state.settings.baseline_dir,
         used={r.baseline_path for r in state.records},
         expanded=coverage.expanded,
         completed=coverage.completed,
         rootdir=Path(config.rootpath),
     )
+    state.stale, state.not_generated = found.stale, found.not_generated
     if state.settings.prune and state.stale:
         prune(state.settings.baseline_dir, state.stale)
 
@@ -392,7 +404,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash.get(SESSION_KEY, None)
     if state is None or is_worker(config):
         return
-    if not (state.records or state.stale or state.stale_unchecked):
+    kept = state.settings.prune and state.not_generated
+    if not (state.records or state.stale or state.stale_unchecked or kept):
         return
     from pytest_modelprof.gate.summary import problem_lines, summary_lines
     from pytest_modelprof.textfit import fit_line
@@ -448,6 +461,18 @@ def _stale_hints(state: SessionState, kept: set[str], write: Callable[..., None]
     root = state.settings.baseline_dir
     rel = [p.relative_to(root).as_posix() for p in state.stale]
     rel = [r for r in rel if r not in kept]
+    if state.settings.prune and state.not_generated:  # a plain run has nothing to say of them
+        write(
+            f"kept {len(state.not_generated)} baseline(s) in {root} whose test exists but whose "
+            "parameters were not generated in this run:",
+            yellow=True,
+        )
+        for kept_path in state.not_generated:
+            write(f"  {kept_path.relative_to(root).as_posix()}")
+        write(
+            "  (a machine that generates them may need them; delete one by hand if its "
+            "parameter is gone for good)"
+        )
     if rel:
         if state.settings.prune:
             write(f"removed {len(rel)} stale baseline(s) from {root}:", yellow=True)

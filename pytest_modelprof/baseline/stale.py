@@ -6,12 +6,14 @@ deselected (``-k``, ``-m``, ``--deselect``, ``--lf``), every selected test ran (
 gate proves nothing and is not asked. In such a run a baseline is stale when no profile used it
 and we *know* its test no longer needs it: its test ran to the end, gate included, without using
 it (a ``name=`` went away), or a collector that would contain the test (its module or class) was
-collected and the test is not among its children (it was renamed or deleted), or its module file
-is gone. Tests that were skipped or failed before their gate finished keep their baselines.
+collected and the test function is not among its children (it was renamed or deleted), or its
+module file is gone. Tests that were skipped or failed before their gate finished keep their
+baselines, and so do parameters of a test function that this run did not generate
+(``["cpu"] + (["gpu"] if HAVE_GPU else [])``): a machine without them proves nothing.
 
 Only files this plugin wrote are candidates: a baseline document (with our ``schema_version``)
-at the very path its ``test`` and ``name`` map to, so ``--modelprof-baseline-dir=.`` never
-touches anyone else's JSON.
+at the very path its ``test`` and ``name`` map to (the usual one or the one apart), so
+``--modelprof-baseline-dir=.`` never touches anyone else's JSON.
 """
 
 from __future__ import annotations
@@ -24,7 +26,16 @@ from pathlib import Path
 from pytest_modelprof.baseline.store import baseline_relpath, iter_baseline_files
 from pytest_modelprof.errors import BaselineError
 
-__all__ = ["RunCoverage", "find_stale", "prune", "parent_nodeid", "stored_inputs"]
+__all__ = [
+    "RunCoverage",
+    "Survey",
+    "find_stale",
+    "survey",
+    "prune",
+    "parent_nodeid",
+    "stored_inputs",
+    "function_of",
+]
 
 
 @dataclass
@@ -83,16 +94,31 @@ def parent_nodeid(nodeid: str) -> str:
     return base.rsplit("/", 1)[0] if "/" in base else ""
 
 
-def _gone(test: str, expanded: Mapping[str, Set[str]]) -> bool:
-    """Whether the nearest collected ancestor of ``test`` lacks the branch leading to it."""
+def function_of(nodeid: str) -> str:
+    """The test a node id names, less its parameters: ``d/t.py::C::f[x::y]`` -> ``d/t.py::C::f``."""
+    module, sep, rest = nodeid.partition("::")
+    if rest.endswith("]") and "[" in rest:
+        rest = rest.partition("[")[0]
+    return module + sep + rest
+
+
+def _absent(test: str, expanded: Mapping[str, Set[str]]) -> str | None:
+    """Whether the nearest collected ancestor of ``test`` lacks the branch leading to it:
+    ``"gone"`` when it does, ``"not generated"`` when only the test's parameters are missing
+    (its function is there with other parameters: the run did not generate this one, which
+    proves nothing about a machine that does), ``None`` when the test is there or unknown."""
     node = test
     while node:
         parent = parent_nodeid(node)
         children = expanded.get(parent)
         if children is not None:
-            return node not in children
+            if node in children:
+                return None
+            if node == test and function_of(test) in {function_of(c) for c in children}:
+                return "not generated"
+            return "gone"
         node = parent
-    return False
+    return None
 
 
 def _owner(path: Path, directory: Path) -> str | None:
@@ -112,10 +138,11 @@ def _owner(path: Path, directory: Path) -> str | None:
     if not isinstance(test, str) or not (name is None or isinstance(name, str)):
         return None
     try:
-        if baseline_relpath(test, name) != path.relative_to(directory):
-            return None  # not where we would have written it: a copy, or someone else's file
+        ours = {baseline_relpath(test, name, apart=apart) for apart in (False, True)}
     except BaselineError:
         return None
+    if path.relative_to(directory) not in ours:
+        return None  # not where we would have written it: a copy, or someone else's file
     return test
 
 
@@ -130,6 +157,47 @@ def _is_ours(path: Path) -> bool:
     return True
 
 
+@dataclass
+class Survey:
+    """The baseline files no test used in a complete run, sorted by what may be done with them."""
+
+    stale: list[Path] = field(default_factory=list)  # provably unused: listed, pruned on request
+    not_generated: list[Path] = field(default_factory=list)  # its test exists: always kept
+
+
+def survey(
+    directory: Path,
+    *,
+    used: Set[str],
+    expanded: Mapping[str, Set[str]],
+    completed: Set[str],
+    rootdir: Path,
+) -> Survey:
+    """The unused baseline files under ``directory``, judged as if the run were complete.
+
+    ``used`` holds relative posix paths, ``expanded`` maps each collected collector's node id
+    to its children's node ids (before deselection), ``completed`` the tests that ran through
+    their gate. Ask :meth:`RunCoverage.incomplete` first: only a complete run may act on this.
+    """
+    found = Survey()
+    for path in iter_baseline_files(directory):
+        if path.relative_to(directory).as_posix() in used:
+            continue
+        test = _owner(path, directory)
+        if test is None:
+            continue
+        module = test.partition("::")[0]
+        absent = _absent(test, expanded)
+        if absent == "not generated":
+            if _is_ours(path):
+                found.not_generated.append(path)
+            continue
+        unused = test in completed or absent == "gone" or not (rootdir / module).is_file()
+        if unused and _is_ours(path):
+            found.stale.append(path)
+    return found
+
+
 def find_stale(
     directory: Path,
     *,
@@ -138,24 +206,10 @@ def find_stale(
     completed: Set[str],
     rootdir: Path,
 ) -> list[Path]:
-    """The stale baseline files under ``directory``, judged as if the run were complete.
-
-    ``used`` holds relative posix paths, ``expanded`` maps each collected collector's node id
-    to its children's node ids (before deselection), ``completed`` the tests that ran through
-    their gate. Ask :meth:`RunCoverage.incomplete` first: only a complete run may act on this.
-    """
-    stale = []
-    for path in iter_baseline_files(directory):
-        if path.relative_to(directory).as_posix() in used:
-            continue
-        test = _owner(path, directory)
-        if test is None:
-            continue
-        module = test.partition("::")[0]
-        unused = test in completed or _gone(test, expanded) or not (rootdir / module).is_file()
-        if unused and _is_ours(path):
-            stale.append(path)
-    return stale
+    """The stale baseline files under ``directory`` (see :func:`survey`)."""
+    return survey(
+        directory, used=used, expanded=expanded, completed=completed, rootdir=rootdir
+    ).stale
 
 
 def stored_inputs(path: Path) -> tuple[str, list[dict[str, object]]] | None:

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.compare import Check, Comparison, grown_layer_text
-from pytest_modelprof.baseline.store import baseline_relpath, read_text, write_atomic
+from pytest_modelprof.baseline.store import (
+    BaselinePaths,
+    baseline_relpath,
+    read_text,
+    write_atomic,
+)
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
 from pytest_modelprof.gate.record import GateRecord, Status
@@ -177,13 +182,49 @@ def _load(path: Path, shown: str) -> tuple[BaselineDocument | None, str | None]:
         return None, str(exc)
 
 
-def stored_evidence(nodeid: str, name: str | None, session: SessionSettings) -> dict[str, Any]:
+def _holder(baseline: BaselineDocument | None, nodeid: str, name: str | None) -> str | None:
+    """Whose baseline the file holds, when it is another test's (or another ``name=``'s) whose
+    usual path is this one's: a file older versions wrote for both, or one file where case is
+    ignored. A file moved here by hand (a renamed test) is this test's."""
+    if baseline is None or (baseline.test, baseline.name) == (nodeid, name):
+        return None
+    try:
+        theirs = baseline_relpath(baseline.test, baseline.name)
+    except BaselineError:
+        return None
+    if theirs.as_posix().lower() != baseline_relpath(nodeid, name).as_posix().lower():
+        return None
+    return baseline.test if baseline.name is None else f"{baseline.test} (name={baseline.name!r})"
+
+
+def _shared_path(
+    nodeid: str, name: str | None, paths: BaselinePaths, session: SessionSettings, rootdir: Path
+) -> str:
+    """Why a test that meets another has a path of its own (for its "no baseline" failure)."""
+    usual = session.baseline_dir / baseline_relpath(nodeid, name)
+    shown = _display(usual, rootdir)
+    baseline, _ = _load(usual, shown)
+    held = ""
+    if baseline is not None and baseline.test == nodeid:
+        held = " (it holds this test's baseline)"
+    elif baseline is not None:
+        held = f" (it holds the baseline of {baseline.test})"
+    return (
+        f"its usual path {shown}{held} is also the path of {', '.join(paths.met(nodeid))}, and "
+        "two tests never share a baseline file"
+    )
+
+
+def stored_evidence(
+    nodeid: str, name: str | None, session: SessionSettings, paths: BaselinePaths | None = None
+) -> dict[str, Any]:
     """The baseline's collector evidence by collector name (none when updating or absent)."""
     if session.update:
         return {}
     from pytest_modelprof.baseline.document import BaselineDocument
 
-    path = session.baseline_dir / baseline_relpath(nodeid, name)
+    paths = paths or BaselinePaths(session.baseline_dir)
+    path = session.baseline_dir / paths.relpath(nodeid, name)
     try:
         text = read_text(path)
         return BaselineDocument.from_json(text).evidence() if text is not None else {}
@@ -204,6 +245,7 @@ def evaluate(
     fvcore: Any = None,
     compile_health: CompileHealth | None = None,
     evidence: Mapping[str, Any] | None = None,
+    paths: BaselinePaths | None = None,
 ) -> Outcome:
     """Judge one profile against its baseline; in update mode, write the baseline first.
 
@@ -211,6 +253,8 @@ def evaluate(
     (:func:`pytest_modelprof.gate.collect.collect`): it gives the measured metrics their
     values. ``timing``, ``sweep`` and ``fvcore`` (also taken from ``evidence``) add rows of
     their own; ``compile_health`` joins the profile, where the compile metrics read it.
+    ``paths`` says where the run's baselines are (:class:`BaselinePaths`; by default every
+    test has its usual path).
     """
     from pytest_modelprof.baseline.document import BaselineDocument
 
@@ -219,7 +263,8 @@ def evaluate(
         profile, measured, timing, sweep, fvcore, compile_health
     )
 
-    rel = baseline_relpath(nodeid, name)
+    paths = paths or BaselinePaths(session.baseline_dir)
+    rel = paths.relpath(nodeid, name)
     path = session.baseline_dir / rel
     shown = _display(path, rootdir)
     current = BaselineDocument.from_profile(
@@ -230,6 +275,19 @@ def evaluate(
     who = f"modelprof: {profile.model} in {label}"
 
     baseline, load_error = _load(path, shown)
+    holder = _holder(baseline, nodeid, name)
+    if holder is not None and session.update:  # never overwrite another test's baseline
+        rel = baseline_relpath(nodeid, name, apart=True)
+        path = session.baseline_dir / rel
+        shown = _display(path, rootdir)
+        baseline, load_error = _load(path, shown)
+    elif holder is not None:
+        baseline = None
+        load_error = (
+            f"{shown} holds the baseline of {holder}, another test whose path is this test's; "
+            f"two tests never share a baseline file. Record this test's own with: "
+            f"{update_command([nodeid])}"
+        )
 
     from pytest_modelprof.baseline.ops import op_sites
 
@@ -296,8 +354,11 @@ def evaluate(
         return Outcome(record("error", True, (), message), message, None, comparison)
 
     if baseline is None:
+        shared = _shared_path(nodeid, name, paths, session, rootdir) if paths.met(nodeid) else None
         message = failure_text(
-            f"{who}: no baseline at {shown}.", hard, f"Write it with: {update_command([nodeid])}"
+            f"{who}: no baseline at {shown}" + (f"; {shared}." if shared else "."),
+            hard,
+            f"Write it with: {update_command([nodeid])}",
         )
         return Outcome(record("missing", True, hard), message, None, comparison)
 

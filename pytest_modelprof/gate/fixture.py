@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.store import sanitize_component
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.settings import (
     ProfileRequest,
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = ["TestProfiles", "ModelprofFixture"]
+
+
+def _one_file(a: str | None, b: str | None) -> bool:
+    """Whether two ``name=``s of one test give one baseline file where case is ignored."""
+    if a is None or b is None:
+        return False
+    return sanitize_component(a).lower() == sanitize_component(b).lower()
 
 
 class TestProfiles:
@@ -35,6 +43,12 @@ class TestProfiles:
             raise SettingsError(
                 f"this test already profiled a model {what}; give each profile of a test "
                 f"its own name=, e.g. modelprof(model, name='backbone')"
+            )
+        clash = next((o for o, _, _ in self.entries if _one_file(o, name)), None)
+        if clash is not None:
+            raise SettingsError(
+                f"name={name!r} and name={clash!r} differ only by case: their baselines would be "
+                "one file on macOS and Windows; give each profile a name that differs in more"
             )
 
     def add(self, name: str | None, request: ProfileRequest, profile: ModelProfile) -> None:

@@ -223,3 +223,58 @@ def test_last_failed_rerun_deletes_nothing(project: Project) -> None:
     result = project.run("--lf", "--modelprof-prune-baselines")
     result.stdout.fnmatch_lines(["stale baselines not checked, nothing removed: *--lf*"])
     assert project.baselines() == before
+
+
+DEVICES = """
+import os
+
+import pytest
+
+DEVICES = ["cpu"] + (["gpu"] if os.environ.get("HAVE_GPU") else [])
+
+
+@pytest.mark.profile(model="fake:tiny")
+@pytest.mark.parametrize("device", DEVICES)
+def test_dev(device):
+    pass
+
+
+class TestK:
+    @pytest.mark.profile(model="fake:tiny")
+    @pytest.mark.parametrize("device", DEVICES)
+    def test_dev(self, device):
+        pass
+"""
+
+
+def test_a_parameter_this_run_did_not_generate_keeps_its_baseline(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.pytester.makepyfile(test_a=DEVICES)
+    monkeypatch.setenv("HAVE_GPU", "1")
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=4)
+    before = project.baselines()
+    assert "test_a/test_dev[gpu].json" in before and "test_a/TestK/test_dev[gpu].json" in before
+    monkeypatch.delenv("HAVE_GPU")
+    # A machine without the parameter cannot prove its baseline unused: kept, and said so.
+    pruned = project.run("--modelprof-prune-baselines")
+    pruned.assert_outcomes(passed=2)
+    assert sorted(project.baselines()) == sorted(before)
+    assert project.baselines() == before
+    assert "removed" not in pruned.stdout.str()
+    pruned.stdout.fnmatch_lines(
+        [
+            "kept 2 baseline(s) in */baselines whose test exists but whose parameters were "
+            "not generated in this run:",
+            "  test_a/TestK/test_dev[gpu].json",
+            "  test_a/test_dev[gpu].json",
+        ]
+    )
+    listed = project.run()  # a plain run does not list them: they are not stale
+    listed.assert_outcomes(passed=2)
+    assert "stale baseline" not in listed.stdout.str() and "kept" not in listed.stdout.str()
+    # A test function that is gone takes every parametrisation's baseline with it.
+    project.pytester.makepyfile(test_a="def test_other():\n    pass\n")
+    gone = project.run("--modelprof-prune-baselines")
+    gone.stdout.fnmatch_lines(["removed 4 stale baseline(s) from */baselines:"])
+    assert project.baselines() == {}

@@ -62,9 +62,21 @@ def test_n2_flow_and_summary(project: Project) -> None:
 def test_n2_stale_baselines_are_found(project: Project) -> None:
     project.pytester.makepyfile(test_zoo=ZOO)
     project.pytester.runpytest_subprocess("-n", "2", "--modelprof-update-baselines")
-    project.pytester.makepyfile(test_zoo=ZOO.replace("range(6)", "range(5)"))
-    result = project.pytester.runpytest_subprocess("-n", "2")
-    result.stdout.fnmatch_lines(["1 stale baseline(s)*", "  test_zoo/test_many[[]5].json"])
+    # One parameter less (kept: a run that does not generate it proves nothing) and one
+    # name= less (stale: its test ran without it).
+    dropped = '    modelprof("fake:tiny", input_shape=(2, 8), name="b")\n'
+    assert dropped in ZOO
+    project.pytester.makepyfile(test_zoo=ZOO.replace("range(6)", "range(5)").replace(dropped, ""))
+    result = project.pytester.runpytest_subprocess("-n", "2", "--modelprof-prune-baselines")
+    result.stdout.fnmatch_lines(
+        [
+            "kept 1 baseline(s)*not generated in this run:",
+            "  test_zoo/test_many[[]5].json",
+            "removed 1 stale baseline(s)*",
+            "  test_zoo/test_fixture@b.json",
+        ]
+    )
+    assert "test_zoo/test_many[5].json" in project.baselines()
 
 
 def test_n2_disabled_or_deselected_runs_delete_nothing(project: Project) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path, PurePosixPath
@@ -9,6 +10,7 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from pytest_modelprof.baseline.store import (
+    BaselinePaths,
     baseline_relpath,
     iter_baseline_files,
     read_text,
@@ -107,3 +109,95 @@ def test_read_missing_and_iter(tmp_path: Path) -> None:
         "b.json",
     ]
     assert list(iter_baseline_files(tmp_path / "none")) == []
+
+
+def test_a_long_test_and_name_fit_one_file_name() -> None:
+    test, name = "test_" + "f" * 145, "n" * 150
+    paths = {baseline_relpath(f"t.py::{test}", n) for n in (name, name + "x", name + "y")}
+    assert len(paths) == 3
+    for rel in paths:
+        assert len(rel.name.encode()) <= 255
+        assert rel.name.startswith("test_" + "f" * 100) and "@" + "n" * 100 in rel.name
+    # one long part and one short: only the long one is cut
+    short = baseline_relpath("t.py::" + "test_" + "g" * 200, "head").name
+    assert short.endswith("@head.json") and len(short) <= 255
+    # every name that fits keeps its path
+    assert posix("t.py::test_x", "n" * 110) == "t/test_x@" + "n" * 110 + ".json"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this OS")
+def test_anything_but_a_regular_file_is_refused(tmp_path: Path) -> None:
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(BaselineError, match="it is a named pipe, not a regular file"):
+        read_text(pipe)  # at once: it never waits for a writer
+    with pytest.raises(BaselineError, match="pipe.json: cannot read baseline"):
+        write_atomic(pipe, "{}\n")
+    assert pipe.is_fifo()
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(BaselineError, match="it is a directory"):
+        read_text(tmp_path / "dir.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(pipe)
+    with pytest.raises(BaselineError, match="named pipe"):
+        read_text(link)
+
+
+MEETING = [
+    "tests/test_m.py::TestR::test_cost",  # a class ...
+    "tests/test_m/TestR.py::test_cost",  # ... and a module of the same name
+    "tests/test_m/TestR",  # a module without ".py" (another plugin's file)
+    "tests/test_m/TestR.py",  # a module-level item
+    "tests/test_m/TestR.py::_module",
+    "t.py::test_x[A]",  # ids that differ only by case
+    "t.py::test_x[a]",
+    "t.py::Test_A",
+    "t.py::test_a",
+    "T.py::test_a",
+    "t.py::test_x[CON]",
+    "t.py::test_x[con]",
+]
+APART = [
+    "t.py::test_x[b]",  # meets nothing: keeps its usual path
+    "t/CON.py::test_y",
+    "t/con.py::test_y",
+    "t.py::test_x[a~1]",
+]
+
+
+def test_paths_are_one_to_one_also_where_case_is_ignored(tmp_path: Path) -> None:
+    ids = MEETING + APART
+    paths = BaselinePaths(tmp_path, ids)
+    for name in (None, "head", "Head"):
+        rels = [paths.relpath(i, name).as_posix() for i in ids]
+        assert len({r.lower() for r in rels}) == len(ids), rels
+    for nodeid in MEETING:
+        assert paths.met(nodeid) and "~" in paths.relpath(nodeid).name, nodeid
+    for nodeid in APART:
+        assert paths.relpath(nodeid) == baseline_relpath(nodeid), nodeid  # no churn
+    assert posix("t/CON.py::test_y").split("/")[1].startswith("CON-")  # reserved: hashed
+
+
+def test_a_path_apart_stays_once_the_other_test_is_gone(tmp_path: Path) -> None:
+    both = BaselinePaths(tmp_path, ["t.py::test_x[A]", "t.py::test_x[a]"])
+    rel = both.relpath("t.py::test_x[A]", "n")
+    assert rel.name.startswith("test_x[A]~") and rel.name.endswith("@n.json")
+    write_atomic(tmp_path / rel, "{}\n")
+    alone = BaselinePaths(tmp_path, ["t.py::test_x[A]"])  # [a] deleted, or not generated here
+    assert alone.relpath("t.py::test_x[A]", "n") == rel
+    assert alone.relpath("t.py::test_x[A]") == baseline_relpath("t.py::test_x[A]")
+
+
+def test_this_repos_baselines_keep_their_paths() -> None:
+    root = Path(__file__).parents[3] / "baselines"
+    files = list(iter_baseline_files(root))
+    assert files
+    ids = []
+    for path in files:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        ids.append(data["test"])
+        assert baseline_relpath(data["test"], data.get("name")) == path.relative_to(root)
+    paths = BaselinePaths(root, ids)
+    for path, nodeid in zip(files, ids, strict=True):
+        name = json.loads(path.read_text(encoding="utf-8")).get("name")
+        assert paths.relpath(nodeid, name) == path.relative_to(root)

@@ -144,26 +144,62 @@ def test_named_profiles_get_their_own_files(tmp_path: Path, make_profile: MakePr
 
 
 def test_records_round_trip() -> None:
-    record = GateRecord(nodeid="t::x", name="n", model="m", status="ok",
-                        baseline_path="t/x@n.json", metrics={"flops": 1.0})
+    record = GateRecord(
+        nodeid="t::x",
+        name="n",
+        model="m",
+        status="ok",
+        baseline_path="t/x@n.json",
+        metrics={"flops": 1.0},
+    )
     assert records_from_json(records_to_json([record])) == [record]
     assert record.label == "t::x@n"
 
 
 def _flops_row(current: str, delta: str = "\u2013") -> list[Check]:
-    return [Check(metric="flops", label="FLOPs", kind="delta", verdict="ok", reason="",
-                  summary=True, current_text=current, delta_text=delta)]
+    return [
+        Check(
+            metric="flops",
+            label="FLOPs",
+            kind="delta",
+            verdict="ok",
+            reason="",
+            summary=True,
+            current_text=current,
+            delta_text=delta,
+        )
+    ]
 
 
 def test_summary_puts_regressions_first() -> None:
     rows = [
-        GateRecord(nodeid="t::a", model="m", status="ok", baseline_path="a",
-                   metrics={"flops": 1e9}, checks=_flops_row("1 GFLOPs")),
-        GateRecord(nodeid="t::b", model="m", status="regressed", baseline_path="b",
-                   metrics={"flops": 2e9}, baseline_metrics={"flops": 1e9}, failed=True,
-                   checks=_flops_row("2 GFLOPs", "+1 GFLOPs (+100.0 %)")),
-        GateRecord(nodeid="t::c", model="m", status="missing", baseline_path="c",
-                   metrics={"flops": 1e6}, failed=True, checks=_flops_row("1 MFLOPs")),
+        GateRecord(
+            nodeid="t::a",
+            model="m",
+            status="ok",
+            baseline_path="a",
+            metrics={"flops": 1e9},
+            checks=_flops_row("1 GFLOPs"),
+        ),
+        GateRecord(
+            nodeid="t::b",
+            model="m",
+            status="regressed",
+            baseline_path="b",
+            metrics={"flops": 2e9},
+            baseline_metrics={"flops": 1e9},
+            failed=True,
+            checks=_flops_row("2 GFLOPs", "+1 GFLOPs (+100.0 %)"),
+        ),
+        GateRecord(
+            nodeid="t::c",
+            model="m",
+            status="missing",
+            baseline_path="c",
+            metrics={"flops": 1e6},
+            failed=True,
+            checks=_flops_row("1 MFLOPs"),
+        ),
     ]
     lines = summary_lines(rows)
     assert lines[0].split()[:3] == ["status", "test", "FLOPs"]
@@ -175,10 +211,16 @@ def test_another_environment_is_one_line_per_run_on_a_pass_too() -> None:
     # Issue 18, item 1: two passing tests on another torch, one also on another torchvision.
     torch_change, vision_change = "torch 2.99.0 \u2192 2.14.1", "torchvision 0.99 \u2192 0.29.1"
     rows = [
-        GateRecord(nodeid="t::a", model="m", status="ok", baseline_path="a",
-                   environment=[torch_change]),
-        GateRecord(nodeid="t::b", model="m", status="ok", baseline_path="b",
-                   environment=[torch_change, vision_change]),
+        GateRecord(
+            nodeid="t::a", model="m", status="ok", baseline_path="a", environment=[torch_change]
+        ),
+        GateRecord(
+            nodeid="t::b",
+            model="m",
+            status="ok",
+            baseline_path="b",
+            environment=[torch_change, vision_change],
+        ),
         GateRecord(nodeid="t::c", model="m", status="ok", baseline_path="c"),
     ]
     (line,) = problem_lines(rows)
@@ -255,16 +297,33 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
 def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
     # Issue 19: the table alone was 119-161 columns at COLUMNS=100.
     checks = [
-        Check(metric=m, label=m, kind="delta", verdict="ok", reason="", summary=True,
-              current_text="12.3 KFLOPs",
-              delta_text="+1.1 KFLOPs (+10.0 %)" if m == "flops" else "\u2013")
+        Check(
+            metric=m,
+            label=m,
+            kind="delta",
+            verdict="ok",
+            reason="",
+            summary=True,
+            current_text="12.3 KFLOPs",
+            delta_text="+1.1 KFLOPs (+10.0 %)" if m == "flops" else "\u2013",
+        )
         for m in ("flops", "params", "memory", "peak", "ai", "subgraphs")
     ]
     rows = [
-        GateRecord(nodeid="tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]",
-                   model="m", status="regressed", baseline_path="a", checks=checks),
-        GateRecord(nodeid="tests/models/test_zoo.py::test_b", model="m", status="ok",
-                   baseline_path="b", checks=checks),
+        GateRecord(
+            nodeid="tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]",
+            model="m",
+            status="regressed",
+            baseline_path="a",
+            checks=checks,
+        ),
+        GateRecord(
+            nodeid="tests/models/test_zoo.py::test_b",
+            model="m",
+            status="ok",
+            baseline_path="b",
+            checks=checks,
+        ),
     ]
     for width in (100, 80, 60):
         lines = summary_lines(rows, width)
@@ -275,10 +334,15 @@ def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
 
 
 def test_failed_limits_are_left_to_pytest_and_warnings_wrap() -> None:
-    row = GateRecord(nodeid="t::a", model="m", status="regressed", baseline_path="a",
-                     failed=True,
-                     failures=["FLOPs: 1 → 2 (+100.0 %, limit exact)"],
-                     warnings=["memory: " + "x " * 60])
+    row = GateRecord(
+        nodeid="t::a",
+        model="m",
+        status="regressed",
+        baseline_path="a",
+        failed=True,
+        failures=["FLOPs: 1 → 2 (+100.0 %, limit exact)"],
+        warnings=["memory: " + "x " * 60],
+    )
     lines = problem_lines([row], 80, failures=False)
     assert not any("FAIL" in line for line in lines)  # printed once, under FAILURES
     assert all(len(line) <= 80 for line in lines) and len(lines) > 2
@@ -288,9 +352,13 @@ def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename(
     make_profile: MakeProfile,
 ) -> None:
     inputs = [{"shape": [1, 3, 8, 8], "dtype": "float32", "name": None}]
-    missing = GateRecord(nodeid="t.py::test_new", model="Net", status="missing",
-                         baseline_path="t/test_new.json",
-                         profile=make_profile(inputs=[TensorSpec.model_validate(inputs[0])]))
+    missing = GateRecord(
+        nodeid="t.py::test_new",
+        model="Net",
+        status="missing",
+        baseline_path="t/test_new.json",
+        profile=make_profile(inputs=[TensorSpec.model_validate(inputs[0])]),
+    )
     stale = {
         "t/test_other.json": inputs_identity("Other", inputs),
         "t/test_old.json": inputs_identity("Net", inputs),
@@ -298,3 +366,42 @@ def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename(
     assert renamed([missing], stale) == [(missing, "t/test_old.json")]
     other = [{"shape": [1, 3, 9, 9], "dtype": "float32", "name": None}]
     assert renamed([missing], {"t/test_old.json": inputs_identity("Net", other)}) == []
+
+
+def test_tests_that_meet_have_files_of_their_own(tmp_path: Path, make_profile: MakeProfile) -> None:
+    from pytest_modelprof.baseline.store import BaselinePaths
+
+    node, other = "tests/test_m.py::TestR::test_c", "tests/test_m/TestR.py::test_c"  # one path
+    settings = SessionSettings(baseline_dir=tmp_path / "baselines", update=True)
+    base = make_profile(flops=1_000_000)
+
+    def judge(nodeid: str, paths: BaselinePaths, session: SessionSettings) -> Outcome:
+        return evaluate(
+            base,
+            nodeid=nodeid,
+            name=None,
+            limits=Limits(),
+            session=session,
+            rootdir=tmp_path,
+            paths=paths,
+        )
+
+    alone = BaselinePaths(settings.baseline_dir, [other])
+    assert judge(other, alone, settings).record.status == "new"  # as an older version would
+    (usual,) = (tmp_path / "baselines").rglob("*.json")
+    written = usual.read_bytes()
+    # node alone finds the other's file at its usual path: a check fails naming it ...
+    check = SessionSettings(baseline_dir=tmp_path / "baselines")
+    held = judge(node, BaselinePaths(settings.baseline_dir, [node]), check)
+    assert held.record.status == "error" and held.failure is not None
+    assert f"holds the baseline of {other}, another test whose path is this test's" in held.failure
+    # ... and an update writes node's own file, leaving the other's as it was.
+    assert judge(node, BaselinePaths(settings.baseline_dir, [node]), settings).failure is None
+    assert usual.read_bytes() == written
+    assert len(list((tmp_path / "baselines").rglob("*.json"))) == 2
+    # Both collected: the other test has no file of its own yet, and says why.
+    both = BaselinePaths(settings.baseline_dir, [node, other])
+    missing = judge(other, both, check)
+    assert missing.record.status == "missing" and missing.failure is not None
+    assert f"(it holds this test's baseline) is also the path of {node}" in missing.failure
+    assert judge(node, both, check).record.status == "ok"

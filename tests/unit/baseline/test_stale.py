@@ -10,13 +10,20 @@ from pytest_modelprof.baseline.document import (
     BaselineDocument,
     BaselineEnvironment,
 )
-from pytest_modelprof.baseline.stale import RunCoverage, find_stale, parent_nodeid, prune
+from pytest_modelprof.baseline.stale import (
+    RunCoverage,
+    find_stale,
+    function_of,
+    parent_nodeid,
+    prune,
+    survey,
+)
 from pytest_modelprof.baseline.store import baseline_relpath
 
 
 def put(root: Path, rel: str, test: str, name: str | None = None) -> Path:
     """A baseline as the gate writes it (``rel`` must be where ``test`` and ``name`` map)."""
-    assert baseline_relpath(test, name).as_posix() == rel
+    assert rel in {baseline_relpath(test, name, apart=a).as_posix() for a in (False, True)}
     path = root / "baselines" / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     env = BaselineEnvironment(torch_version="2", device="cpu", dtype="float32", capture_mode="meta")
@@ -77,6 +84,44 @@ def test_find_stale(tmp_path: Path) -> None:
 def test_no_directory(tmp_path: Path) -> None:
     nothing = find_stale(tmp_path / "x", used=set(), expanded={}, completed=set(), rootdir=tmp_path)
     assert nothing == []
+
+
+def test_parameters_not_generated_are_kept_apart(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("")
+    bdir = tmp_path / "baselines"
+    gpu = put(tmp_path, "t/test_dev[gpu].json", "t.py::test_dev[gpu]")
+    in_class = put(tmp_path, "t/C/test_dev[gpu].json", "t.py::C::test_dev[gpu]")
+    plain = put(tmp_path, "t/test_dev.json", "t.py::test_dev")  # before it was parametrised
+    gone = put(tmp_path, "t/test_old[gpu].json", "t.py::test_old[gpu]")
+    found = survey(
+        bdir,
+        used=set(),
+        expanded={
+            "t.py": {"t.py::test_dev[cpu]", "t.py::C"},
+            "t.py::C": {"t.py::C::test_dev[cpu]"},
+        },
+        completed={"t.py::test_dev[cpu]", "t.py::C::test_dev[cpu]"},
+        rootdir=tmp_path,
+    )
+    assert found.stale == [gone]
+    assert sorted(found.not_generated) == sorted([gpu, in_class, plain])
+
+
+def test_a_path_apart_is_ours_too(tmp_path: Path) -> None:
+    (tmp_path / "t.py").write_text("")
+    bdir = tmp_path / "baselines"
+    rel = baseline_relpath("t.py::test_x[A]", apart=True).as_posix()
+    apart = put(tmp_path, rel, "t.py::test_x[A]")
+    found = find_stale(
+        bdir, used=set(), expanded={"t.py": {"t.py::test_y"}}, completed=set(), rootdir=tmp_path
+    )
+    assert found == [apart]
+
+
+def test_function_of() -> None:
+    assert function_of("d/t.py::C::f[x::y]") == "d/t.py::C::f"
+    assert function_of("d[1]/t.py::f") == "d[1]/t.py::f"
+    assert function_of("t.py::f") == "t.py::f"
 
 
 def test_parent_nodeid() -> None:
