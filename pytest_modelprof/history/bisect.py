@@ -5,20 +5,18 @@ are never touched) and runs the test there with pytest, writing its baseline int
 folder: ``python -m pytest TEST --modelprof-update-baselines --modelprof-baseline-dir=TMP``. The
 test's own code at that commit decides the model and its inputs, so what is compared is exactly
 what the gate would have measured. A commit whose run fails (it does not build, the test errors
-or does not exist there) is skipped, as ``git bisect skip`` does. The worktrees are removed
-after each step and again on the way out (an error or Ctrl-C included).
+or does not exist there) is skipped, as ``git bisect skip`` does. Each worktree is removed
+after its step, and on any way out (an error, Ctrl-C, SIGTERM, SIGHUP) with the step's processes
+ended (see :mod:`~pytest_modelprof.history.worktree`); nothing else of the repository is touched.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -27,8 +25,9 @@ from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.store import iter_baseline_files
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import Commit, GitError, Repo, commits, run_git
+from pytest_modelprof.history.worktree import detached_worktree, run_group
 
-__all__ = ["Probe", "BisectResult", "search", "StepRunner", "bisect", "worktree"]
+__all__ = ["Probe", "BisectResult", "search", "StepRunner", "bisect"]
 
 Verdict = Literal["good", "bad", "skip"]
 
@@ -79,20 +78,6 @@ def search(count: int, probe: Callable[[int], Verdict]) -> tuple[int, list[int],
     return hi, probed, sorted(i for i in skipped if lo < i < hi)
 
 
-@contextmanager
-def worktree(repo: Repo, commit: str, parent: Path) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a new folder under ``parent``; removed on exit."""
-    path = Path(tempfile.mkdtemp(prefix=f"wt-{commit[:10]}-", dir=parent))
-    path.rmdir()  # git worktree add wants to create it
-    run_git(repo.root, "worktree", "add", "--detach", "--quiet", str(path), commit)
-    try:
-        yield path
-    finally:
-        run_git(repo.root, "worktree", "remove", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-        run_git(repo.root, "worktree", "prune", check=False)
-
-
 @dataclass
 class StepRunner:
     """Profile ``test`` at a commit: a pytest run in a temporary worktree."""
@@ -104,7 +89,7 @@ class StepRunner:
     subdir: str = ""  # where pytest runs, relative to the top of the tree (the user's cwd)
     pytest_args: Sequence[str] = ()
     timeout: float | None = None
-    tmp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
+    tmp: Path | None = None  # where the worktrees go (default: the system's temporary folder)
 
     def command(self, baselines: Path) -> list[str]:
         return [sys.executable, "-m", "pytest", self.test, "--modelprof-update-baselines",
@@ -124,22 +109,20 @@ class StepRunner:
         return env
 
     def __call__(self, commit: Commit) -> Probe:
-        with tempfile.TemporaryDirectory(prefix="modelprof-bisect-", dir=self.tmp) as work:
-            with worktree(self.repo, commit.hash, Path(work)) as tree:
-                baselines = Path(work) / "baselines"
-                if not (tree / self.subdir).is_dir():
-                    return Probe(commit, skipped=f"the folder {self.subdir} (where you run "
-                                 f"bisect) does not exist at this commit")
-                try:
-                    done = subprocess.run(
-                        self.command(baselines), cwd=tree / self.subdir, env=self.env(tree),
-                        capture_output=True, text=True, timeout=self.timeout, check=False,
-                    )
-                except subprocess.TimeoutExpired:
-                    return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
-                if done.returncode != 0:
-                    return Probe(commit, skipped=_why(done, self.test))
-                return self._read(commit, baselines)
+        with detached_worktree(self.repo, commit.hash, tmp=self.tmp,
+                               prefix="modelprof-bisect-") as wt:
+            tree, baselines = wt.path, wt.scratch / "baselines"
+            if not (tree / self.subdir).is_dir():
+                return Probe(commit, skipped=f"the folder {self.subdir} (where you run "
+                             f"bisect) does not exist at this commit")
+            try:
+                done = run_group(self.command(baselines), cwd=tree / self.subdir,
+                                 env=self.env(tree), timeout=self.timeout)
+            except subprocess.TimeoutExpired:
+                return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
+            if done.returncode != 0:
+                return Probe(commit, skipped=_why(done, self.test))
+            return self._read(commit, baselines)
 
     def _read(self, commit: Commit, baselines: Path) -> Probe:
         docs = [BaselineDocument.from_json(p.read_text(encoding="utf-8"), source=str(p))

@@ -120,14 +120,3 @@ def test_search_is_git_bisect_with_skips() -> None:
     first, probed, open_ = search(10, lambda i: "bad" if i >= 3 else "good")
     assert (first, open_) == (3, []) and len(probed) <= 4
 
-
-def test_worktrees_are_removed_on_ctrl_c(repo: GitRepo, tmp_path: Path) -> None:
-    from pytest_modelprof.history.bisect import worktree
-    from pytest_modelprof.history.git import Repo
-
-    before = _state(repo.root)
-    with pytest.raises(KeyboardInterrupt), worktree(Repo(repo.root), repo.commits[1],
-                                                    tmp_path) as tree:
-        assert (tree / "model.py").is_file()
-        raise KeyboardInterrupt
-    assert not tree.exists() and _state(repo.root) == before
