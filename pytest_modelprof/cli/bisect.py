@@ -101,7 +101,8 @@ COMMAND = Command(
         "whose run fails (it does not build, the test errors or does not exist there) is\n"
         "skipped, like 'git bisect skip', and named. Prints the first bad commit with the\n"
         "figures before and after it. Exit code 0 when found, 1 when --bad is not worse\n"
-        "than --good."
+        "than --good. TEST is first checked against a 'pytest --collect-only' of its file\n"
+        "at the good commit: a typo is refused with the closest ids."
     ),
     examples="""\
   modelprof bisect tests/test_zoo.py::test_resnet50 --good v1.2 --bad HEAD
