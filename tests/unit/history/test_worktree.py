@@ -55,13 +55,20 @@ def _alive(pid: int) -> bool:
         return True
 
 
-def test_a_moved_user_worktree_stays_registered(tmp_path: Path) -> None:
-    """A worktree of the user's whose folder is away for a moment is not pruned."""
-    repo = GitRepo.create(tmp_path / "repo")
+def _repo(root: Path, *, moved_worktree: bool = False) -> GitRepo:
+    """A one-commit repository; with the user's own worktree ``mine`` moved to ``away``."""
+    repo = GitRepo.create(root / "repo")
     (repo.root / "a.txt").write_text("a\n")
     repo.commit("a")
-    git(repo.root, "worktree", "add", "-q", str(tmp_path / "mine"), "-b", "mine")
-    (tmp_path / "mine").rename(tmp_path / "away")
+    if moved_worktree:
+        git(repo.root, "worktree", "add", "-q", str(root / "mine"), "-b", "mine")
+        (root / "mine").rename(root / "away")
+    return repo
+
+
+def test_a_moved_user_worktree_stays_registered(tmp_path: Path) -> None:
+    """A worktree of the user's whose folder is away for a moment is not pruned."""
+    repo = _repo(tmp_path, moved_worktree=True)
     before = _registered(repo.root)
     with detached_worktree(Repo(repo.root), repo.commits[0], tmp=tmp_path) as tree:
         assert (tree.path / "a.txt").read_text() == "a\n"
@@ -74,11 +81,7 @@ def test_a_moved_user_worktree_stays_registered(tmp_path: Path) -> None:
 def test_a_half_made_worktree_is_unregistered_alone(tmp_path: Path) -> None:
     """Where git refuses to remove it (an add cut short: no .git file yet), its own
     registration is deleted, and the user's moved worktree is left registered."""
-    repo = GitRepo.create(tmp_path / "repo")
-    (repo.root / "a.txt").write_text("a\n")
-    repo.commit("a")
-    git(repo.root, "worktree", "add", "-q", str(tmp_path / "mine"), "-b", "mine")
-    (tmp_path / "mine").rename(tmp_path / "away")
+    repo = _repo(tmp_path, moved_worktree=True)
     before = _registered(repo.root)
     with detached_worktree(Repo(repo.root), repo.commits[0], tmp=tmp_path) as tree:
         (tree.path / ".git").unlink()
@@ -86,9 +89,7 @@ def test_a_half_made_worktree_is_unregistered_alone(tmp_path: Path) -> None:
 
 
 def test_removed_on_an_error_and_its_folder_with_it(tmp_path: Path) -> None:
-    repo = GitRepo.create(tmp_path / "repo")
-    (repo.root / "a.txt").write_text("a\n")
-    repo.commit("a")
+    repo = _repo(tmp_path)
     (tmp_path / "tmp").mkdir()
     with (
         pytest.raises(KeyboardInterrupt),
