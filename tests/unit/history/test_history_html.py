@@ -106,16 +106,20 @@ def test_history_markdown(repo: GitRepo, tmp_path: Path) -> None:
     assert "renamed from: tests/test\\_models.py::test\\_net" in text
 
 
-def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
+def _grown(root: Path, test: str, subject: str) -> GitRepo:
+    """A repository where ``test``'s FLOPs double in a commit titled ``subject``."""
     from history_repo import baseline
 
-    evil = "<script>alert(1)</script> | `x`"
-    test = "tests/test_x.py::test_y[<b>]"
-    repo = GitRepo.create(tmp_path / "repo")
+    repo = GitRepo.create(root / "repo")
     repo.write(test, baseline(test, flops=10))
     repo.commit("add")
     repo.write(test, baseline(test, flops=20))
-    repo.commit(evil)
+    repo.commit(subject)
+    return repo
+
+
+def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
+    repo = _grown(tmp_path, "tests/test_x.py::test_y[<b>]", "<script>alert(1)</script> | `x`")
     page, md = tmp_path / "h.html", tmp_path / "h.md"
     assert (
         main(["history", str(repo.root / "baselines"), "--html", str(page), "--markdown", str(md)])
@@ -130,16 +134,10 @@ def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
 
 def test_markdown_subjects_are_inert(tmp_path: Path) -> None:
     """A merged pull request's subject lands in the job summary: nothing of it may be live."""
-    from history_repo import baseline
     from report_samples import HOSTILE, no_live_markdown, outside_code_spans
 
     subject = f"{HOSTILE} *bold* @octocat <b>x</b>"
-    test = "tests/test_x.py::test_y[a*b*c]"
-    repo = GitRepo.create(tmp_path / "repo")
-    repo.write(test, baseline(test, flops=10))
-    repo.commit("add")
-    repo.write(test, baseline(test, flops=20))
-    repo.commit(subject)
+    repo = _grown(tmp_path, "tests/test_x.py::test_y[a*b*c]", subject)
     md = tmp_path / "h.md"
     assert main(["history", str(repo.root / "baselines"), "--markdown", str(md)]) == 0
     live = outside_code_spans(md.read_text())
