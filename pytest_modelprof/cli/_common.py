@@ -65,6 +65,8 @@ def parse_machine(text: str) -> Machine:
 
 def parse_device(text: str) -> str:
     """A torch device string: ``cpu``, ``cuda``, ``cuda:1``, ``meta``."""
+    if re.fullmatch(r"(cpu|meta|cuda)(:\d+)?", text):
+        return text  # a default of "cpu" must not import torch before a bad name is reported
     import torch
 
     try:

@@ -17,6 +17,7 @@ from pytest_modelprof.cli._common import (
     parse_dtype,
     parse_shape,
     parse_top,
+    resolve_names,
 )
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
+    resolve_names([args.model])  # a misspelled name fails before torch is imported
     from pytest_modelprof.errors import ModelprofError
     from pytest_modelprof.runtime.bench import StderrProgress, bench
 

@@ -92,14 +92,17 @@ COMMAND = Command(
     description=(
         "Binary-search the first-parent commits between --good and --bad for the first one\n"
         "whose profile of TEST is worse than the good commit's by more than --tolerance.\n"
-        "Each step checks the commit out into a temporary git worktree (your tree and index\n"
-        "are never touched) and runs 'python -m pytest TEST --modelprof-update-baselines\n"
-        "--modelprof-baseline-dir=TMP' there, so the test's own code at that commit decides\n"
-        "the model and its inputs; the checked-out tree comes first on PYTHONPATH, ahead of\n"
-        "an editable install of your checkout. A commit whose run fails (it does not build,\n"
-        "the test errors or does not exist there) is skipped, like 'git bisect skip', and\n"
-        "named. Prints the first bad commit with the figures before and after it. Exit code\n"
-        "0 when found, 1 when --bad is not worse than --good."
+        "Each step checks the commit out into a temporary git worktree (your tree, index\n"
+        "and other worktrees are never touched; it is removed on any exit, SIGTERM and\n"
+        "SIGHUP included, with the step's processes) and runs 'python -m pytest TEST\n"
+        "--modelprof-update-baselines --modelprof-baseline-dir=TMP' there, so the test's\n"
+        "own code at that commit decides the model and its inputs; the checked-out tree\n"
+        "comes first on PYTHONPATH, ahead of an editable install of your checkout. A commit\n"
+        "whose run fails (it does not build, the test errors or does not exist there) is\n"
+        "skipped, like 'git bisect skip', and named. Prints the first bad commit with the\n"
+        "figures before and after it. Exit code 0 when found, 1 when --bad is not worse\n"
+        "than --good. TEST is first checked against a 'pytest --collect-only' of its file\n"
+        "at the good commit: a typo is refused with the closest ids."
     ),
     examples="""\
   modelprof bisect tests/test_zoo.py::test_resnet50 --good v1.2 --bad HEAD

@@ -8,6 +8,7 @@ import shutil
 from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
+    note,
     out,
 )
 
@@ -16,7 +17,8 @@ __all__ = ["COMMAND"]
 
 def _add_list_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--filter", "-f", metavar="TEXT",
-                   help="only names containing TEXT (case-insensitive)")
+                   help="only names containing TEXT (case-insensitive; when none does, the "
+                        "names that contain it but for a typo)")
     p.add_argument("--source", metavar="NAME",
                    help="only the names of one source (every one of them), e.g. hf or timm")
     p.add_argument("--all", action="store_true",
@@ -32,6 +34,10 @@ def _run_list(args: argparse.Namespace) -> int:
     from pytest_modelprof.schema import dumps_deterministic
 
     groups = list_models(filter=args.filter)
+    if args.filter and not any(
+        args.filter.lower() in n.lower() for v in groups.values() for n in v
+    ):
+        note(f"no model name contains {args.filter!r}; listing the names that nearly do")
     if args.source is not None:
         if args.source not in groups:
             import difflib

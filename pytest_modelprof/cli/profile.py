@@ -18,6 +18,7 @@ from pytest_modelprof.cli._common import (
     parse_machine,
     parse_shape,
     parse_top,
+    resolve_names,
 )
 
 __all__ = ["COMMAND"]
@@ -143,6 +144,7 @@ def _token_shape(args: argparse.Namespace, dtype: str | None) -> tuple[Any, str 
 
 
 def _run_profile(args: argparse.Namespace) -> int:
+    resolve_names([args.model])  # a misspelled name fails before torch is imported
     from pytest_modelprof.exports.tabular import write_profile
     from pytest_modelprof.profile import profile_model
     from pytest_modelprof.report.terminal import render_profile

@@ -5,19 +5,18 @@ are never touched) and runs the test there with pytest, writing its baseline int
 folder: ``python -m pytest TEST --modelprof-update-baselines --modelprof-baseline-dir=TMP``. The
 test's own code at that commit decides the model and its inputs, so what is compared is exactly
 what the gate would have measured. A commit whose run fails (it does not build, the test errors
-or does not exist there) is skipped, as ``git bisect skip`` does. The worktrees are removed
-after each step and again on the way out (an error or Ctrl-C included).
+or does not exist there) is skipped, as ``git bisect skip`` does. Each worktree is removed
+after its step, and on any way out (an error, Ctrl-C, SIGTERM, SIGHUP) with the step's processes
+ended (see :mod:`~pytest_modelprof.history.worktree`); nothing else of the repository is touched.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -27,10 +26,17 @@ from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.store import iter_baseline_files
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import Commit, GitError, Repo, commits, run_git
+from pytest_modelprof.history.worktree import detached_worktree, run_group
 
-__all__ = ["Probe", "BisectResult", "search", "StepRunner", "bisect", "worktree"]
+__all__ = ["Probe", "BisectResult", "search", "StepRunner", "TestIdError", "bisect"]
 
 Verdict = Literal["good", "bad", "skip"]
+
+
+class TestIdError(ModelprofError):
+    """The test id names no test at the good commit (a typo): says which are close."""
+
+    __test__ = False  # not a pytest test class, whatever its name
 
 
 @dataclass(frozen=True)
@@ -79,20 +85,6 @@ def search(count: int, probe: Callable[[int], Verdict]) -> tuple[int, list[int],
     return hi, probed, sorted(i for i in skipped if lo < i < hi)
 
 
-@contextmanager
-def worktree(repo: Repo, commit: str, parent: Path) -> Iterator[Path]:
-    """``commit`` checked out (detached) in a new folder under ``parent``; removed on exit."""
-    path = Path(tempfile.mkdtemp(prefix=f"wt-{commit[:10]}-", dir=parent))
-    path.rmdir()  # git worktree add wants to create it
-    run_git(repo.root, "worktree", "add", "--detach", "--quiet", str(path), commit)
-    try:
-        yield path
-    finally:
-        run_git(repo.root, "worktree", "remove", "--force", str(path), check=False)
-        shutil.rmtree(path, ignore_errors=True)
-        run_git(repo.root, "worktree", "prune", check=False)
-
-
 @dataclass
 class StepRunner:
     """Profile ``test`` at a commit: a pytest run in a temporary worktree."""
@@ -104,12 +96,23 @@ class StepRunner:
     subdir: str = ""  # where pytest runs, relative to the top of the tree (the user's cwd)
     pytest_args: Sequence[str] = ()
     timeout: float | None = None
-    tmp: Path = field(default_factory=lambda: Path(tempfile.gettempdir()))
+    tmp: Path | None = None  # where the worktrees go (default: the system's temporary folder)
+    # The first commit profiled (bisect's good one) is where the test id is checked first.
+    _id_checked: bool = field(default=False, init=False, repr=False)
 
     def command(self, baselines: Path) -> list[str]:
-        return [sys.executable, "-m", "pytest", self.test, "--modelprof-update-baselines",
-                f"--modelprof-baseline-dir={baselines}", "-p", "no:cacheprovider", "-q",
-                *self.pytest_args]
+        return [
+            sys.executable,
+            "-m",
+            "pytest",
+            self.test,
+            "--modelprof-update-baselines",
+            f"--modelprof-baseline-dir={baselines}",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            *self.pytest_args,
+        ]
 
     def env(self, tree: Path) -> dict[str, str]:
         # The checked-out tree goes first on the path, so the commit's code is imported, not an
@@ -124,40 +127,113 @@ class StepRunner:
         return env
 
     def __call__(self, commit: Commit) -> Probe:
-        with tempfile.TemporaryDirectory(prefix="modelprof-bisect-", dir=self.tmp) as work:
-            with worktree(self.repo, commit.hash, Path(work)) as tree:
-                baselines = Path(work) / "baselines"
-                if not (tree / self.subdir).is_dir():
-                    return Probe(commit, skipped=f"the folder {self.subdir} (where you run "
-                                 f"bisect) does not exist at this commit")
-                try:
-                    done = subprocess.run(
-                        self.command(baselines), cwd=tree / self.subdir, env=self.env(tree),
-                        capture_output=True, text=True, timeout=self.timeout, check=False,
-                    )
-                except subprocess.TimeoutExpired:
-                    return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
-                if done.returncode != 0:
-                    return Probe(commit, skipped=_why(done, self.test))
-                return self._read(commit, baselines)
+        with detached_worktree(
+            self.repo, commit.hash, tmp=self.tmp, prefix="modelprof-bisect-"
+        ) as wt:
+            tree, baselines = wt.path, wt.scratch / "baselines"
+            if not (tree / self.subdir).is_dir():
+                return Probe(
+                    commit,
+                    skipped=f"the folder {self.subdir} (where you run "
+                    f"bisect) does not exist at this commit",
+                )
+            if not self._id_checked:
+                self._check_id(commit, tree)
+                self._id_checked = True
+            try:
+                done = run_group(
+                    self.command(baselines),
+                    cwd=tree / self.subdir,
+                    env=self.env(tree),
+                    timeout=self.timeout,
+                )
+            except subprocess.TimeoutExpired:
+                return Probe(commit, skipped=f"the run took over {self.timeout:g} s")
+            if done.returncode != 0:
+                return Probe(commit, skipped=_why(done, self.test))
+            return self._read(commit, baselines)
+
+    def _check_id(self, commit: Commit, tree: Path) -> None:
+        """Refuse a test id that names no test of this commit, with the closest ones, from a
+        ``pytest --collect-only`` of its file: a typo must not cost a whole session and then
+        be blamed on the commit. A file that does not collect is left to the run to report."""
+        file, _, inner = self.test.partition("::")
+        where = tree / self.subdir
+        path = where / file
+        if not path.exists():
+            files = sorted(
+                p.relative_to(where).as_posix()
+                for p in where.rglob("*.py")
+                if ".git" not in p.parts
+            )
+            close = difflib.get_close_matches(file, files, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise TestIdError(
+                f"{self.test} is not a test at the good commit {commit.short}: "
+                f"there is no file {file}{hint}"
+            )
+        if not inner:
+            return
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *self.pytest_args,
+            file,
+        ]
+        done = run_group(command, cwd=where, env=self.env(tree), timeout=self.timeout)
+        if done.returncode not in (0, 5):  # 5: no tests collected
+            return
+        ids = [
+            ln.strip().partition("::")[2]
+            for ln in done.stdout.splitlines()
+            if "::" in ln and not ln.startswith(("ERROR", "="))
+        ]
+        if any(i == inner or i.startswith((inner + "::", inner + "[")) for i in ids):
+            return
+        close = difflib.get_close_matches(inner, ids, n=3, cutoff=0.5)
+        hint = (
+            f"; did you mean {' or '.join(f'{file}::{c}' for c in close)}?"
+            if close
+            else f"; it collects {len(ids)} tests (pytest --collect-only -q {file})"
+        )
+        raise TestIdError(
+            f"{self.test} is not a test at the good commit {commit.short}: "
+            f"{file} has no test {inner!r}{hint}"
+        )
 
     def _read(self, commit: Commit, baselines: Path) -> Probe:
-        docs = [BaselineDocument.from_json(p.read_text(encoding="utf-8"), source=str(p))
-                for p in iter_baseline_files(baselines)]
+        docs = [
+            BaselineDocument.from_json(p.read_text(encoding="utf-8"), source=str(p))
+            for p in iter_baseline_files(baselines)
+        ]
         if self.name is not None:
             docs = [d for d in docs if d.name == self.name]
         if not docs:
-            return Probe(commit, skipped=f"{self.test} wrote no baseline: it is not a profiled "
-                         f"test at this commit" + (f" (no profile named {self.name!r})"
-                                                   if self.name else ""))
+            return Probe(
+                commit,
+                skipped=f"{self.test} wrote no baseline: it is not a profiled "
+                f"test at this commit"
+                + (f" (no profile named {self.name!r})" if self.name else ""),
+            )
         if len(docs) > 1:
             names = ", ".join(sorted(f"{d.test}@{d.name}" if d.name else d.test for d in docs))
-            raise ModelprofError(f"{self.test} wrote {len(docs)} baselines ({names}); give one "
-                                 f"test id, and --name NAME for a test with several profiles")
+            raise ModelprofError(
+                f"{self.test} wrote {len(docs)} baselines ({names}); give one "
+                f"test id, and --name NAME for a test with several profiles"
+            )
         value = docs[0].metrics.get(self.metric.name)
         if value is None:
-            return Probe(commit, document=docs[0], skipped=f"the profile has no "
-                         f"{self.metric.label} (its test sets no limit that measures it)")
+            return Probe(
+                commit,
+                document=docs[0],
+                skipped=f"the profile has no "
+                f"{self.metric.label} (its test sets no limit that measures it)",
+            )
         return Probe(commit, value=value, document=docs[0])
 
 
@@ -178,8 +254,10 @@ def _commits(repo: Repo, good: str, bad: str) -> list[Commit]:
     """The first-parent commits after ``good`` up to ``bad``, oldest first."""
     done = run_git(repo.root, "merge-base", "--is-ancestor", good, bad, check=False)
     if done.returncode != 0:
-        raise GitError(f"the good commit {good[:8]} is not an ancestor of the bad commit "
-                       f"{bad[:8]}: give --good an older commit of the same history")
+        raise GitError(
+            f"the good commit {good[:8]} is not an ancestor of the bad commit "
+            f"{bad[:8]}: give --good an older commit of the same history"
+        )
     return commits(repo, "--reverse", "--first-parent", f"{good}..{bad}")
 
 
@@ -198,18 +276,22 @@ def bisect(
         raise GitError(f"--good {good_ref} and --bad {bad_ref} are the same commit")
     candidates = _commits(repo, good_hash, bad_hash)
     (good_commit,) = commits(repo, "-1", good_hash)
-    log(f"bisect: {len(candidates)} commits after {good_commit.short}; profiling the good "
-        f"commit")
+    log(f"bisect: {len(candidates)} commits after {good_commit.short}; profiling the good commit")
     good = runner(good_commit)
     if good.value is None:
-        raise ModelprofError(f"cannot profile the good commit {good_commit.short}: "
-                             f"{good.skipped}. Give --good a commit where the test runs")
-    log(f"bisect: {good_commit.short} (good): {metric.format(good.value)}; profiling the bad "
-        f"commit")
+        raise ModelprofError(
+            f"cannot profile the good commit {good_commit.short}: "
+            f"{good.skipped}. Give --good a commit where the test runs"
+        )
+    log(
+        f"bisect: {good_commit.short} (good): {metric.format(good.value)}; profiling the bad commit"
+    )
     bad = runner(candidates[-1])
     if bad.value is None:
-        raise ModelprofError(f"cannot profile the bad commit {candidates[-1].short}: "
-                             f"{bad.skipped}. Give --bad a commit where the test runs")
+        raise ModelprofError(
+            f"cannot profile the bad commit {candidates[-1].short}: "
+            f"{bad.skipped}. Give --bad a commit where the test runs"
+        )
     good_value = good.value
 
     def worse(p: Probe) -> bool:
@@ -222,8 +304,7 @@ def bisect(
 
     def probe(i: int) -> Verdict:
         left = len(candidates)
-        log(f"bisect: testing {candidates[i].short} {candidates[i].subject!r} ({left} "
-            f"candidates)")
+        log(f"bisect: testing {candidates[i].short} {candidates[i].subject!r} ({left} candidates)")
         p = probes[i] = runner(candidates[i])
         if p.value is None:
             log(f"bisect: skipped {candidates[i].short}: {p.skipped}")
@@ -236,7 +317,11 @@ def bisect(
     tested_good = [i for i in probed if i < first and probes[i].value is not None]
     before = probes[max(tested_good)] if tested_good else good
     return BisectResult(
-        good, bad, probes[first], before,
+        good,
+        bad,
+        probes[first],
+        before,
         skipped=tuple(probes[i] for i in sorted(probes) if probes[i].value is None),
-        undecided=tuple(candidates[i] for i in open_), steps=2 + len(probed),
+        undecided=tuple(candidates[i] for i in open_),
+        steps=2 + len(probed),
     )

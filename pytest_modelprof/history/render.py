@@ -6,18 +6,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_modelprof.history.view import HistoryView, StepRow, table
+from pytest_modelprof.report.markdown import code, text
 
 __all__ = ["HISTORY_TEMPLATE", "render_text", "render_markdown", "render_html"]
 
 HISTORY_TEMPLATE = "history.html.j2"
 
-_HEADERS = ("test", "metric", "commit", "date", "before", "after", "delta", "change",
-            "environment", "subject")
+_HEADERS = (
+    "test",
+    "metric",
+    "commit",
+    "date",
+    "before",
+    "after",
+    "delta",
+    "change",
+    "environment",
+    "subject",
+)
 
 
 def _cells(r: StepRow) -> list[str]:
-    return [r.test, r.metric, r.short, r.date, r.before, r.after, r.delta, r.change,
-            r.environment, r.subject]
+    return [
+        r.test,
+        r.metric,
+        r.short,
+        r.date,
+        r.before,
+        r.after,
+        r.delta,
+        r.change,
+        r.environment,
+        r.subject,
+    ]
 
 
 def render_text(view: HistoryView) -> str:
@@ -37,21 +58,22 @@ def render_text(view: HistoryView) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    """A Markdown table cell: pipes escaped, no line breaks, no HTML."""
-    return (text.replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;")
-            .replace(">", "&gt;").replace("\n", " "))
-
-
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Rows whose first cell is a test id (a code span, as in the gate's report) when the
+    headers start with "test"; every other cell is plain text (commit subjects come from pull
+    requests, and the table goes into the job summary)."""
+    ids = headers[0] == "test"
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_md(c) for c in row) + " |" for row in rows]
+    out += [
+        "| " + " | ".join(code(c) if ids and i == 0 else text(c) for i, c in enumerate(row)) + " |"
+        for row in rows
+    ]
     return out
 
 
 def render_markdown(view: HistoryView) -> str:
     """The history as Markdown: the largest steps, then each test's steps."""
-    lines = [f"# {_md(view.title)}", "", _md(view.coverage), ""]
+    lines = [f"# {text(view.title)}", "", text(view.coverage), ""]
     lines.append("## Largest steps")
     lines.append("")
     if view.largest:
@@ -59,12 +81,12 @@ def render_markdown(view: HistoryView) -> str:
     else:
         lines.append("No metric changed between the versions seen.")
     for note in view.notes:
-        lines += ["", f"> {_md(note)}"]
+        lines += ["", f"> {text(note)}"]
     for s in view.sections:
-        lines += ["", f"## `{s.test.replace('`', '')}`", ""]
-        lines.append(" \u00b7 ".join(f"{f.label}: {_md(f.value)}" for f in s.facts))
+        lines += ["", f"## {code(s.test)}", ""]
+        lines.append(" \u00b7 ".join(f"{f.label}: {text(f.value)}" for f in s.facts))
         lines.append("")
-        lines.append(" \u00b7 ".join(f"{label} **{_md(value)}**" for label, value in s.latest))
+        lines.append(" \u00b7 ".join(f"{label} **{text(value)}**" for label, value in s.latest))
         if s.steps:
             lines.append("")
             lines += _md_table(_HEADERS[1:], [_cells(r)[1:] for r in s.steps])

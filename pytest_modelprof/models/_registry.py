@@ -31,7 +31,13 @@ from pytest_modelprof.models._ultralytics import (
     ultralytics_spec,
 )
 
-__all__ = ["ENTRY_POINT_GROUP", "DuplicateModelError", "Registry", "default_registry"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "DuplicateModelError",
+    "Registry",
+    "default_registry",
+    "nearly_contains",
+]
 
 ENTRY_POINT_GROUP: Final = "pytest_modelprof.models"
 REGISTERED_GROUP: Final = "registered"
@@ -132,8 +138,10 @@ class Registry:
         """Names by group (``torchvision.<task>``, ``ultralytics``, ``timm``, ``hf``,
         ``registered``), sorted.
 
-        ``filter`` keeps names containing it, case-insensitively. Every group is always a key
-        (``ultralytics``, ``timm`` and ``hf`` are empty when their extra is not installed).
+        ``filter`` keeps names containing it, case-insensitively; when no name does, names
+        containing it but for a typo (one edit in four characters: ``resnt`` finds ``resnet50``).
+        Every group is always a key (``ultralytics``, ``timm`` and ``hf`` are empty when their
+        extra is not installed).
         """
         tv = torchvision_names()
         groups: dict[str, list[str]] = {f"torchvision.{g}": list(tv[g]) for g in GROUPS}
@@ -143,7 +151,14 @@ class Registry:
         groups[REGISTERED_GROUP] = sorted({*self._registered, *self._discover()})
         if filter:
             needle = filter.lower()
-            groups = {k: [n for n in v if needle in n.lower()] for k, v in groups.items()}
+            found = {k: [n for n in v if needle in n.lower()] for k, v in groups.items()}
+            if not any(found.values()):
+                edits = len(needle) // 4
+                found = {
+                    k: [n for n in v if nearly_contains(n.lower(), needle, edits)]
+                    for k, v in groups.items()
+                }
+            groups = found
         return groups
 
     # -- internals ----------------------------------------------------------------------------
@@ -274,6 +289,20 @@ class Registry:
             "browse names; your own models resolve as 'package.module:factory' or via "
             "@register_model."
         )
+
+
+def nearly_contains(text: str, needle: str, edits: int) -> bool:
+    """Whether some part of ``text`` is ``needle`` but for at most ``edits`` insertions,
+    deletions or substitutions (Sellers' approximate substring match)."""
+    if edits <= 0 or len(needle) - edits > len(text):
+        return needle in text
+    previous = [0] * (len(text) + 1)  # a match may start anywhere in text
+    for i, want in enumerate(needle, 1):
+        current = [i] + [0] * len(text)
+        for j, have in enumerate(text, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (want != have))
+        previous = current
+    return min(previous) <= edits
 
 
 def _source_spec(name: str) -> ModelSpec | None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib.util
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
+from pytest_modelprof.models._names import timm_scan
 from pytest_modelprof.models._spec import ModelSpec, Shape
 
 if TYPE_CHECKING:
@@ -36,11 +38,30 @@ def timm_available() -> bool:
     return importlib.util.find_spec("timm") is not None
 
 
+def _scan() -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """timm's names read from its sources (seconds saved), unless timm is imported already:
+    then its registry is as cheap and also holds the models a user registered with it."""
+    return None if "timm" in sys.modules else timm_scan()
+
+
 @functools.cache
 def _names() -> tuple[str, ...]:
+    scanned = _scan()
+    if scanned is not None:
+        return scanned[0]
     import timm
 
     return tuple(sorted(timm.list_models()))
+
+
+def _is_model(arch: str) -> bool:
+    """Whether timm builds ``arch`` (a deprecated alias too)."""
+    scanned = _scan()
+    if scanned is not None:
+        return arch in scanned[1]
+    import timm
+
+    return bool(timm.is_model(arch))
 
 
 def timm_names() -> tuple[str, ...]:
@@ -58,16 +79,16 @@ def timm_spec(name: str) -> ModelSpec:
             f"model {name!r} is a timm model, but timm is not installed; install the extra: "
             f"{INSTALL_HINT}"
         )
-    import timm
-
     arch, _, tag = bare.partition(".")
-    if not bare or not timm.is_model(arch):
+    if not bare or not _is_model(arch):
         close = difflib.get_close_matches(arch.lower(), _names(), n=5)
         hint = f" Did you mean: {', '.join(PREFIX + c for c in close)}?" if close else ""
         raise ModelNotFoundError(
             f"unknown timm model {name!r}.{hint} Run `modelprof list --filter timm:{arch[:6]}` "
             "to browse timm's names."
         )
+    import timm
+
     if tag and bare not in timm.list_pretrained(f"{arch}.*"):
         tags = [t.partition(".")[2] for t in timm.list_pretrained(f"{arch}.*")]
         raise ModelNotFoundError(

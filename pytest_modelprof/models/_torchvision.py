@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
+from pytest_modelprof.models._names import torchvision_scan
 from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape
 
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["GROUPS", "Reference", "torchvision_names", "torchvision_spec", "torchvision_references"]
+__all__ = [
+    "GROUPS",
+    "Reference",
+    "registered_names",
+    "torchvision_names",
+    "torchvision_spec",
+    "torchvision_references",
+]
 
 Group = Literal[
     "classification", "detection", "segmentation", "video", "optical_flow", "quantization"
@@ -97,7 +106,17 @@ class Reference:
 
 @functools.cache
 def torchvision_names() -> dict[Group, tuple[str, ...]]:
-    """Builder names by group; quantization builders are listed only under ``quantization``."""
+    """Builder names by group; quantization builders are listed only under ``quantization``.
+    Read from torchvision's sources (no import: seconds saved on a misspelled name) unless
+    torchvision is imported already, where its registry is as cheap."""
+    scanned = None if "torchvision.models" in sys.modules else torchvision_scan()
+    if scanned is not None:
+        return {group: scanned.get(group, ()) for group in GROUPS}
+    return registered_names()
+
+
+def registered_names() -> dict[Group, tuple[str, ...]]:
+    """Builder names by group from torchvision's own registry (imports torchvision)."""
     import torchvision.models as tvm
 
     modules: dict[Group, Any] = {

@@ -53,8 +53,11 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 
 
 def _state(root: Path) -> tuple[str, str, bytes]:
-    return (git(root, "status", "--porcelain", "--ignored"), git(root, "worktree", "list"),
-            (root / ".git" / "index").read_bytes())
+    return (
+        git(root, "status", "--porcelain", "--ignored"),
+        git(root, "worktree", "list"),
+        (root / ".git" / "index").read_bytes(),
+    )
 
 
 @pytest.mark.slow  # five pytest runs, each importing torch
@@ -68,10 +71,14 @@ def test_bisect_names_the_commit_that_raised_flops(
     first_bad, typo, fixed = repo.commits[4], repo.commits[2], repo.commits[3]
     assert f"first bad commit: {first_bad}\n" in captured.out
     # Linear(8, 16): 2 x 8 x 16 MACs + 16 bias + 16 ReLU = 288 FLOPs; width 32: 576.
-    assert (f"FLOPs: 288 FLOPs at {fixed[:8]} \u2192 576 FLOPs at {first_bad[:8]} "
-            f"(+288 FLOPs, +100.0 %)") in captured.out
-    assert f"skipped {typo[:8]} 'typo': pytest exit code 4: SyntaxError: invalid syntax" \
+    assert (
+        f"FLOPs: 288 FLOPs at {fixed[:8]} \u2192 576 FLOPs at {first_bad[:8]} "
+        f"(+288 FLOPs, +100.0 %)"
+    ) in captured.out
+    assert (
+        f"skipped {typo[:8]} 'typo': pytest exit code 4: SyntaxError: invalid syntax"
         in captured.out
+    )
     assert f"bisect: skipped {typo[:8]}" in captured.err  # said as it happened
     assert "5 profiles run" in captured.out  # good, bad, and three steps
     assert _state(repo.root) == before  # the user's tree, index and worktrees untouched
@@ -97,17 +104,32 @@ def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
     assert [p.commit.hash for p in found.skipped] == [repo.commits[2]]
 
 
-@pytest.mark.slow
-def test_a_test_that_writes_no_baseline(
-    repo: GitRepo, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.slow  # one pytest --collect-only, importing torch
+@pytest.mark.parametrize(
+    ("test", "said"),
+    [
+        (
+            "test_net.py::test_nett",
+            "test_net.py has no test 'test_nett'; did you mean test_net.py::test_net?",
+        ),
+        ("test_nett.py::test_net", "there is no file test_nett.py; did you mean test_net.py?"),
+    ],
+)
+def test_a_mistyped_test_id_is_refused_before_any_profile(
+    repo: GitRepo,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    test: str,
+    said: str,
 ) -> None:
+    """Checked against the good commit's collection: no session run, no good commit blamed."""
     monkeypatch.chdir(repo.root)
-    assert main(["bisect", "test_net.py::test_nothing", "--good", repo.commits[0],
-                 "--bad", repo.commits[1]]) == 2
-    err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert err == (f"modelprof: error: cannot profile the good commit {repo.commits[0][:8]}: "
-                   f"pytest exit code 4: test_net.py::test_nothing does not exist at this "
-                   f"commit. Give --good a commit where the test runs")
+    assert main(["bisect", test, "--good", repo.commits[0], "--bad", repo.commits[1]]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines()[-1] == (
+        f"modelprof: error: {test} is not a test at the good commit {repo.commits[0][:8]}: {said}"
+    )
+    assert "cannot profile" not in captured.err  # the good commit is not blamed
 
 
 def test_search_is_git_bisect_with_skips() -> None:
@@ -119,15 +141,3 @@ def test_search_is_git_bisect_with_skips() -> None:
     assert (first, open_) == (6, [4, 5])
     first, probed, open_ = search(10, lambda i: "bad" if i >= 3 else "good")
     assert (first, open_) == (3, []) and len(probed) <= 4
-
-
-def test_worktrees_are_removed_on_ctrl_c(repo: GitRepo, tmp_path: Path) -> None:
-    from pytest_modelprof.history.bisect import worktree
-    from pytest_modelprof.history.git import Repo
-
-    before = _state(repo.root)
-    with pytest.raises(KeyboardInterrupt), worktree(Repo(repo.root), repo.commits[1],
-                                                    tmp_path) as tree:
-        assert (tree / "model.py").is_file()
-        raise KeyboardInterrupt
-    assert not tree.exists() and _state(repo.root) == before

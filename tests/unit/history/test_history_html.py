@@ -15,6 +15,7 @@ from history_repo import NETWORK, OTHER, GitRepo, scenario
 from pytest_modelprof.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "report"))
 from report_testing import browser  # noqa: E402
 
 #: Measures the page as laid out and writes it into ``<body data-measure>``: the page's and
@@ -72,8 +73,10 @@ def test_history_html_renders_in_chromium(repo: GitRepo, tmp_path: Path) -> None
     # The annotations: the step's commit, date, subject, delta and environment change.
     widen = repo.commits[7][:8]
     assert f"{widen} +100.0 %" in dom  # the visible label of the largest step
-    assert (f"<title>{widen} 2026-11-02 widen network: 2.2 MFLOPs (1.1 MFLOPs \u2192 "
-            f"2.2 MFLOPs, +100.0 %)</title>") in dom
+    assert (
+        f"<title>{widen} 2026-11-02 widen network: 2.2 MFLOPs (1.1 MFLOPs \u2192 "
+        f"2.2 MFLOPs, +100.0 %)</title>"
+    ) in dom
     assert "torch 2.14.1 \u2192 2.15.0" in dom  # tooltip of the environment marker
     assert re.search(r'class="ridge-label"><title>[^<]*</title>2\.15\.0</text>', dom)
     # The largest-steps table and each test's section.
@@ -88,32 +91,57 @@ def test_history_html_renders_in_chromium(repo: GitRepo, tmp_path: Path) -> None
 
 def test_history_markdown(repo: GitRepo, tmp_path: Path) -> None:
     md = tmp_path / "history.md"
-    assert main(["history", str(repo.root / "baselines"), "--markdown", str(md),
-                 "--metric", "flops"]) == 0
+    assert (
+        main(["history", str(repo.root / "baselines"), "--markdown", str(md), "--metric", "flops"])
+        == 0
+    )
     text = md.read_text()
     widen = repo.commits[7][:8]
     assert text.startswith("# Cost history\n")
-    assert (f"| {NETWORK} | FLOPs | {widen} | 2026-11-02 | 1.1 MFLOPs | 2.2 MFLOPs | "
-            f"+1.1 MFLOPs | +100.0 % |  | widen network |") in text
+    assert (
+        f"| `{NETWORK}` | FLOPs | {widen} | 2026-11-02 | 1.1 MFLOPs | 2.2 MFLOPs | "
+        f"+1.1 MFLOPs | +100.0 % |  | widen network |"
+    ) in text
     assert f"## `{OTHER}`" in text
-    assert "renamed from: tests/test_models.py::test_net" in text
+    assert "renamed from: tests/test\\_models.py::test\\_net" in text
 
 
-def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
+def _grown(root: Path, test: str, subject: str) -> GitRepo:
+    """A repository where ``test``'s FLOPs double in a commit titled ``subject``."""
     from history_repo import baseline
 
-    evil = "<script>alert(1)</script> | `x`"
-    test = "tests/test_x.py::test_y[<b>]"
-    repo = GitRepo.create(tmp_path / "repo")
+    repo = GitRepo.create(root / "repo")
     repo.write(test, baseline(test, flops=10))
     repo.commit("add")
     repo.write(test, baseline(test, flops=20))
-    repo.commit(evil)
+    repo.commit(subject)
+    return repo
+
+
+def test_commit_subjects_and_test_ids_stay_text(tmp_path: Path) -> None:
+    repo = _grown(tmp_path, "tests/test_x.py::test_y[<b>]", "<script>alert(1)</script> | `x`")
     page, md = tmp_path / "h.html", tmp_path / "h.md"
-    assert main(["history", str(repo.root / "baselines"), "--html", str(page),
-                 "--markdown", str(md)]) == 0
+    assert (
+        main(["history", str(repo.root / "baselines"), "--html", str(page), "--markdown", str(md)])
+        == 0
+    )
     text = page.read_text()
     assert "<script>alert" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "<b>" not in text.replace("<wbr>", "")
     markdown = md.read_text()
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; \\| `x`" in markdown
+    assert "\\<script\\>alert(1)\\</script\\> \\| \\`x\\`" in markdown
+
+
+def test_markdown_subjects_are_inert(tmp_path: Path) -> None:
+    """A merged pull request's subject lands in the job summary: nothing of it may be live."""
+    from report_samples import HOSTILE, no_live_markdown, outside_code_spans
+
+    subject = f"{HOSTILE} *bold* @octocat <b>x</b>"
+    repo = _grown(tmp_path, "tests/test_x.py::test_y[a*b*c]", subject)
+    md = tmp_path / "h.md"
+    assert main(["history", str(repo.root / "baselines"), "--markdown", str(md)]) == 0
+    live = outside_code_spans(md.read_text())
+    no_live_markdown(live)
+    assert "*bold*" not in live and "@octocat" not in live and "<b>" not in live
+    assert "a*b*c" not in live  # a test id is a code span, as in the gate's report
+    assert "\\*bold\\* @\u200boctocat" in live  # escaped, still readable
