@@ -22,6 +22,7 @@ from torch import nn
 from pytest_modelprof._compat import FakeTensorMode
 from pytest_modelprof._tensors import Inputs, as_inputs, map_tensors
 from pytest_modelprof.capture.classify import short
+from pytest_modelprof.capture.hf_masks import has_padding, unpadded_masks
 from pytest_modelprof.capture.standin import cloned_standins, empty_standins, standin_copy
 from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
 from pytest_modelprof.fit.options import StepOptions
@@ -34,6 +35,10 @@ EstimateMode = Literal["auto", "fake", "meta"]
 _CPU = torch.device("cpu")
 _META = torch.device("meta")
 _LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_UNPADDED = (
+    "unpadded input: transformers' attention-mask checks answered as real unpadded tokens "
+    "answer them (no mask); pass inputs= with an attention_mask holding zeros for a padded batch"
+)
 
 
 class PeakMoment(BaseModel):
@@ -170,13 +175,15 @@ def estimate_memory(
     failures: list[str] = []
     for m in modes:
         try:
-            log, used = _run_on(m, source, spec, shape, inputs, opts, loss_fn)
+            log, used, unpadded = _run_on(m, source, spec, shape, inputs, opts, loss_fn)
         except ModelprofError:
             raise
         except Exception as exc:  # the mode's limit; the next mode may run it
             failures.append(f"{m}: {short(exc)}")
             continue
         notes = [f"{m} tensors"] + [f"{f} (fell back)" for f in failures]
+        if unpadded:
+            notes.append(_UNPADDED)
         params = sum(p.numel() for p in source.parameters())
         return summarize(log, opts, model=label, mode=m, inputs=used, params=params, notes=notes)
     texts = {f.partition(": ")[2] for f in failures}
@@ -298,13 +305,17 @@ def _run_on(
     inputs: Any,
     opts: StepOptions,
     loss_fn: Callable[[Any], torch.Tensor] | None,
-) -> tuple[StepLog, Inputs]:
+) -> tuple[StepLog, Inputs, bool]:
     low = _LOW.get(opts.precision)
     fake = FakeTensorMode(allow_non_fake_inputs=True) if mode == "fake" else None
     device = _CPU if fake is not None else _META
     copy = standin_copy(source, empty_standins(device, low, fake))
     context = fake if fake is not None else torch.device("meta")
-    with context:
+    # transformers skips its causal mask for an unpadded real input; on stand-ins it cannot
+    # see the values, so its checks are answered from the real input (a named model's: none)
+    padded = inputs is not None and has_padding(as_inputs(inputs))
+    masks = contextlib.nullcontext(None) if padded else unpadded_masks()
+    with context, masks as checks:
         if inputs is not None:
             batch = _cast_inputs(as_inputs(inputs), opts, device, fake)
         elif spec is not None:
@@ -313,4 +324,4 @@ def _run_on(
             assert shape is not None  # _input_shape raised for a module without inputs
             batch = ((torch.empty(shape, dtype=low or torch.float32, device=device),), {})
         log = tracked_step(copy, batch, opts, autocast_device="cpu", loss_fn=loss_fn)
-    return log, batch
+    return log, batch, checks is not None and checks.answered > 0
