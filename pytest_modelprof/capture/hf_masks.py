@@ -36,20 +36,19 @@ def has_padding(inputs: Inputs) -> bool:
     """Whether real inputs make transformers build its mask: a 2-D ``attention_mask`` with a
     zero (padding) or ``position_ids`` that restart (packed sequences). Values of tensors
     without data are unknown: no padding is assumed."""
-    kwargs = inputs[1]
-    mask = kwargs.get("attention_mask")
-    if _readable(mask) and mask.dim() == 2 and not bool(mask.bool().all()):
+    mask = _readable(inputs[1].get("attention_mask"))
+    if mask is not None and mask.dim() == 2 and not bool(mask.bool().all()):
         return True
-    positions = kwargs.get("position_ids")
+    positions = _readable(inputs[1].get("position_ids"))
     return (
-        _readable(positions)
+        positions is not None
         and positions.dim() >= 1
         and not bool((positions.diff(dim=-1) == 1).all())
     )
 
 
-def _readable(value: Any) -> bool:
-    return isinstance(value, torch.Tensor) and has_data(value)
+def _readable(value: Any) -> torch.Tensor | None:
+    return value if isinstance(value, torch.Tensor) and has_data(value) else None
 
 
 @dataclass
@@ -60,7 +59,7 @@ class MaskChecks:
     depth: int = 0
 
 
-class _Unpadded(TorchDispatchMode):  # type: ignore[misc]
+class _Unpadded(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """A boolean read of a tensor without data answers True; every other op goes on."""
 
     def __torch_dispatch__(
@@ -77,10 +76,10 @@ def unpadded_masks() -> Iterator[MaskChecks]:
     unpadded real input does; nothing changes where transformers is not imported."""
     checks = MaskChecks()
     module = sys.modules.get(_MASKS)
-    if module is None or not callable(getattr(module, "is_tracing", None)):
+    is_tracing: Callable[..., bool] | None = getattr(module, "is_tracing", None)
+    if module is None or is_tracing is None:
         yield checks
         return
-    is_tracing: Callable[..., bool] = module.is_tracing
     originals = {
         name: fn
         for name, fn in vars(module).items()
@@ -103,19 +102,19 @@ def unpadded_masks() -> Iterator[MaskChecks]:
             checks.answered += 1
             checks.depth += 1
             try:
-                with _Unpadded():
+                with _Unpadded():  # type: ignore[no-untyped-call]
                     return fn(*args, **kwargs)
             finally:
                 checks.depth -= 1
 
         return check
 
-    module.is_tracing = seen_as_real
+    setattr(module, "is_tracing", seen_as_real)  # noqa: B010 - an attribute mypy cannot see
     for name, fn in originals.items():
         setattr(module, name, answered(fn))
     try:
         yield checks
     finally:
-        module.is_tracing = is_tracing
+        setattr(module, "is_tracing", is_tracing)  # noqa: B010
         for name, fn in originals.items():
             setattr(module, name, fn)

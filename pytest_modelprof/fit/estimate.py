@@ -34,7 +34,7 @@ __all__ = ["MemoryEstimate", "PeakMoment", "estimate_memory", "measure_step_memo
 EstimateMode = Literal["auto", "fake", "meta"]
 _CPU = torch.device("cpu")
 _META = torch.device("meta")
-_LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_LOW = {"bf16": torch.bfloat16, "fp16": torch.float16, "bf16-master": torch.bfloat16}
 _UNPADDED = (
     "unpadded input: transformers' attention-mask checks answered as real unpadded tokens "
     "answer them (no mask); pass inputs= with an attention_mask holding zeros for a padded batch"
@@ -62,6 +62,7 @@ class MemoryEstimate(BaseModel):
     optimizer: str
     optimizer_impl: str
     precision: str
+    recipe: str
     devices: int
     shard: str
     input_shapes: list[list[int]]
@@ -93,6 +94,8 @@ def summarize(
 ) -> MemoryEstimate:
     """The estimate of a tracked step (sharding applied from the same log)."""
     t = log.tracker
+    if options.shard != "none" and options.devices == 1:
+        notes = [*notes, f"shard {options.shard!r} over 1 device divides nothing (devices=1)"]
     single = sum(log.static.values()) + t.peak_bytes
     peak = sharded_peak(log, options.shard, options.devices)
     moment = PeakMoment(op=t.peak_op, module=t.peak_module, phase=t.peak_phase)
@@ -105,6 +108,7 @@ def summarize(
         optimizer=options.optimizer,
         optimizer_impl=options.optimizer_impl,
         precision=options.precision,
+        recipe=options.recipe,
         devices=options.devices,
         shard=options.shard,
         input_shapes=_shapes(inputs),
@@ -122,7 +126,11 @@ def summarize(
 def model_states(log: StepLog, options: StepOptions) -> dict[str, int]:
     """Parameters, gradients and optimizer state after the step, per device (what ZeRO
     divides and DeepSpeed's estimator counts)."""
-    totals = {"parameters": log.static["parameters"], "gradients": 0, "optimizer_state": 0}
+    totals = {
+        "parameters": log.static["parameters"],
+        "gradients": 0,
+        "optimizer_state": log.static.get("optimizer_state", 0),  # master weights
+    }
     for a in log.tracker.log:
         category = log.categories[id(a)]
         if category in totals:
