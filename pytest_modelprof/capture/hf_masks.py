@@ -91,8 +91,14 @@ def unpadded_masks() -> Iterator[MaskChecks]:
 
     def seen_as_real(tensor: Any = None) -> bool:
         # Inside a check only: elsewhere (a copy imported by name) a fake tensor still counts
-        # as tracing, and transformers reads nothing.
-        if checks.depth and isinstance(tensor, torch.Tensor) and not has_data(tensor):
+        # as tracing, and transformers reads nothing. Masks and positions only: a scalar (a
+        # static cache's offset) is no padding, and its value is not "yes".
+        if (
+            checks.depth
+            and isinstance(tensor, torch.Tensor)
+            and tensor.dim() > 0
+            and not has_data(tensor)
+        ):
             tensor = None
         return is_tracing(tensor)
 
