@@ -6,11 +6,13 @@ import argparse
 import gc
 import json
 import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.cli._common import (
     EXIT_OK,
+    PROG,
     Command,
     out,
     parse_arch,
@@ -53,8 +55,10 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         "--precision",
         default="fp32",
         metavar="NAME",
-        help=f"one of {', '.join(PRECISIONS)} ('-mixed': fp32 weights, the "
-        "forward under autocast; fp16-mixed also runs torch.amp.GradScaler; default fp32)",
+        help=f"one of {', '.join(PRECISIONS)} ('-mixed': torch autocast's recipe, fp32 "
+        "weights, the forward under autocast; fp16-mixed also runs torch.amp.GradScaler; "
+        "bf16-master: DeepSpeed's and Megatron's, bf16 weights and gradients with fp32 master "
+        "weights and optimizer state; default fp32)",
     )
     p.add_argument(
         "--checkpointing",
@@ -127,8 +131,10 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print a JSON document; keys: memory.peak_bytes, memory.breakdown.{"
         "parameters,buffers,inputs,gradients,optimizer_state,grad_scaler,activations,"
-        "transient,gathered}, memory.peak_at.{op,module,phase}, memory.fits."
-        "DEVICE.{fits,capacity_bytes,headroom_bytes,largest_batch}, settings",
+        "transient,gathered}, memory.peak_at.{op,module,phase}, memory.model_states.{"
+        "parameters,gradients,optimizer_state} (held through the step, per device), "
+        "memory.model_states_bytes, memory.fits.DEVICE.{fits,capacity_bytes,headroom_bytes,"
+        "largest_batch}, settings (settings.recipe: what the precision keeps)",
     )
 
 
@@ -177,6 +183,13 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
             "copy per device, so the estimate is that of one device; pass --shard zero1, "
             "zero2, zero3 or fsdp to divide the model states"
         )
+    if options.devices == 1 and options.shard != "none":
+        print(
+            f"{PROG} memory: warning: --shard {options.shard} with --devices 1 divides "
+            "nothing: the figure is one unsharded device's; pass --devices N (the "
+            "data-parallel devices) to shard over N",
+            file=sys.stderr,
+        )
     capacities = _capacities(args.gpu)
     arch = dict(pair for pairs in args.arch for pair in pairs)
     cache: dict[int, MemoryEstimate] = {}
@@ -222,12 +235,15 @@ def document(estimate: MemoryEstimate, fits: list[Fit]) -> str:
             "breakdown": estimate.breakdown,
             "peak_at": estimate.peak_at.model_dump(),
             "single_device_peak_bytes": estimate.single_device_peak_bytes,
+            "model_states": estimate.model_states,
+            "model_states_bytes": sum(estimate.model_states.values()),
             "fits": {f.device: f.model_dump(exclude={"device"}) for f in fits},
         },
         "settings": {
             "train": estimate.train,
             "optimizer": f"{estimate.optimizer}:{estimate.optimizer_impl}",
             "precision": estimate.precision,
+            "recipe": estimate.recipe,
             "devices": estimate.devices,
             "shard": estimate.shard,
             "input_shapes": estimate.input_shapes,
@@ -262,6 +278,14 @@ def render_memory(estimate: MemoryEstimate, fits: list[Fit]) -> str:
     ]
     if where:
         lines.append(f"  one device without sharding: {format_bytes(e.single_device_peak_bytes)}")
+    if e.train:
+        states = e.model_states
+        lines.append(
+            f"  model states{' per device' if where else ''} (held through the step): "
+            + ", ".join(f"{k.replace('_', ' ')} {format_bytes(v)}" for k, v in states.items())
+            + f" = {format_bytes(sum(states.values()))}"
+        )
+    lines.append(f"  {e.precision}: {e.recipe}")
     lines += [
         "",
         f"  {'device':<14} {'capacity':>10} {'fits':>5} {'headroom':>11} {'largest batch':>14}",

@@ -22,6 +22,7 @@ from torch import nn
 from pytest_modelprof._compat import FakeTensorMode
 from pytest_modelprof._tensors import Inputs, as_inputs, map_tensors
 from pytest_modelprof.capture.classify import short
+from pytest_modelprof.capture.hf_masks import has_padding, unpadded_masks
 from pytest_modelprof.capture.standin import cloned_standins, empty_standins, standin_copy
 from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
 from pytest_modelprof.fit.options import StepOptions
@@ -33,7 +34,11 @@ __all__ = ["MemoryEstimate", "PeakMoment", "estimate_memory", "measure_step_memo
 EstimateMode = Literal["auto", "fake", "meta"]
 _CPU = torch.device("cpu")
 _META = torch.device("meta")
-_LOW = {"bf16": torch.bfloat16, "fp16": torch.float16}
+_LOW = {"bf16": torch.bfloat16, "fp16": torch.float16, "bf16-master": torch.bfloat16}
+_UNPADDED = (
+    "unpadded input: transformers' attention-mask checks answered as real unpadded tokens "
+    "answer them (no mask); pass inputs= with an attention_mask holding zeros for a padded batch"
+)
 
 
 class PeakMoment(BaseModel):
@@ -57,6 +62,7 @@ class MemoryEstimate(BaseModel):
     optimizer: str
     optimizer_impl: str
     precision: str
+    recipe: str
     devices: int
     shard: str
     input_shapes: list[list[int]]
@@ -88,6 +94,8 @@ def summarize(
 ) -> MemoryEstimate:
     """The estimate of a tracked step (sharding applied from the same log)."""
     t = log.tracker
+    if options.shard != "none" and options.devices == 1:
+        notes = [*notes, f"shard {options.shard!r} over 1 device divides nothing (devices=1)"]
     single = sum(log.static.values()) + t.peak_bytes
     peak = sharded_peak(log, options.shard, options.devices)
     moment = PeakMoment(op=t.peak_op, module=t.peak_module, phase=t.peak_phase)
@@ -100,6 +108,7 @@ def summarize(
         optimizer=options.optimizer,
         optimizer_impl=options.optimizer_impl,
         precision=options.precision,
+        recipe=options.recipe,
         devices=options.devices,
         shard=options.shard,
         input_shapes=_shapes(inputs),
@@ -117,7 +126,11 @@ def summarize(
 def model_states(log: StepLog, options: StepOptions) -> dict[str, int]:
     """Parameters, gradients and optimizer state after the step, per device (what ZeRO
     divides and DeepSpeed's estimator counts)."""
-    totals = {"parameters": log.static["parameters"], "gradients": 0, "optimizer_state": 0}
+    totals = {
+        "parameters": log.static["parameters"],
+        "gradients": 0,
+        "optimizer_state": log.static.get("optimizer_state", 0),  # master weights
+    }
     for a in log.tracker.log:
         category = log.categories[id(a)]
         if category in totals:
@@ -170,13 +183,15 @@ def estimate_memory(
     failures: list[str] = []
     for m in modes:
         try:
-            log, used = _run_on(m, source, spec, shape, inputs, opts, loss_fn)
+            log, used, unpadded = _run_on(m, source, spec, shape, inputs, opts, loss_fn)
         except ModelprofError:
             raise
         except Exception as exc:  # the mode's limit; the next mode may run it
             failures.append(f"{m}: {short(exc)}")
             continue
         notes = [f"{m} tensors"] + [f"{f} (fell back)" for f in failures]
+        if unpadded:
+            notes.append(_UNPADDED)
         params = sum(p.numel() for p in source.parameters())
         return summarize(log, opts, model=label, mode=m, inputs=used, params=params, notes=notes)
     texts = {f.partition(": ")[2] for f in failures}
@@ -298,13 +313,17 @@ def _run_on(
     inputs: Any,
     opts: StepOptions,
     loss_fn: Callable[[Any], torch.Tensor] | None,
-) -> tuple[StepLog, Inputs]:
+) -> tuple[StepLog, Inputs, bool]:
     low = _LOW.get(opts.precision)
     fake = FakeTensorMode(allow_non_fake_inputs=True) if mode == "fake" else None
     device = _CPU if fake is not None else _META
     copy = standin_copy(source, empty_standins(device, low, fake))
     context = fake if fake is not None else torch.device("meta")
-    with context:
+    # transformers skips its causal mask for an unpadded real input; on stand-ins it cannot
+    # see the values, so its checks are answered from the real input (a named model's: none)
+    padded = inputs is not None and has_padding(as_inputs(inputs))
+    masks = contextlib.nullcontext(None) if padded else unpadded_masks()
+    with context, masks as checks:
         if inputs is not None:
             batch = _cast_inputs(as_inputs(inputs), opts, device, fake)
         elif spec is not None:
@@ -313,4 +332,4 @@ def _run_on(
             assert shape is not None  # _input_shape raised for a module without inputs
             batch = ((torch.empty(shape, dtype=low or torch.float32, device=device),), {})
         log = tracked_step(copy, batch, opts, autocast_device="cpu", loss_fn=loss_fn)
-    return log, batch
+    return log, batch, checks is not None and checks.answered > 0

@@ -16,6 +16,7 @@ __all__ = [
     "OPTIMIZERS",
     "OPTIMIZER_IMPLS",
     "PRECISIONS",
+    "RECIPES",
     "SHARDS",
     "StepOptions",
     "choose",
@@ -27,13 +28,27 @@ OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam", "adamw")
 #: How torch's optimizer runs its update: one tensor at a time, as grouped ``_foreach_`` ops
 #: (torch's default on a GPU: more temporaries at once), or one fused kernel per group.
 OPTIMIZER_IMPLS = ("for-loop", "foreach", "fused")
-#: Weights and compute: pure fp32/bf16/fp16, or fp32 master weights under autocast ("-mixed").
-PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed")
+#: Weights and compute: pure fp32/bf16/fp16, fp32 weights under autocast ("-mixed"), or bf16
+#: weights with fp32 master weights kept by the optimizer ("bf16-master").
+PRECISIONS = ("fp32", "bf16", "fp16", "bf16-mixed", "fp16-mixed", "bf16-master")
+#: What each precision keeps and computes in: the recipe every figure assumes.
+RECIPES = {
+    "fp32": "fp32 weights, gradients and optimizer state; fp32 compute",
+    "bf16": "bf16 weights, gradients and optimizer state; bf16 compute",
+    "fp16": "fp16 weights, gradients and optimizer state; fp16 compute",
+    "bf16-mixed": "torch autocast: fp32 weights (the master copy), gradients and optimizer "
+    "state; the forward under bf16 autocast",
+    "fp16-mixed": "torch autocast: fp32 weights (the master copy), gradients and optimizer "
+    "state; the forward under fp16 autocast; torch.amp.GradScaler",
+    "bf16-master": "master weights (DeepSpeed, Megatron-LM, FSDP MixedPrecision): bf16 weights "
+    "and gradients, bf16 compute; fp32 master weights and optimizer state",
+}
 #: Data-parallel sharding of the model states over ``devices`` (README "Will it fit?").
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp")
 
 #: The marker's step arguments.
 STEP_KEYS = ("optimizer", "precision", "devices", "shard", "checkpointing")
+
 
 def choose(kind: str, value: str, known: tuple[str, ...]) -> str:
     """``value`` if one of ``known`` (case and ``_`` forgiven), else a "did you mean" error."""
@@ -120,3 +135,13 @@ class StepOptions:
     def mixed(self) -> bool:
         """fp32 master weights with the forward under autocast."""
         return self.precision.endswith("-mixed")
+
+    @property
+    def master_weights(self) -> bool:
+        """Low-precision weights whose optimizer steps fp32 master copies."""
+        return self.precision.endswith("-master")
+
+    @property
+    def recipe(self) -> str:
+        """What the precision keeps and computes in (see :data:`RECIPES`)."""
+        return RECIPES[self.precision]

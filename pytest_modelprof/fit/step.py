@@ -6,7 +6,9 @@ what the kernels return. The breakdown at the peak:
 
 * ``parameters``, ``buffers``, ``inputs``: what existed before the step;
 * ``gradients``: storages that are a parameter's ``.grad`` after the step;
-* ``optimizer_state``: storages the optimizer keeps in ``optimizer.state`` after the step;
+* ``optimizer_state``: storages the optimizer keeps in ``optimizer.state`` after the step, and
+  under ``bf16-master`` the fp32 master weights it steps (there before the step, like the
+  parameters);
 * ``grad_scaler``: fp16-mixed's loss scale and growth tracker (``torch.amp.GradScaler``),
   kept between steps, one per device (so sharding divides none of it);
 * ``activations``: made in the forward and still alive when it ended (saved for backward, the
@@ -39,6 +41,7 @@ __all__ = [
     "category_of",
     "enable_checkpointing",
     "grad_scaler",
+    "master_weights",
 ]
 
 #: Breakdown keys, in the order reports list them.
@@ -80,7 +83,7 @@ def autocast_dtype(options: StepOptions) -> torch.dtype | None:
 
 
 def make_optimizer(
-    options: StepOptions, params: list[nn.Parameter]
+    options: StepOptions, params: list[nn.Parameter] | list[torch.Tensor]
 ) -> torch.optim.Optimizer | None:
     """The torch optimizer the options name (its real ``step`` runs, temporaries and all)."""
     if not options.train or options.optimizer == "none" or not params:
@@ -117,15 +120,19 @@ def tracked_step(
     params = [p for p in model.parameters() if p.requires_grad]
     for p in params:
         p.grad = None
-    opt = make_optimizer(options, params)
+    masters = master_weights(options, params)
+    opt = make_optimizer(options, masters or params)
     input_tensors = flat_tensors(inputs, [])
     static = {
         "parameters": storage_bytes(model.parameters()),
         "buffers": storage_bytes(model.buffers()),
         "inputs": storage_bytes(input_tensors),
     }
+    if masters:
+        static["optimizer_state"] = storage_bytes(masters)
     tracker = LifetimeTracker(
-        [*model.parameters(), *model.buffers(), *input_tensors], params=model.parameters()
+        [*model.parameters(), *model.buffers(), *input_tensors, *masters],
+        params=model.parameters(),
     )
     amp = autocast_dtype(options)
     scaler = grad_scaler(options, autocast_device)
@@ -143,10 +150,38 @@ def tracked_step(
                 del loss
                 if opt is not None:
                     tracker.set_phase("optimizer")
-                    _update(opt, scaler)
+                    if masters:
+                        _master_update(opt, params, masters)
+                    else:
+                        _update(opt, scaler)
             tracker.finish()
         categories = _categorize(tracker, model, opt, scaler)
     return StepLog(tracker, categories, static, _largest_unit(model))
+
+
+def master_weights(options: StepOptions, params: list[nn.Parameter]) -> list[torch.Tensor]:
+    """fp32 copies of the low-precision parameters for the optimizer to step (the master
+    weights a ``-master`` precision keeps from the start, as DeepSpeed's engine makes them at
+    initialisation); none for other precisions or without an optimizer."""
+    if not options.master_weights or not options.train or options.optimizer == "none":
+        return []
+    return [p.detach().float() for p in params]
+
+
+def _master_update(
+    opt: torch.optim.Optimizer, params: list[nn.Parameter], masters: list[torch.Tensor]
+) -> None:
+    """The master-weights update: the gradients cast to fp32 as the masters' gradients, the
+    optimizer's step on the masters, their values copied back into the low-precision weights,
+    the fp32 gradients released."""
+    for p, m in zip(params, masters, strict=True):
+        m.grad = None if p.grad is None else p.grad.float()
+    opt.step()
+    with torch.no_grad():
+        for p, m in zip(params, masters, strict=True):
+            p.copy_(m)
+    for m in masters:
+        m.grad = None
 
 
 def grad_scaler(options: StepOptions, device: str) -> NoOverflowGradScaler | None:

@@ -190,3 +190,45 @@ def test_checkpointing_a_decoder_prints_no_cache_warning() -> None:
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["memory"]["peak_bytes"] > 0
     assert "use_cache" not in done.stderr, done.stderr
+
+
+SMALL_LLAMA = (
+    "hf:llama",
+    "--arch",
+    "num_hidden_layers=2,hidden_size=64,intermediate_size=128,num_attention_heads=4,"
+    "num_key_value_heads=2,vocab_size=256",
+    "--train",
+    "--seq-len",
+    "16",
+    "--no-largest-batch",
+)
+
+
+def test_json_has_the_model_states_and_the_recipe(capsys: pytest.CaptureFixture[str]) -> None:
+    """The peak's breakdown is one moment (at the end of the forward no gradient exists yet);
+    the model states are what the step holds whatever the moment, as DeepSpeed counts them."""
+    argv = (*SMALL_LLAMA, "--precision", "bf16-master", "--devices", "8", "--shard", "zero2")
+    code, out, _ = _run(capsys, *argv, "--json")
+    assert code == 0
+    doc = json.loads(out)
+    n = doc["parameter_count"]
+    tensors = 2 + 9 * 2 + 1
+    states = doc["memory"]["model_states"]
+    # bf16 weights 2 B, bf16 gradients 2 B / 8, fp32 master weights and AdamW's moments 12 B / 8
+    assert states == {
+        "parameters": 2 * n,
+        "gradients": -(-2 * n // 8),
+        "optimizer_state": -(-(12 * n + 4 * tensors) // 8),
+    }
+    assert doc["memory"]["model_states_bytes"] == sum(states.values())
+    assert doc["settings"]["recipe"].startswith("master weights")
+    code, text, _ = _run(capsys, *argv)
+    assert "model states" in text and "master weights" in text
+
+
+def test_zero3_on_one_device_warns(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, *SMALL_LLAMA, "--shard", "zero3", "--json")
+    assert code == 0
+    assert "warning" in err and "--devices 1" in err and "zero3" in err
+    code, _, err = _run(capsys, *SMALL_LLAMA, "--shard", "zero3", "--devices", "2", "--json")
+    assert "warning" not in err
