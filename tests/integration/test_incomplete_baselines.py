@@ -1,0 +1,124 @@
+"""A baseline that lacks a figure, or holds a figure of the wrong type, never lets a regression
+pass: it is refused with one line naming the file, or the row fails."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+# Net(w): FLOPs, params and memory all grow about linearly in w, so Net(64) is about four
+# times Net(16).
+PROJECT = """
+import pathlib
+
+import pytest
+import torch.nn as nn
+
+WIDTH = int(pathlib.Path(__file__).with_name("width.txt").read_text())
+
+
+class Net(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(32, width), nn.ReLU(), nn.Linear(width, 32))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+@pytest.mark.profile(max_flops_delta=0.0)
+def test_net(modelprof):
+    modelprof(Net(WIDTH), input_shape=(4, 32))
+"""
+
+BASELINE = Path("baselines", "test_models", "test_net.json")
+
+
+def _recorded(pytester: pytest.Pytester) -> dict[str, object]:
+    """The project with a baseline recorded for Net(16), then the model made Net(64)."""
+    pytester.makepyfile(test_models=PROJECT)
+    (pytester.path / "width.txt").write_text("16")
+    pytester.runpytest("--modelprof-update-baselines").assert_outcomes(passed=1)
+    (pytester.path / "width.txt").write_text("64")
+    data: dict[str, object] = json.loads((pytester.path / BASELINE).read_text())
+    return data
+
+
+def _write(pytester: pytest.Pytester, data: dict[str, object]) -> None:
+    (pytester.path / BASELINE).write_text(json.dumps(data, indent=2))
+
+
+def test_empty_metrics_are_refused(pytester: pytest.Pytester) -> None:
+    data = _recorded(pytester)
+    data["metrics"] = {}  # a bad merge-conflict resolution
+    _write(pytester, data)
+    result = pytester.runpytest("--modelprof-json=results.json")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*baselines/test_models/test_net.json: incomplete baseline (metrics lack "
+            "arithmetic_intensity, flops, macs, memory, params, peak_memory*"
+            "`pytest --modelprof-update-baselines`*",
+        ]
+    )
+    results = json.loads((pytester.path / "results.json").read_text())
+    assert [t["status"] for t in results["tests"]] == ["error"]
+    # Updating writes the whole baseline again; the next run then judges Net(64) against it.
+    pytester.runpytest("--modelprof-update-baselines").assert_outcomes(passed=1)
+    assert json.loads((pytester.path / BASELINE).read_text())["metrics"]["flops"] > 0
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_one_figure_left_is_refused(pytester: pytest.Pytester) -> None:
+    data = _recorded(pytester)
+    data["metrics"] = {"flops": 264000}
+    _write(pytester, data)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*test_net.json: incomplete baseline (metrics lack arithmetic_intensity, macs, memory, "
+         "params, peak_memory*"]
+    )
+    result.stdout.no_fnmatch_line("*improved*")
+
+
+def test_mistyped_figures_are_refused(pytester: pytest.Pytester) -> None:
+    data = _recorded(pytester)
+    metrics = dict(data["metrics"])  # type: ignore[call-overload]
+    for flops, why in [
+        (1e308, "metrics.flops: *integer*"),
+        (True, "metrics.flops: *integer*"),
+        (str(metrics["flops"]), "metrics.flops: *integer*"),
+        (-5, "metrics.flops: *non-negative*"),
+    ]:
+        _write(pytester, {**data, "metrics": {**metrics, "flops": flops}})
+        result = pytester.runpytest()
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([f"*test_net.json: corrupt baseline ({why}"])
+        result.stdout.no_fnmatch_line("*Traceback*")
+
+
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ('"flops": NaN', "metrics.flops"),
+        ('"flops": Infinity', "metrics.flops"),
+        ('"flops": -Infinity', "metrics.flops"),
+        ('"flops": ' + "[" * 100_000 + "]" * 100_000, "metrics.flops"),
+    ],
+    ids=["nan", "inf", "-inf", "deep"],
+)
+def test_non_finite_and_deep_values_give_one_line(
+    pytester: pytest.Pytester, text: str, where: str
+) -> None:
+    data = _recorded(pytester)
+    raw = json.dumps(data, indent=2)
+    flops = data["metrics"]["flops"]  # type: ignore[index]
+    (pytester.path / BASELINE).write_text(raw.replace(f'"flops": {flops}', text, 1))
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*test_net.json: corrupt baseline ({where}*"])
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*RecursionError*")
