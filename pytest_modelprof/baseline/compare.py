@@ -15,8 +15,10 @@ Verdicts:
 * ``warning`` - outside the limit, but not a failure (an undecided latency slowdown, or any
   with ``timing_strict=False``; compile time unless ``timing_strict=True``; a
   kernel-dependent count whose baseline was recorded in another environment);
-* ``unmeasured`` - a limit is set, but nothing measured the metric: the test fails;
-* ``new`` - measured now, absent from the baseline (or no baseline at all);
+* ``unmeasured`` - a limit is set, but nothing measured the metric (now, or in the baseline):
+  the test fails;
+* ``new`` - measured now, absent from the baseline (or no baseline at all); with a delta limit
+  the user wrote, a figure absent from the baseline is ``unmeasured`` instead: it fails;
 * ``missing`` - in the baseline, not measured now.
 
 Pure and total: :func:`compare` never raises part-way.
@@ -79,6 +81,13 @@ class Policy:
     def budget(self, metric: Metric) -> Budget | None:
         """The absolute budget for ``metric``, if any."""
         return self.budgets.get(metric.name)
+
+    def delta_written(self, metric: Metric) -> bool:
+        """Whether the user wrote a delta limit for ``metric`` (marker, CLI or ini) that is on."""
+        tolerance = self.tolerances.get(metric.name)
+        return metric.name in self.explicit and tolerance is not None and not isinstance(
+            tolerance, Ignore
+        )
 
 
 @dataclass(frozen=True)
@@ -317,6 +326,7 @@ def _check(
     values: Mapping[str, float],
     before: Mapping[str, float],
     env: Sequence[str],
+    recorded: bool = True,
 ) -> Check | None:
     tolerance = policy.tolerance(metric)
     budget = policy.budget(metric)
@@ -371,8 +381,26 @@ def _check(
             kind="budget",
             hard=True,
         )
-    if baseline is None:
+    if baseline is None and not recorded:
         return row("new", f"{metric.format(current)} (no baseline yet)")
+    if baseline is None:
+        # The file holds no figure for this metric (one the gate measures only when a limit
+        # asks, or one its version did not record yet): a limit the user wrote cannot be judged
+        # against nothing, so it fails; otherwise the row says the figure is new.
+        update = "`pytest --modelprof-update-baselines`"
+        if policy.delta_written(metric):
+            drop = metric.direction == "higher"
+            return row(
+                "unmeasured",
+                f"a limit is set ({metric.delta_key}={format_tolerance(tolerance, drop=drop)}) "
+                f"but the baseline holds no {metric.label} figure to judge it against; record "
+                f"one with {update}",
+            )
+        return row(
+            "new",
+            f"{metric.format(current)}, not in the baseline (recorded before this metric was "
+            f"measured here): {update} records it",
+        )
     worse_by = metric.worse_by(current, baseline)
     change = change_text(metric, current, baseline)
     figures = f"{metric.format(baseline)} \u2192 {metric.format(current)} ({change}"
@@ -461,7 +489,9 @@ def compare(
         old = before.get(metric.name)
         # The CPU decides the counts that declare it (instructions); others do not run on it.
         own_env = env if metric.cpu_dependent else not_cpu
-        check = _check(metric, now, old, policy, current.metrics, before, own_env)
+        check = _check(
+            metric, now, old, policy, current.metrics, before, own_env, baseline is not None
+        )
         if check is not None:
             checks.append(check)
     layer_metric: Metric | None = None

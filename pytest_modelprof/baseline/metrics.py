@@ -167,6 +167,7 @@ def _instructions(value: float) -> str:
 _BUILTIN: tuple[Metric, ...] = (
     Metric(
         name="flops",
+        integer=True,
         label="FLOPs",
         getter=_field("total_flops"),
         direction="lower",
@@ -180,6 +181,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="macs",
+        integer=True,
         label="MACs",
         getter=_field("total_macs"),
         direction="lower",
@@ -192,6 +194,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="params",
+        integer=True,
         label="params",
         getter=_field("total_params"),
         direction="lower",
@@ -203,6 +206,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="memory",
+        integer=True,
         label="memory",
         getter=_field("total_memory"),
         direction="lower",
@@ -218,6 +222,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="peak_memory",
+        integer=True,
         label="peak memory",
         getter=_field("peak_activation_bytes"),
         direction="lower",
@@ -242,6 +247,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # Fused kernels (analysis.partition): a broken fusion adds subgraphs at equal FLOPs.
     Metric(
         name="subgraphs",
+        integer=True,
         label="subgraphs",
         getter=_partition("num_subgraphs"),
         direction="lower",
@@ -253,6 +259,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # Topological levels of the subgraph DAG: the model's sequential depth.
     Metric(
         name="stages",
+        integer=True,
         label="stages",
         getter=_partition("num_stages"),
         direction="lower",
@@ -283,6 +290,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # a .item() break, and that must fail, not warn. Inductor's kernel count is.
     Metric(
         name="graphs",
+        integer=True,
         label="compiled graphs",
         getter=_compiled("graphs"),
         direction="lower",
@@ -294,6 +302,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="graph_breaks",
+        integer=True,
         label="graph breaks",
         getter=_compiled("graph_breaks"),
         direction="lower",
@@ -306,6 +315,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="recompiles",
+        integer=True,
         label="recompiles",
         getter=_compiled("recompiles"),
         direction="lower",
@@ -318,6 +328,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="kernels",
+        integer=True,
         label="Inductor kernels",
         getter=_compiled("kernels"),
         direction="lower",
@@ -344,6 +355,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # these limits is set. Counts on meta, exact: any growth fails by default.
     Metric(
         name="kv_cache_bytes",
+        integer=True,
         label="KV cache bytes",
         direction="lower",
         delta_key="max_kv_cache_bytes_delta",
@@ -356,6 +368,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="decode_flops",
+        integer=True,
         label="decode FLOPs/token",
         direction="lower",
         delta_key="max_decode_flops_delta",
@@ -380,6 +393,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="prefill_flops",
+        integer=True,
         label="prefill FLOPs",
         direction="lower",
         delta_key="max_prefill_flops_delta",
@@ -396,6 +410,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # kernels, so another CPU or torch warns instead of failing.
     Metric(
         name="instructions",
+        integer=True,
         label="instructions",
         direction="lower",
         delta_key="max_instructions_delta",
