@@ -85,8 +85,10 @@ class Policy:
     def delta_written(self, metric: Metric) -> bool:
         """Whether the user wrote a delta limit for ``metric`` (marker, CLI or ini) that is on."""
         tolerance = self.tolerances.get(metric.name)
-        return metric.name in self.explicit and tolerance is not None and not isinstance(
-            tolerance, Ignore
+        return (
+            metric.name in self.explicit
+            and tolerance is not None
+            and not isinstance(tolerance, Ignore)
         )
 
 

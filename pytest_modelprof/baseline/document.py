@@ -248,9 +248,7 @@ class BaselineDocument(_Frozen):
 
 
 def _corrupt(source: str, why: str) -> str:
-    return (
-        f"{source}: corrupt baseline ({why}). Delete it and run {_UPDATE} to write it again."
-    )
+    return f"{source}: corrupt baseline ({why}). Delete it and run {_UPDATE} to write it again."
 
 
 def _metric_problems(metrics: Any) -> dict[str, str]:

@@ -78,8 +78,10 @@ def test_one_figure_left_is_refused(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        ["*test_net.json: incomplete baseline (metrics lack arithmetic_intensity, macs, memory, "
-         "params, peak_memory*"]
+        [
+            "*test_net.json: incomplete baseline (metrics lack arithmetic_intensity, macs, memory, "
+            "params, peak_memory*"
+        ]
     )
     result.stdout.no_fnmatch_line("*improved*")
 
@@ -122,3 +124,46 @@ def test_non_finite_and_deep_values_give_one_line(
     result.stdout.fnmatch_lines([f"*test_net.json: corrupt baseline ({where}*"])
     result.stdout.no_fnmatch_line("*Traceback*")
     result.stdout.no_fnmatch_line("*RecursionError*")
+
+
+def test_a_figure_the_baseline_never_recorded_is_new_in_every_report(
+    pytester: pytest.Pytester,
+) -> None:
+    # subgraphs comes from the engine's partition: a baseline may lack it (a profile hook of
+    # its own, an older release), so the file is read, and the row says the figure is new.
+    data = _recorded(pytester)
+    (pytester.path / "width.txt").write_text("16")
+    del data["metrics"]["subgraphs"]  # type: ignore[attr-defined]
+    _write(pytester, data)
+    result = pytester.runpytest(
+        "--modelprof-json=r.json", "--modelprof-markdown=r.md", "--modelprof-report=r.html"
+    )
+    result.assert_outcomes(passed=1)
+    said = "subgraphs: 2, not in the baseline"
+    result.stdout.fnmatch_lines(["test_models.py::test_net:", f"  new  {said}*"])
+    row = next(
+        c
+        for c in json.loads((pytester.path / "r.json").read_text())["tests"][0]["checks"]
+        if c["metric"] == "subgraphs"
+    )
+    assert row["verdict"] == "new" and "not in the baseline" in row["reason"], row
+    for report in ("r.md", "r.html"):
+        text = (pytester.path / report).read_text()
+        assert "Not in the baseline (new)" in text and said in text, report
+
+
+def test_a_limit_written_for_a_figure_the_baseline_lacks_fails(
+    pytester: pytest.Pytester,
+) -> None:
+    data = _recorded(pytester)
+    (pytester.path / "width.txt").write_text("16")
+    del data["metrics"]["subgraphs"]  # type: ignore[attr-defined]
+    _write(pytester, data)
+    result = pytester.runpytest("--modelprof-max-subgraphs-delta=0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*subgraphs: a limit is set (max_subgraphs_delta=*) but the baseline holds no "
+            "subgraphs figure to judge it against*"
+        ]
+    )
