@@ -79,16 +79,22 @@ def _too_deep_at(text: str) -> str:
 
 
 def _deep(parts: list[str | int] | tuple[str | int, ...]) -> str:
-    """The path down a deep nest, shortened to its first levels: ``metrics.flops[0][0]...``."""
-    return field_path(parts[:4]) + ("\u2026" if len(parts) > 4 else "")
+    """The path down a deep nest, shortened: a run of one key or index is said once
+    (``metrics.flops[0]...``), and at most the first 10 levels are named."""
+    run = 1
+    while run < len(parts) and parts[-run - 1] == parts[-1]:
+        run += 1
+    keep = list(parts[: len(parts) - run + 1]) if run >= 3 else list(parts)
+    return field_path(keep[:10]) + ("\u2026" if len(keep) < len(parts) or len(keep) > 10 else "")
 
 
-def _check(data: Any) -> None:
-    """Refuse non-finite numbers, huge integers and deep nesting, naming the first one's path."""
+def _check(data: Any, finite: bool) -> None:
+    """Refuse non-finite numbers (with ``finite``), huge integers and deep nesting, naming the
+    first one's path."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
     while stack:
         value, path = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
+        if finite and isinstance(value, float) and not math.isfinite(value):
             raise JSONProblem(field_path(path), f"{json.dumps(value)} is not a finite number")
         if isinstance(value, _Huge) or (
             isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT
@@ -102,13 +108,13 @@ def _check(data: Any) -> None:
             stack += [(v, (*path, i)) for i, v in reversed(list(enumerate(value)))]
 
 
-def load_json(text: str) -> Any:
-    """``json.loads(text)``, refusing NaN, infinities, integers beyond 64 bits and nesting
-    deeper than :data:`MAX_DEPTH` with :class:`JSONProblem` (``json.JSONDecodeError`` for text
-    that is not JSON)."""
+def load_json(text: str, *, finite: bool = True) -> Any:
+    """``json.loads(text)``, refusing NaN and infinities (with ``finite``), integers beyond 64
+    bits and nesting deeper than :data:`MAX_DEPTH` with :class:`JSONProblem`
+    (``json.JSONDecodeError`` for text that is not JSON)."""
     try:
         data = json.loads(text, parse_int=_parse_int)
     except RecursionError:
         raise JSONProblem(_too_deep_at(text), f"nested deeper than {MAX_DEPTH} levels") from None
-    _check(data)
+    _check(data, finite)
     return data
