@@ -227,6 +227,7 @@ class BaselineDocument(_Frozen):
         data = migrate(data, source=source)
         figures = _metric_problems(data.get("metrics"))
         problems = list(figures.values())
+        doc: BaselineDocument | None = None
         try:
             doc = cls.model_validate(data, strict=True)
         except ValidationError as exc:
@@ -235,7 +236,7 @@ class BaselineDocument(_Frozen):
                 for err in exc.errors()
                 if err["loc"][:1] != ("metrics",) or err["loc"][1:2] not in [(n,) for n in figures]
             ]
-        if problems:
+        if problems or doc is None:
             raise BaselineError(_corrupt(source, "; ".join(problems)))
         lacking = sorted(ALWAYS_RECORDED.get(recorded, frozenset()) - doc.metrics.keys())
         if complete and lacking:

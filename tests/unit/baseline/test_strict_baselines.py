@@ -160,3 +160,16 @@ def test_a_written_limit_never_passes_against_a_missing_figure(
     default = Policy(explicit=frozenset({"subgraphs"}))
     row = next(c for c in compare(current, before, default).checks if c.metric == "subgraphs")
     assert row.verdict == "new"
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", '"2640"', "true", "[" * 300 + "]" * 300])
+def test_history_reads_each_version_as_strictly(make_profile: MakeProfile, value: str) -> None:
+    from pytest_modelprof.history.versions import read_version
+
+    data = _data(make_profile)
+    text = json.dumps(data).replace(f'"flops": {data["metrics"]["flops"]}', f'"flops": {value}')
+    with pytest.raises(BaselineError) as info:
+        read_version(text.encode(), source=SOURCE)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{SOURCE}: corrupt baseline (metrics.flops")
+    assert read_version(json.dumps(data).encode(), source=SOURCE).metrics == data["metrics"]
