@@ -223,8 +223,9 @@ class BaselineDocument(_Frozen):
             raise BaselineError(_corrupt(source, f"not valid JSON: {exc}")) from None
         except JSONProblem as exc:
             raise BaselineError(_corrupt(source, str(exc))) from None
-        recorded = data.get("schema_version") if isinstance(data, dict) else None
-        data = migrate(data, source=source)
+        written = data.get("schema_version") if isinstance(data, dict) else None
+        data = migrate(data, source=source)  # refuses a version that is no integer
+        recorded = written if isinstance(written, int) else BASELINE_SCHEMA_VERSION
         figures = _metric_problems(data.get("metrics"))
         problems = list(figures.values())
         doc: BaselineDocument | None = None

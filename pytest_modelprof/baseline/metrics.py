@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.llm_metrics import LLM, LLM_METRICS
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
@@ -62,31 +63,6 @@ COMPILE = Collector(
     store="compile",
     needs="the model compiled with torch.compile on real tensors",
 )
-def _llm_values(evidence: Mapping[str, Any]) -> dict[str, Number]:
-    """The LLM metrics of the ``llm`` collector's evidence (an ``LLMCosts`` document as JSON)."""
-    out: dict[str, Number] = {
-        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
-        "decode_flops": evidence["decode"]["flops_per_token"],
-        "prefill_flops": evidence["prefill"]["flops"],
-    }
-    growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
-    if isinstance(growth, Mapping):
-        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
-    return out
-
-
-#: LLM serving costs: a prefill and one decode step on meta (marker ``llm={...}``).
-LLM = Collector(
-    "llm",
-    measure="pytest_modelprof.llm.gate:measure",
-    when=lambda call: bool(call.limited) or getattr(call.request, "llm", None) is not None,
-    values=_llm_values,
-    needs=(
-        "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
-        "a context sweep, llm={'context': [1024, 4096, 16384]})"
-    ),
-)
-
 #: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions): one
 #: valgrind process per session or xdist worker; the evidence keeps the counts and the CPU.
 INSTRUCTIONS = Collector(
@@ -351,57 +327,8 @@ _BUILTIN: tuple[Metric, ...] = (
         summary=False,
         collector=COMPILE,
     ),
-    # LLM serving costs (pytest_modelprof.llm): measured when the marker has llm= or one of
-    # these limits is set. Counts on meta, exact: any growth fails by default.
-    Metric(
-        name="kv_cache_bytes",
-        integer=True,
-        label="KV cache bytes",
-        direction="lower",
-        delta_key="max_kv_cache_bytes_delta",
-        default_delta=Exact(),
-        formatter=format_bytes,
-        budget_key="max_kv_cache_bytes",
-        budget_parser=parse_bytes,
-        summary=False,
-        collector=LLM,
-    ),
-    Metric(
-        name="decode_flops",
-        integer=True,
-        label="decode FLOPs/token",
-        direction="lower",
-        delta_key="max_decode_flops_delta",
-        default_delta=Exact(),
-        formatter=lambda v: format_count(v, "FLOPs"),
-        budget_key="max_decode_flops",
-        summary=False,
-        collector=LLM,
-    ),
-    # Fitted over llm={"context": [...]}: at most 1 for a decoder that reuses its cache.
-    Metric(
-        name="decode_flops_growth_exponent",
-        label="decode FLOPs growth exponent",
-        direction="lower",
-        delta_key="max_decode_flops_growth_delta",
-        default_delta=Ignore(),
-        formatter=lambda v: f"{v:.3g}",
-        budget_key="max_decode_flops_growth_exponent",
-        budget_parser=float,
-        summary=False,
-        collector=LLM,
-    ),
-    Metric(
-        name="prefill_flops",
-        integer=True,
-        label="prefill FLOPs",
-        direction="lower",
-        delta_key="max_prefill_flops_delta",
-        default_delta=Exact(),
-        formatter=lambda v: format_count(v, "FLOPs"),
-        summary=False,
-        collector=LLM,
-    ),
+    # LLM serving costs (pytest_modelprof.llm): prefill and decode on meta.
+    *LLM_METRICS,
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
     # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
