@@ -11,7 +11,9 @@ from _pytest import pytester as _pytester
 # ``_inductor_test`` library then registers twice and raises, and transformers' classes exist in
 # two copies (``LlamaForCausalLM(config)`` refused its own ``LlamaConfig`` in .ci/run). Kept
 # modules are never re-imported; our own package is imported by the outer session already.
-_KEEP = frozenset({"torch", "torchvision", "transformers", "timm", "ultralytics", "fvcore"})
+_KEEP = frozenset(
+    {"torch", "torchvision", "transformers", "timm", "ultralytics", "fvcore", "numpy"}
+)
 
 
 class _KeepLibraries(_pytester.SysModulesSnapshot):

@@ -15,7 +15,7 @@ Verdicts:
 * ``warning`` - outside the limit, but not a failure (an undecided latency slowdown, or any
   with ``timing_strict=False``; compile time unless ``timing_strict=True``; a
   kernel-dependent count whose baseline was recorded in another environment);
-* ``unmeasured`` - a limit is set, but nothing measured the metric: the test fails;
+* ``unmeasured`` - a limit is set, but the figure is missing (now, or in the baseline): fails;
 * ``new`` - measured now, absent from the baseline (or no baseline at all);
 * ``missing`` - in the baseline, not measured now.
 
@@ -79,6 +79,11 @@ class Policy:
     def budget(self, metric: Metric) -> Budget | None:
         """The absolute budget for ``metric``, if any."""
         return self.budgets.get(metric.name)
+
+    def delta_written(self, metric: Metric) -> bool:
+        """Whether the user wrote a delta limit for ``metric`` (marker, CLI or ini) that is on."""
+        written = self.tolerances.get(metric.name, Ignore())
+        return metric.name in self.explicit and not isinstance(written, Ignore)
 
 
 @dataclass(frozen=True)
@@ -309,6 +314,25 @@ def environment_changes(
     return tuple(out)
 
 
+def _not_in_baseline(
+    metric: Metric, current: float, policy: Policy, recorded: bool
+) -> tuple[Verdict, str]:
+    """A figure the baseline lacks: new, or unmeasured (a failure) under a limit the user wrote."""
+    if not recorded:
+        return "new", f"{metric.format(current)} (no baseline yet)"
+    update = "`pytest --modelprof-update-baselines`"
+    if policy.delta_written(metric):
+        limit = format_tolerance(policy.tolerance(metric), drop=metric.direction == "higher")
+        return "unmeasured", (
+            f"a limit is set ({metric.delta_key}={limit}) but the baseline holds no "
+            f"{metric.label} figure to judge it against; record one with {update}"
+        )
+    return "new", (
+        f"{metric.format(current)}, not in the baseline (recorded before this metric was "
+        f"measured here): {update} records it"
+    )
+
+
 def _check(
     metric: Metric,
     current: float | None,
@@ -317,6 +341,7 @@ def _check(
     values: Mapping[str, float],
     before: Mapping[str, float],
     env: Sequence[str],
+    recorded: bool = True,
 ) -> Check | None:
     tolerance = policy.tolerance(metric)
     budget = policy.budget(metric)
@@ -372,7 +397,7 @@ def _check(
             hard=True,
         )
     if baseline is None:
-        return row("new", f"{metric.format(current)} (no baseline yet)")
+        return row(*_not_in_baseline(metric, current, policy, recorded))
     worse_by = metric.worse_by(current, baseline)
     change = change_text(metric, current, baseline)
     figures = f"{metric.format(baseline)} \u2192 {metric.format(current)} ({change}"
@@ -453,7 +478,7 @@ def compare(
     env = environment_changes(current, baseline)
     not_cpu = environment_changes(current, baseline, cpu=False)
     before = dict(baseline.metrics) if baseline is not None else {}
-    checks = []
+    checks, recorded = [], baseline is not None
     for metric in METRICS:
         if metric.name in skip:
             continue
@@ -461,7 +486,7 @@ def compare(
         old = before.get(metric.name)
         # The CPU decides the counts that declare it (instructions); others do not run on it.
         own_env = env if metric.cpu_dependent else not_cpu
-        check = _check(metric, now, old, policy, current.metrics, before, own_env)
+        check = _check(metric, now, old, policy, current.metrics, before, own_env, recorded)
         if check is not None:
             checks.append(check)
     layer_metric: Metric | None = None

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from pytest_modelprof._json import MAX_INT, JSONProblem, field_path, load_json
 from pytest_modelprof.baseline.metrics import active_metrics, metric_values
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import BaselineError
@@ -21,6 +22,7 @@ from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dump
 __all__ = [
     "BASELINE_SCHEMA_VERSION",
     "MIGRATIONS",
+    "ALWAYS_RECORDED",
     "BaselineLayer",
     "BaselineOpFamily",
     "BaselineEnvironment",
@@ -33,6 +35,18 @@ BASELINE_SCHEMA_VERSION = 2
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
+_UPDATE = "`pytest --modelprof-update-baselines`"
+
+#: The metrics every baseline of a schema version holds, by that version: the totals of every
+#: profile. A file without one of them lost it (a bad merge, a hand edit) and is refused; other
+#: metrics are recorded only where a limit or the engine measures them, or by later releases.
+ALWAYS_RECORDED: dict[int, frozenset[str]] = {
+    1: frozenset({"flops", "macs", "params", "memory", "peak_memory", "arithmetic_intensity"}),
+    2: frozenset({"flops", "macs", "params", "memory", "peak_memory", "arithmetic_intensity"}),
+}
+
+#: A count in a baseline: a non-negative integer a 64-bit counter can hold.
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
 
 
 def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
@@ -55,19 +69,19 @@ class BaselineLayer(_Frozen):
 
     name: str
     type: str
-    flops: int
-    macs: int
-    params: int
-    memory: int
+    flops: Count
+    macs: Count
+    params: Count
+    memory: Count
 
 
 class BaselineOpFamily(_Frozen):
     """One op family's calls and costs, for the report's baseline-vs-current chart."""
 
     family: str
-    count: int
-    flops: int
-    memory: int
+    count: Count
+    flops: Count
+    memory: Count
 
 
 class BaselineEnvironment(_Frozen):
@@ -103,16 +117,16 @@ class BaselineDocument(_Frozen):
     timing: dict[str, Any] | None = None
     # Ops without a cost formula (op -> calls): a new one hides cost, so it fails the gate.
     # ``None`` in documents migrated from v1, which did not record them.
-    uncounted_ops: dict[str, int] | None = None
+    uncounted_ops: dict[str, Count] | None = None
     # Bytes each uncounted op moved (op -> bytes), compared like its calls. Left out of the file
     # when no op is uncounted (older files lack it: their bytes are unknown, not zero).
-    uncounted_memory: dict[str, int] | None = None
+    uncounted_memory: dict[str, Count] | None = None
     # torch.compile health, only for tests with a compile limit: the breaks a later run names
     # as new. Left out of the file when absent, so other baselines do not change.
     compile: CompileHealth | None = None
     # Calls of each op per layer (layer -> op -> calls), so a report can name the op whose
     # count changed, and the op families. ``None`` in files written before they were recorded.
-    op_calls: dict[str, dict[str, int]] | None = None
+    op_calls: dict[str, dict[str, Count]] | None = None
     op_families: list[BaselineOpFamily] | None = None
     # The evidence of collectors that keep it here (collector name -> JSON), for the metrics a
     # collector measures (baseline.collector). Left out of the file when there is none.
@@ -194,27 +208,71 @@ class BaselineDocument(_Frozen):
         return dumps_deterministic(data)
 
     @classmethod
-    def from_json(cls, text: str, *, source: str = "<string>") -> BaselineDocument:
-        """Parse, migrate and validate; failures are :class:`BaselineError` naming ``source``."""
+    def from_json(
+        cls, text: str, *, source: str = "<string>", complete: bool = True
+    ) -> BaselineDocument:
+        """Parse, migrate and validate; failures are :class:`BaselineError` naming ``source``.
+
+        Strict: a figure is a number of its own type in the file (``true`` and ``"2640"`` are
+        refused, not converted), finite, and a metric that counts is a non-negative integer.
+        With ``complete``, a file that lacks a metric its schema version always records is
+        refused as incomplete."""
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as exc:
-            raise BaselineError(
-                f"{source}: corrupt baseline (not valid JSON: {exc}). Delete it and run "
-                f"`pytest --modelprof-update-baselines` to write it again."
-            ) from None
-        data = migrate(data, source=source)
+            raise BaselineError(_corrupt(source, f"not valid JSON: {exc}")) from None
+        except JSONProblem as exc:
+            raise BaselineError(_corrupt(source, str(exc))) from None
+        written = data.get("schema_version") if isinstance(data, dict) else None
+        data = migrate(data, source=source)  # refuses a version that is no integer
+        recorded = written if isinstance(written, int) else BASELINE_SCHEMA_VERSION
+        figures = _metric_problems(data.get("metrics"))
+        problems = list(figures.values())
+        doc: BaselineDocument | None = None
         try:
-            return cls.model_validate(data)
+            doc = cls.model_validate(data, strict=True)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            problems += [
+                f"{field_path(err['loc']) or '<root>'}: {err['msg']}"
                 for err in exc.errors()
-            )
+                if err["loc"][:1] != ("metrics",) or err["loc"][1:2] not in [(n,) for n in figures]
+            ]
+        if problems or doc is None:
+            raise BaselineError(_corrupt(source, "; ".join(problems)))
+        lacking = sorted(ALWAYS_RECORDED.get(recorded, frozenset()) - doc.metrics.keys())
+        if complete and lacking:
             raise BaselineError(
-                f"{source}: corrupt baseline ({problems}). Delete it and run "
-                f"`pytest --modelprof-update-baselines` to write it again."
-            ) from None
+                f"{source}: incomplete baseline (metrics lack {', '.join(lacking)}, which every "
+                f"schema_version {recorded} baseline records; a merge or a hand edit lost "
+                f"them). Run {_UPDATE} to record it again."
+            )
+        return doc
+
+
+def _corrupt(source: str, why: str) -> str:
+    return f"{source}: corrupt baseline ({why}). Delete it and run {_UPDATE} to write it again."
+
+
+def _metric_problems(metrics: Any) -> dict[str, str]:
+    """``metrics.flops: ...`` by metric, for each figure that is no number, or no count where
+    the metric counts (the type is checked as the file has it: nothing is converted)."""
+    if not isinstance(metrics, dict):
+        return {}  # the document's validation says what is wrong
+    table = active_metrics()
+    problems = {}
+    for name, value in metrics.items():
+        shown = json.dumps(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        metric = table.by_name(name)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if metric is not None and metric.integer:
+            if not (number and isinstance(value, int) and value >= 0):
+                problems[name] = (
+                    f"metrics.{name}: expected a count (a non-negative integer), got {shown}"
+                )
+        elif not number:
+            problems[name] = f"metrics.{name}: expected a number, got {shown}"
+    return problems
 
 
 def baseline_layers(profile: ModelProfile) -> list[BaselineLayer]:

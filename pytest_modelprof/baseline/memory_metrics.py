@@ -36,6 +36,7 @@ STEP_COMPONENTS: dict[str, tuple[str, ...]] = {
 def _metrics(step: str) -> tuple[Metric, ...]:
     total = Metric(
         name=f"{step}_memory",
+        integer=True,
         label=f"{step} memory",
         direction="lower",
         delta_key=f"max_{step}_memory_delta",
@@ -53,6 +54,7 @@ def _metrics(step: str) -> tuple[Metric, ...]:
     parts = tuple(
         Metric(
             name=f"{step}_memory_{part}",
+            integer=True,
             label=f"{step} memory: {part.replace('_', ' ')}",
             direction="lower",
             delta_key=f"max_{step}_memory_{part}_delta",

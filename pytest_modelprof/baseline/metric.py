@@ -43,6 +43,9 @@ class Metric:
     budget_parser: Callable[[str | float | int], float] = parse_quantity
     layer_field: str | None = None  # BaselineLayer field for the "layers that grew most" detail
     summary: bool = True  # a column of the terminal summary
+    # A count (FLOPs, bytes, calls): a baseline must hold it as a non-negative integer, so a
+    # hand-edited ``1e308`` or ``true`` is refused instead of judged.
+    integer: bool = False
     # The measurement beyond the capture this metric needs (None: the capture or the partition
     # over it gives it). Its evidence gives the value when ``getter`` finds none on the profile.
     collector: Collector | None = None

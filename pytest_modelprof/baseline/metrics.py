@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.llm_metrics import LLM, LLM_METRICS
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
@@ -62,31 +63,6 @@ COMPILE = Collector(
     store="compile",
     needs="the model compiled with torch.compile on real tensors",
 )
-def _llm_values(evidence: Mapping[str, Any]) -> dict[str, Number]:
-    """The LLM metrics of the ``llm`` collector's evidence (an ``LLMCosts`` document as JSON)."""
-    out: dict[str, Number] = {
-        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
-        "decode_flops": evidence["decode"]["flops_per_token"],
-        "prefill_flops": evidence["prefill"]["flops"],
-    }
-    growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
-    if isinstance(growth, Mapping):
-        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
-    return out
-
-
-#: LLM serving costs: a prefill and one decode step on meta (marker ``llm={...}``).
-LLM = Collector(
-    "llm",
-    measure="pytest_modelprof.llm.gate:measure",
-    when=lambda call: bool(call.limited) or getattr(call.request, "llm", None) is not None,
-    values=_llm_values,
-    needs=(
-        "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
-        "a context sweep, llm={'context': [1024, 4096, 16384]})"
-    ),
-)
-
 #: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions): one
 #: valgrind process per session or xdist worker; the evidence keeps the counts and the CPU.
 INSTRUCTIONS = Collector(
@@ -167,6 +143,7 @@ def _instructions(value: float) -> str:
 _BUILTIN: tuple[Metric, ...] = (
     Metric(
         name="flops",
+        integer=True,
         label="FLOPs",
         getter=_field("total_flops"),
         direction="lower",
@@ -180,6 +157,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="macs",
+        integer=True,
         label="MACs",
         getter=_field("total_macs"),
         direction="lower",
@@ -192,6 +170,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="params",
+        integer=True,
         label="params",
         getter=_field("total_params"),
         direction="lower",
@@ -203,6 +182,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="memory",
+        integer=True,
         label="memory",
         getter=_field("total_memory"),
         direction="lower",
@@ -218,6 +198,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="peak_memory",
+        integer=True,
         label="peak memory",
         getter=_field("peak_activation_bytes"),
         direction="lower",
@@ -242,6 +223,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # Fused kernels (analysis.partition): a broken fusion adds subgraphs at equal FLOPs.
     Metric(
         name="subgraphs",
+        integer=True,
         label="subgraphs",
         getter=_partition("num_subgraphs"),
         direction="lower",
@@ -253,6 +235,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # Topological levels of the subgraph DAG: the model's sequential depth.
     Metric(
         name="stages",
+        integer=True,
         label="stages",
         getter=_partition("num_stages"),
         direction="lower",
@@ -283,6 +266,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # a .item() break, and that must fail, not warn. Inductor's kernel count is.
     Metric(
         name="graphs",
+        integer=True,
         label="compiled graphs",
         getter=_compiled("graphs"),
         direction="lower",
@@ -294,6 +278,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="graph_breaks",
+        integer=True,
         label="graph breaks",
         getter=_compiled("graph_breaks"),
         direction="lower",
@@ -306,6 +291,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="recompiles",
+        integer=True,
         label="recompiles",
         getter=_compiled("recompiles"),
         direction="lower",
@@ -318,6 +304,7 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     Metric(
         name="kernels",
+        integer=True,
         label="Inductor kernels",
         getter=_compiled("kernels"),
         direction="lower",
@@ -340,54 +327,8 @@ _BUILTIN: tuple[Metric, ...] = (
         summary=False,
         collector=COMPILE,
     ),
-    # LLM serving costs (pytest_modelprof.llm): measured when the marker has llm= or one of
-    # these limits is set. Counts on meta, exact: any growth fails by default.
-    Metric(
-        name="kv_cache_bytes",
-        label="KV cache bytes",
-        direction="lower",
-        delta_key="max_kv_cache_bytes_delta",
-        default_delta=Exact(),
-        formatter=format_bytes,
-        budget_key="max_kv_cache_bytes",
-        budget_parser=parse_bytes,
-        summary=False,
-        collector=LLM,
-    ),
-    Metric(
-        name="decode_flops",
-        label="decode FLOPs/token",
-        direction="lower",
-        delta_key="max_decode_flops_delta",
-        default_delta=Exact(),
-        formatter=lambda v: format_count(v, "FLOPs"),
-        budget_key="max_decode_flops",
-        summary=False,
-        collector=LLM,
-    ),
-    # Fitted over llm={"context": [...]}: at most 1 for a decoder that reuses its cache.
-    Metric(
-        name="decode_flops_growth_exponent",
-        label="decode FLOPs growth exponent",
-        direction="lower",
-        delta_key="max_decode_flops_growth_delta",
-        default_delta=Ignore(),
-        formatter=lambda v: f"{v:.3g}",
-        budget_key="max_decode_flops_growth_exponent",
-        budget_parser=float,
-        summary=False,
-        collector=LLM,
-    ),
-    Metric(
-        name="prefill_flops",
-        label="prefill FLOPs",
-        direction="lower",
-        delta_key="max_prefill_flops_delta",
-        default_delta=Exact(),
-        formatter=lambda v: format_count(v, "FLOPs"),
-        summary=False,
-        collector=LLM,
-    ),
+    # LLM serving costs (pytest_modelprof.llm): prefill and decode on meta.
+    *LLM_METRICS,
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
     # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
@@ -396,6 +337,7 @@ _BUILTIN: tuple[Metric, ...] = (
     # kernels, so another CPU or torch warns instead of failing.
     Metric(
         name="instructions",
+        integer=True,
         label="instructions",
         direction="lower",
         delta_key="max_instructions_delta",

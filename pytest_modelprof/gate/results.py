@@ -121,10 +121,16 @@ Document = ModelProfile | RunResults | BaselineDocument
 
 
 def _load_json(text: str, source: str) -> Any:
+    from pytest_modelprof._json import JSONProblem, load_json
+
     try:
-        return json.loads(text)
+        # Any float the gate wrote is fine here (a report shows it); the nesting and the
+        # integers are checked before anything recurses over the data.
+        return load_json(text, finite=False)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{source}: not valid JSON ({exc})") from None
+    except JSONProblem as exc:
+        raise ReportError(f"{source}: {exc}") from None
 
 
 _M = TypeVar("_M", bound=BaseModel)

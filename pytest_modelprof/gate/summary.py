@@ -168,11 +168,18 @@ def problem_lines(
     for r in ordered:
         # An error's message is the test's failure, printed above; once is enough.
         failed = [] if r.status == "error" or not failures else r.failures
-        if not (failed or r.warnings):
+        # Figures the baseline file lacks (every one is new where there is no baseline at all).
+        fresh = (
+            [c.describe() for c in r.checks if c.verdict == "new" and c.kind == "delta"]
+            if r.baseline is not None
+            else []
+        )
+        if not (failed or r.warnings or fresh):
             continue
         lines.append(f"{r.label}:")
         lines += [f"  FAIL {f}" for f in failed]
         lines += [f"  warn {w}" for w in r.warnings]
+        lines += [f"  new  {n}" for n in fresh]
     env = environment_line(
         (r.environment for r in ordered), (c.metric for r in ordered for c in r.checks)
     )

@@ -11,10 +11,12 @@ the document's own migrations first (:func:`~pytest_modelprof.baseline.document.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_modelprof._json import JSONProblem, load_json
 from pytest_modelprof.baseline.document import (
     BASELINE_SCHEMA_VERSION,
     BaselineEnvironment,
@@ -46,17 +48,21 @@ def _problems(exc: ValidationError) -> str:
 def read_version(data: bytes, *, source: str) -> VersionSummary:
     """Validate one version (migrating an old one); :class:`BaselineError` names ``source``."""
     try:
-        fast = VersionSummary.model_validate_json(data)
-        if fast.schema_version == BASELINE_SCHEMA_VERSION:
+        # Strict, as the gate reads a baseline: a figure is a number as written, and finite.
+        fast = VersionSummary.model_validate_json(data, strict=True)
+        finite = all(math.isfinite(v) for v in fast.metrics.values())
+        if fast.schema_version == BASELINE_SCHEMA_VERSION and finite:
             return fast
     except ValidationError:
         pass  # an old version, or a broken one: the slow path says which
     try:
-        raw: Any = json.loads(data)
+        raw: Any = load_json(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{source}: corrupt baseline (not valid JSON: {exc})") from None
+    except JSONProblem as exc:
+        raise BaselineError(f"{source}: corrupt baseline ({exc})") from None
     doc = migrate(raw, source=source)
     try:
-        return VersionSummary.model_validate(doc)
+        return VersionSummary.model_validate(doc, strict=True)
     except ValidationError as exc:
         raise BaselineError(f"{source}: corrupt baseline ({_problems(exc)})") from None

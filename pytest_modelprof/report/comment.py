@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Final
 
+from pytest_modelprof._json import JSONProblem, load_json
 from pytest_modelprof.baseline.compare import FAILING
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.results import RESULTS_KIND, RunResults
@@ -93,9 +94,12 @@ def load_results(path: str | os.PathLike[str]) -> RunResults:
     except OSError as exc:
         raise ReportError(f"{source}: cannot read ({exc.strerror or exc})") from None
     try:
-        data = json.loads(text)
+        # Nesting is checked before anything recurses over the data (the caps below do).
+        data = load_json(text, finite=False)
     except json.JSONDecodeError as exc:
         raise ReportError(f"{source}: not valid JSON ({exc})") from None
+    except JSONProblem as exc:
+        raise ReportError(f"{source}: {exc}") from None
     if not isinstance(data, dict) or data.get("kind") != RESULTS_KIND:
         raise ReportError(f"{source}: not a results file (the gate writes one with "
                           "--modelprof-json)")

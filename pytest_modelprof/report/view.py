@@ -293,6 +293,10 @@ def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
             if isinstance(more, int) and more > 0:
                 lines += (f"and {more} more",)
             out.append(("Ops whose calls changed (baseline \u2192 current)", lines))
+    # Figures the baseline file does not hold: measured now, judged once it records them.
+    fresh = [c.describe() for c in result.checks if c.verdict == "new" and c.kind == "delta"]
+    if result.baseline is not None and fresh:
+        out.append(("Not in the baseline (new)", tuple(fresh[:MAX_DETAIL_LINES])))
     return tuple(out)
 
 

@@ -1,0 +1,101 @@
+"""The LLM serving metrics: KV-cache bytes, decode FLOPs per token, prefill FLOPs, and the
+growth of decode FLOPs over a context sweep.
+
+One collector (:data:`LLM`) runs a prefill and one decode step on meta when the marker has
+``llm={...}`` or one of these limits is set. The counts are exact in the worse direction by
+default, like every counted number.
+
+Standard library only (the measurement is named by string, imported on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.metric import Metric, Number
+from pytest_modelprof.baseline.tolerance import Exact, Ignore
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes
+
+__all__ = ["LLM", "LLM_METRICS"]
+
+
+def _llm_values(evidence: Mapping[str, Any]) -> dict[str, Number]:
+    """The LLM metrics of the ``llm`` collector's evidence (an ``LLMCosts`` document as JSON)."""
+    out: dict[str, Number] = {
+        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
+        "decode_flops": evidence["decode"]["flops_per_token"],
+        "prefill_flops": evidence["prefill"]["flops"],
+    }
+    growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
+    if isinstance(growth, Mapping):
+        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
+    return out
+
+
+#: LLM serving costs: a prefill and one decode step on meta (marker ``llm={...}``).
+LLM = Collector(
+    "llm",
+    measure="pytest_modelprof.llm.gate:measure",
+    when=lambda call: bool(call.limited) or getattr(call.request, "llm", None) is not None,
+    values=_llm_values,
+    needs=(
+        "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
+        "a context sweep, llm={'context': [1024, 4096, 16384]})"
+    ),
+)
+
+
+#: KV cache, decode and prefill, in the order the rows list them.
+LLM_METRICS: tuple[Metric, ...] = (
+    Metric(
+        name="kv_cache_bytes",
+        integer=True,
+        label="KV cache bytes",
+        direction="lower",
+        delta_key="max_kv_cache_bytes_delta",
+        default_delta=Exact(),
+        formatter=format_bytes,
+        budget_key="max_kv_cache_bytes",
+        budget_parser=parse_bytes,
+        summary=False,
+        collector=LLM,
+    ),
+    Metric(
+        name="decode_flops",
+        integer=True,
+        label="decode FLOPs/token",
+        direction="lower",
+        delta_key="max_decode_flops_delta",
+        default_delta=Exact(),
+        formatter=lambda v: format_count(v, "FLOPs"),
+        budget_key="max_decode_flops",
+        summary=False,
+        collector=LLM,
+    ),
+    # Fitted over llm={"context": [...]}: at most 1 for a decoder that reuses its cache.
+    Metric(
+        name="decode_flops_growth_exponent",
+        label="decode FLOPs growth exponent",
+        direction="lower",
+        delta_key="max_decode_flops_growth_delta",
+        default_delta=Ignore(),
+        formatter=lambda v: f"{v:.3g}",
+        budget_key="max_decode_flops_growth_exponent",
+        budget_parser=float,
+        summary=False,
+        collector=LLM,
+    ),
+    Metric(
+        name="prefill_flops",
+        integer=True,
+        label="prefill FLOPs",
+        direction="lower",
+        delta_key="max_prefill_flops_delta",
+        default_delta=Exact(),
+        formatter=lambda v: format_count(v, "FLOPs"),
+        summary=False,
+        collector=LLM,
+    ),
+)
