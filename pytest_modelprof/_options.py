@@ -46,8 +46,8 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         dest="modelprof_env_strict",
         help="kernel-dependent counts (memory, peak memory, subgraphs, stages) fail even when "
-        "the baseline was recorded with another torch or dtype (by default they warn "
-        "and name the difference); ini: modelprof_env_strict",
+        "the baseline was recorded with another torch, device type or CPU (by default they "
+        "warn and name the difference); ini: modelprof_env_strict",
     )
     group.addoption(
         "--modelprof-disable",

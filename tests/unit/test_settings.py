@@ -48,9 +48,13 @@ def test_cli_over_ini_over_default() -> None:
 
 def test_marker_over_cli() -> None:
     base = session(cli={"max_flops_delta": "0.2", "max_flops": "9G"}).limits
-    spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "off"}, base, where="t::x")
+    spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "ignore"}, base, where="t::x")
     assert spec.limits.tolerances["flops"] == Relative(0.01)
-    assert "flops" not in spec.limits.budgets  # "off" on the marker removes a CLI budget
+    assert "flops" not in spec.limits.budgets  # "ignore" on the marker removes a CLI budget
+    # None is "not given": the CLI's limits hold, and nothing becomes explicit.
+    kept = resolve_marker((), {"max_flops_delta": None, "max_flops": None}, base, where="t::x")
+    assert kept.limits.tolerances["flops"] == Relative(0.2)
+    assert kept.limits.budgets["flops"] == Budget(9e9)
     assert spec.request is None
 
 
