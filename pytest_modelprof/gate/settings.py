@@ -131,7 +131,7 @@ class Limits:
     compile_dynamic: bool | None = None
 
     def limited(self, metric: str) -> bool:
-        """Whether a limit on ``metric`` was set explicitly and is not ``"off"``.
+        """Whether a limit on ``metric`` was set explicitly and is not ``"ignore"``.
 
         Only such a limit switches an expensive collector on (timing rounds, compile)."""
         if metric not in self.explicit:
