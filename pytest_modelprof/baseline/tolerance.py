@@ -100,7 +100,11 @@ _SHOWN: Final = 40  # characters of a value an error message quotes
 def shown(value: object) -> str:
     """``repr(value)``, shortened when long: ``1000000000… (401 digits)``, so an absurd value
     still makes a one-line error."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        size = int(value.bit_length() * math.log10(2)) + 1 if isinstance(value, int) else "?"
+        return f"an integer of about {size} digits"
     if len(text) <= _SHOWN:
         return text
     bare = str(value).strip()

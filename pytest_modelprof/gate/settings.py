@@ -356,20 +356,30 @@ def _parse_bool(raw: object) -> bool:
     raise ValueError(f"expected true or false, got {raw!r}")
 
 
+#: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
+MAX_TIMING_ROUNDS: Final = 100_000
+
+
 def _parse_rounds(raw: object) -> int:
-    try:
-        value = int(str(raw)) if not isinstance(raw, bool) else -1
-    except ValueError:
-        value = -1
-    if value < 10:
-        raise ValueError("timing_rounds must be an integer >= 10")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    else:
+        try:
+            value = int(str(raw)) if not isinstance(raw, bool) else -1
+        except ValueError:
+            value = -1
+    if not 10 <= value <= MAX_TIMING_ROUNDS:
+        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
     return value
 
 
 def _parse_exponent(raw: object) -> float:
     if isinstance(raw, bool):
         raise ValueError("expected a growth exponent such as 1.1")
-    value = float(str(raw))
+    try:
+        value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
+    except OverflowError:
+        value = math.inf
     if not (value > 0 and math.isfinite(value)):
         raise ValueError("a growth exponent must be a finite number > 0")
     return value
