@@ -105,12 +105,15 @@ def add_options(parser: pytest.Parser) -> None:
             )
             parser.addini(ini_key(key), switches[key], "bool", False)
             continue
+        grammar = " (0.1 or 10%%, exact, ignore; 1 or more only as a percentage such as 150%%)" if (
+            key.endswith(("_delta", "_drop"))
+        ) else ""
         group.addoption(
             cli_flag(key),
             default=None,
             dest=ini_key(key),
             metavar="LIMIT",
-            help=f"default {key} for every profiled test (the marker overrides it); "
+            help=f"default {key} for every profiled test{grammar} (the marker overrides it); "
             f"ini: {ini_key(key)}",
         )
         parser.addini(ini_key(key), f"default {key} for every profiled test", "string", "")

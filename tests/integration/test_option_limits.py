@@ -196,3 +196,11 @@ def test_cli_and_ini_take_percentages(project: Project, where: str) -> None:
     else:
         args.append("--modelprof-max-flops-delta=150%")
     project.run(*args).assert_outcomes(passed=1)
+
+
+def test_help_states_the_grammar(project: Project) -> None:
+    result = project.run("--help")
+    assert result.ret == pytest.ExitCode.OK
+    text = " ".join(result.stdout.str().split())
+    assert "--modelprof-max-flops-delta=LIMIT default max_flops_delta for every profiled test " \
+        "(0.1 or 10%, exact, ignore; 1 or more only as a percentage such as 150%)" in text
