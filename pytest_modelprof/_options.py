@@ -46,8 +46,8 @@ def add_options(parser: pytest.Parser) -> None:
         default=None,
         dest="modelprof_env_strict",
         help="kernel-dependent counts (memory, peak memory, subgraphs, stages) fail even when "
-        "the baseline was recorded with another torch or dtype (by default they warn "
-        "and name the difference); ini: modelprof_env_strict",
+        "the baseline was recorded with another torch, device type or CPU (by default they "
+        "warn and name the difference); ini: modelprof_env_strict",
     )
     group.addoption(
         "--modelprof-disable",
@@ -106,12 +106,15 @@ def add_options(parser: pytest.Parser) -> None:
             )
             parser.addini(ini_key(key), switches[key], "bool", False)
             continue
+        grammar = " (0.1 or 10%%, exact, ignore; 1 or more only as a percentage such as 150%%)" if (
+            key.endswith(("_delta", "_drop"))
+        ) else ""
         group.addoption(
             cli_flag(key),
             default=None,
             dest=ini_key(key),
             metavar="LIMIT",
-            help=f"default {key} for every profiled test (the marker overrides it); "
+            help=f"default {key} for every profiled test{grammar} (the marker overrides it); "
             f"ini: {ini_key(key)}",
         )
         parser.addini(ini_key(key), f"default {key} for every profiled test", "string", "")

@@ -291,8 +291,9 @@ def environment_changes(
     Capture mode is left out: it follows from the model (a data-dependent branch turns meta
     into real, and with it device meta into cpu), so that change is the model's, judged by the
     capture row, never a reason to let a count off as a kernel difference. A device change is
-    the environment's only where the capture mode held and both ran on a real device (cpu ->
-    cuda: other kernels).
+    the environment's only where the capture mode held and both ran on a real device of
+    another type (cpu -> cuda: other kernels; not cuda:0 -> cuda:1). The dtype is the test's
+    choice, never the environment's.
     """
     if baseline is None:
         return ()
@@ -308,7 +309,8 @@ def environment_changes(
         before.capture_mode == after.capture_mode
         and before.device not in (None, "meta")
         and after.device not in (None, "meta")
-        and before.device != after.device
+        # The device type: cuda:0 and cuda:1 run the same kernels.
+        and before.device.partition(":")[0] != after.device.partition(":")[0]
     ):
         out.append(f"device {before.device} \u2192 {after.device}")
     return tuple(out)

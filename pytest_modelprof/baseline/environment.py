@@ -17,7 +17,8 @@ __all__ = ["FactScope", "EnvironmentFact", "ENVIRONMENT_FACTS", "fact_change", "
 
 #: What a change of the fact means for the counts: ``kernels`` (other kernels may count other
 #: bytes), ``cpu`` (other instructions: only counts the CPU decides), ``model`` (it follows from
-#: the model, so it is the model's change; the gate judges it by its own rule).
+#: the model or the test, so it is their change: the capture mode, the device, the dtype the test
+#: chose; the gate judges it by the limits like any cost change and names it).
 FactScope = Literal["kernels", "cpu", "model"]
 
 
@@ -38,7 +39,7 @@ ENVIRONMENT_FACTS: Final[tuple[EnvironmentFact, ...]] = (
     EnvironmentFact("source_version", "model source", "kernels"),
     EnvironmentFact("capture_mode", "capture mode", "model"),
     EnvironmentFact("device", "device", "model"),
-    EnvironmentFact("dtype", "dtype", "kernels"),
+    EnvironmentFact("dtype", "dtype", "model"),
     EnvironmentFact("cpu", "cpu", "cpu"),
     EnvironmentFact("cpu_flags", "cpu flags", "cpu", flags=True),
 )

@@ -9,6 +9,7 @@ This module imports only the standard library: the plugin parses settings with i
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Callable
@@ -24,6 +25,9 @@ __all__ = [
     "parse_tolerance",
     "parse_budget",
     "format_tolerance",
+    "is_off",
+    "shown",
+    "IGNORE",
 ]
 
 
@@ -83,56 +87,136 @@ class Budget:
             raise ValueError(f"a budget must be a finite number >= 0, got {self.limit}")
 
 
-_OFF: Final = frozenset({"ignore", "none", "off", "false"})
+#: The one spelling that switches a check off.
+IGNORE: Final = "ignore"
+#: Other words people write for "off": refused with a pointer to ``"ignore"``, so no spelling
+#: switches a check off by accident (``None`` in Python means "the default" instead).
+_OFF_TYPOS: Final = frozenset({"none", "off", "false", "no", "null", "disable", "disabled"})
 _EXACT: Final = frozenset({"exact", "0", "0%", "0.0"})
-_PERCENT: Final = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+_PERCENT: Final = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*%\s*$", re.IGNORECASE)
+_SHOWN: Final = 40  # characters of a value an error message quotes
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, shortened when long: ``1000000000… (401 digits)``, so an absurd value
+    still makes a one-line error."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int past Python's digit limit for str()
+        size = int(value.bit_length() * math.log10(2)) + 1 if isinstance(value, int) else "?"
+        return f"an integer of about {size} digits"
+    if len(text) <= _SHOWN:
+        return text
+    bare = str(value).strip()
+    if bare.isdigit():
+        quote = "'" if isinstance(value, str) else ""
+        return f"{quote}{bare[:10]}\u2026{quote} ({len(bare)} digits)"
+    return f"{text[:_SHOWN]}\u2026 ({len(text)} characters)"
+
+
+def _not_a_switch() -> ValueError:
+    return ValueError(
+        f"a limit is not a switch; write {IGNORE!r} to turn the check off, or a fraction such "
+        f"as 0.1 or '10%'"
+    )
+
+
+def is_off(value: object) -> bool:
+    """Whether ``value`` is :data:`IGNORE`; raises ``ValueError`` for another word for "off"
+    (``"none"``, ``"off"``, ``"false"``) or a boolean, naming the one spelling."""
+    if isinstance(value, bool):
+        raise _not_a_switch()
+    if not isinstance(value, str):
+        return False
+    text = value.strip().lower()
+    if text in _OFF_TYPOS:
+        raise ValueError(
+            f"{IGNORE!r} is the one spelling that turns a check off; did you mean {IGNORE!r}?"
+        )
+    return text == IGNORE
+
+
+def _number(value: str | float) -> float:
+    """``float(value)``, where an int too large for a float is infinite (not an OverflowError)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf
+
+
+def _typo_hint(fraction: float) -> str:
+    """For a delta of 1 or more written as a number: what it allows and what was likely meant."""
+    percent = f"{fraction * 100:g}"
+    head = f"that would allow +{percent} %; a delta is a fraction of the baseline (0.1 = 10 %)"
+    if fraction < 100:
+        meant = fraction / 100
+        text = f"{meant:.2f}" if float(f"{meant:.2f}") == meant else f"{meant:g}"
+        head += f": did you mean {text} ({fraction:g} %)? Write"
+        return f"{head} '{percent}%' if you mean +{percent} %"
+    return f"{head}; write '{percent}%' if you mean +{percent} %"
 
 
 def parse_tolerance(value: object) -> Tolerance:
     """``0.1`` or ``"10%"`` -> ``Relative(0.1)``; ``0``/``"exact"`` -> ``Exact()``;
-    ``None``/``"ignore"``/``"off"`` -> ``Ignore()``. Raises ``ValueError`` naming the value."""
-    if value is None or value is False:
-        return Ignore()
+    ``"ignore"`` -> ``Ignore()``. Raises ``ValueError`` saying what is wrong.
+
+    ``None`` and booleans are no limits (the caller treats ``None`` as "not given", which
+    means the default); a delta of 1 or more must be written as a percentage (``"150%"``),
+    since ``10`` is far more often a typo for 10 % than a wish for +1000 %."""
     if isinstance(value, (Exact, Relative, Ignore)):
         return value
-    if isinstance(value, bool):  # True is no tolerance at all
-        raise ValueError(f"expected a fraction such as 0.1 or '10%', got {value!r}")
+    if value is None:
+        raise ValueError(
+            f"None is no limit; leave the argument out for the default, or write {IGNORE!r}"
+        )
+    if is_off(value):
+        return Ignore()
     if isinstance(value, (int, float)):
-        fraction = float(value)
+        fraction, percent = _number(value), False
     elif isinstance(value, str):
         text = value.strip().lower()
-        if text in _OFF:
-            return Ignore()
         if text in _EXACT:
             return Exact()
         match = _PERCENT.match(text)
         try:
-            fraction = float(match.group(1)) / 100 if match else float(text)
+            fraction = _number(match.group(1)) / 100 if match else _number(text)
         except ValueError:
+            words = ("exact", IGNORE)
+            near = difflib.get_close_matches(text, words, n=1, cutoff=0.6)
             raise ValueError(
-                f"expected a fraction such as 0.1, a percentage such as '10%', 'exact' or "
-                f"'ignore', got {value!r}"
+                "expected a fraction such as 0.1, a percentage such as '10%', 'exact' or "
+                f"{IGNORE!r}" + (f"; did you mean {near[0]!r}?" if near else "")
             ) from None
+        percent = match is not None
     else:
-        raise ValueError(f"expected a fraction such as 0.1 or '10%', got {value!r}")
-    if not math.isfinite(fraction) or fraction < 0:
-        raise ValueError(f"a tolerance must be a finite fraction >= 0, got {value!r}")
+        raise ValueError(f"expected a fraction such as 0.1 or '10%', not a {type(value).__name__}")
+    if not (math.isfinite(fraction) and fraction >= 0):
+        raise ValueError("a tolerance must be a finite fraction >= 0")
+    if fraction >= 1 and not percent:
+        raise ValueError(_typo_hint(fraction))
     return Exact() if fraction == 0 else Relative(fraction)
 
 
 def parse_budget(value: object, parse: Callable[[str | float | int], float]) -> Budget | None:
-    """``"9G"`` -> ``Budget(9e9)``, ``parse`` reading the unit; ``None``/``"off"`` -> ``None``."""
-    if value is None or value is False:
+    """``"9G"`` -> ``Budget(9e9)``, ``parse`` reading the unit; ``"ignore"`` -> ``None``.
+
+    ``None`` is "not given" to the caller, as for a tolerance; it reads as no budget here."""
+    if value is None:
         return None
     if isinstance(value, Budget):
         return value
-    if isinstance(value, str) and value.strip().lower() in _OFF:
+    if is_off(value):
         return None
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"expected a number or a string such as '9G', got {value!r}")
-    limit = parse(value)
+    if not isinstance(value, (str, int, float)):
+        raise ValueError(
+            f"expected a number or a string such as '9G', not a {type(value).__name__}"
+        )
+    try:
+        limit = parse(value)
+    except OverflowError:
+        limit = math.inf
     if not math.isfinite(limit) or limit < 0:
-        raise ValueError(f"a budget must be a finite number >= 0, got {value!r}")
+        raise ValueError("a budget must be a finite number >= 0")
     return Budget(limit)
 
 

@@ -137,17 +137,18 @@ def parse_top(text: str) -> int:
 
 
 def parse_tolerance(text: str) -> float:
-    """``0.05`` or ``5%`` -> ``0.05``."""
-    raw = text.strip()
+    """``0.05`` or ``5%`` -> ``0.05``, in the marker's grammar (``10`` is refused as a likely
+    typo for 10 %; ``"1000%"`` says it)."""
+    from pytest_modelprof.baseline.tolerance import Ignore, Relative
+    from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit
+
     try:
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
-    except ValueError:
-        value = -1.0
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a relative tolerance >= 0 such as 0.05 or 5%; got {text!r}"
-        )
-    return value
+        tolerance = parse_limit(text)
+        if isinstance(tolerance, Ignore):
+            raise ValueError("a relative tolerance is needed here, such as 0.05 or 5%")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
+    return tolerance.fraction if isinstance(tolerance, Relative) else 0.0
 
 
 

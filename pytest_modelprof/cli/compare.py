@@ -44,14 +44,14 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 def _compare_limits(args: argparse.Namespace) -> Any:
     from pytest_modelprof.baseline.metrics import METRICS
-    from pytest_modelprof.baseline.tolerance import Ignore
+    from pytest_modelprof.baseline.tolerance import Ignore, shown
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
     from pytest_modelprof.gate.settings import Limits
 
     try:
         tolerance = parse_limit_tolerance(args.max_delta)
     except ValueError as exc:
-        raise ModelprofError(f"--max-delta: {exc}") from None
+        raise ModelprofError(f"--max-delta={shown(args.max_delta)}: {exc}") from None
     # Counted metrics only (latency is ignored by default: noise in a profile-to-profile diff),
     # and not marked explicit, so a metric neither side measures is left out, not "unmeasured".
     limits = Limits(tolerances={

@@ -100,14 +100,22 @@ def failure_text(
     return "\n".join(lines)
 
 
-def _input_change(current: BaselineDocument, baseline: BaselineDocument | None) -> str | None:
-    """``"inputs changed: 1x3x224x224 -> 1x3x256x256"``: a count delta that is no model change."""
+def _test_changes(current: BaselineDocument, baseline: BaselineDocument | None) -> list[str]:
+    """``"inputs changed: 1x3x224x224 -> 1x3x256x256"``, ``"dtype changed: float32 -> float64"``:
+    what the test itself changed since the baseline, which explains the count deltas below it
+    (they are judged by the limits all the same: the environment lets nothing off for them)."""
     if baseline is None:
-        return None
+        return []
     from pytest_modelprof.schema import describe_inputs
 
+    out = []
     before, after = describe_inputs(baseline.inputs), describe_inputs(current.inputs)
-    return f"inputs changed: {before} \u2192 {after}" if before != after else None
+    if before != after:
+        out.append(f"inputs changed: {before} \u2192 {after}")
+    old, new = baseline.environment.dtype, current.environment.dtype
+    if old != new:
+        out.append(f"dtype changed: {old} \u2192 {new}")
+    return out
 
 
 def _keep_timing(
@@ -299,9 +307,8 @@ def evaluate(
     env_line = (
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
     )
-    inputs_line = _input_change(current, baseline)
     # What changed outside the model comes first: it explains every row below it.
-    notes = [n for n in (inputs_line and f"  {inputs_line}", env_line) if n]
+    notes = [f"  {n}" for n in _test_changes(current, baseline)] + ([env_line] if env_line else [])
 
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None

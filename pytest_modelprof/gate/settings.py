@@ -12,6 +12,7 @@ start-up in every run, so it must not import pydantic or torch.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,8 +26,10 @@ from pytest_modelprof.baseline.tolerance import (
     Relative,
     Tolerance,
     format_tolerance,
+    is_off,
     parse_budget,
     parse_tolerance,
+    shown,
 )
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
@@ -92,8 +95,6 @@ MARKER_SIGNATURE: Final = (
 MODES: Final = ("auto", "meta", "fake", "real")
 DEFAULT_FVCORE_DELTA: Final[Tolerance] = Relative(0.05)
 DEFAULT_TIMING_ROUNDS: Final = 100
-#: How a growth limit is switched off (as a tolerance is: nothing is swept for it).
-_OFF: Final = frozenset({"off", "ignore", "none", "false"})
 
 
 def limit_names() -> tuple[str, ...]:
@@ -130,7 +131,7 @@ class Limits:
     compile_dynamic: bool | None = None
 
     def limited(self, metric: str) -> bool:
-        """Whether a limit on ``metric`` was set explicitly and is not ``"off"``.
+        """Whether a limit on ``metric`` was set explicitly and is not ``"ignore"``.
 
         Only such a limit switches an expensive collector on (timing rounds, compile)."""
         if metric not in self.explicit:
@@ -191,9 +192,11 @@ class Limits:
         strict_ops = self.strict_ops
         compile_dynamic = self.compile_dynamic
         for key, raw in values.items():
+            if raw is None:
+                continue  # None is "not given": the limit of the level below (or the default)
             try:
                 if key == "compile_dynamic":
-                    auto = raw is None or str(raw).strip().lower() == "auto"
+                    auto = str(raw).strip().lower() == "auto"
                     compile_dynamic = None if auto else _parse_bool(raw)
                 elif key == "strict_ops":
                     strict_ops = _parse_bool(raw)
@@ -202,11 +205,11 @@ class Limits:
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
                 elif key == "timing_strict":
-                    timing_strict = None if raw is None else _parse_bool(raw)
+                    timing_strict = _parse_bool(raw)
                 elif key == "timing_rounds":
                     timing_rounds = _parse_rounds(raw)
                 elif key in GROWTH_LIMITS:
-                    if raw is None or str(raw).strip().lower() in _OFF:
+                    if is_off(raw):  # as a tolerance is switched off: nothing is swept for it
                         growth.pop(key, None)
                     else:
                         growth[key] = _parse_exponent(raw)
@@ -221,8 +224,10 @@ class Limits:
                         else:
                             budgets[metric.name] = budget
                     explicit.add(metric.name)
-            except (ValueError, KeyError) as exc:
-                raise SettingsError(f"{source}: bad value for {key}={raw!r}: {_why(exc)}") from None
+            except (ValueError, KeyError, OverflowError) as exc:
+                raise SettingsError(
+                    f"{source}: bad value for {key}={shown(raw)}: {_why(exc)}"
+                ) from None
         return Limits(
             tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta,
             timing_strict, timing_rounds, growth, strict_ops, compile_dynamic,
@@ -351,19 +356,32 @@ def _parse_bool(raw: object) -> bool:
     raise ValueError(f"expected true or false, got {raw!r}")
 
 
+#: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
+MAX_TIMING_ROUNDS: Final = 100_000
+
+
 def _parse_rounds(raw: object) -> int:
-    value = int(str(raw)) if not isinstance(raw, bool) else -1
-    if value < 10:
-        raise ValueError(f"timing_rounds must be an integer >= 10, got {raw!r}")
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        value = raw
+    else:
+        try:
+            value = int(str(raw)) if not isinstance(raw, bool) else -1
+        except ValueError:
+            value = -1
+    if not 10 <= value <= MAX_TIMING_ROUNDS:
+        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
     return value
 
 
 def _parse_exponent(raw: object) -> float:
     if isinstance(raw, bool):
-        raise ValueError(f"expected a growth exponent such as 1.1, got {raw!r}")
-    value = float(str(raw))
-    if not value > 0:
-        raise ValueError(f"a growth exponent must be > 0, got {raw!r}")
+        raise ValueError("expected a growth exponent such as 1.1")
+    try:
+        value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
+    except OverflowError:
+        value = math.inf
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError("a growth exponent must be a finite number > 0")
     return value
 
 

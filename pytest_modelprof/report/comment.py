@@ -19,7 +19,7 @@ from pytest_modelprof._json import JSONProblem, load_json
 from pytest_modelprof.baseline.compare import FAILING
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.results import RESULTS_KIND, RunResults
-from pytest_modelprof.report.markdown import render_markdown
+from pytest_modelprof.report.markdown import fit, render_markdown
 from pytest_modelprof.report.view import build_view
 
 __all__ = [
@@ -117,9 +117,6 @@ def render_comment(results: RunResults, *, limit: int = MAX_CHARS) -> str:
         update={"artifact_url": None, "run_url": None, "repository_url": None})
     shown = results.model_copy(update={"run": run, "tests": ordered[:MAX_TESTS]})
     text = render_markdown(build_view(shown))
-    if len(ordered) <= MAX_TESTS and len(text) <= limit:
-        return text
-    note = (f"\n\n*Cut to fit a comment ({len(ordered)} profiles, regressions first): "
-            "the rest is in the HTML report.*\n")
-    end = text.rfind("\n", 0, max(0, limit - len(note)))
-    return text[: max(end, 0)].rstrip("\n") + note
+    note = (f"Cut to fit a comment ({len(ordered)} profiles, regressions first): the rest is "
+            "in the HTML report.")
+    return fit(text, limit, note, cut=len(ordered) > MAX_TESTS)

@@ -11,7 +11,10 @@ import os
 from pathlib import Path
 
 from pytest_modelprof.gate.results import RunResults
+from pytest_modelprof.report._format import short
+from pytest_modelprof.report.markdown import MAX_CODE
 from pytest_modelprof.report.view import headline
+from pytest_modelprof.textfit import plain
 
 __all__ = [
     "ANNOTATION_TITLE",
@@ -31,8 +34,9 @@ _TITLES = {
 
 
 def escape_data(text: str) -> str:
-    """Escape a workflow command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a workflow command's message (control characters first written as escapes: a
+    terminal escape in a test id must not reach the log as one)."""
+    return plain(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(text: str) -> str:
@@ -67,7 +71,9 @@ def annotation_lines(
         problems = [c.describe() for c in test.checks if c.failed] or list(test.failures)
         if test.status == "error":  # the message the test failed with, then any failed row
             problems = list(dict.fromkeys([*test.failures, *problems]))
-        message = f"{test.label}: " + ("\n".join(problems) if problems else headline(test))
+        # A test id as long as anyone likes stays one readable name, as in the job summary.
+        label = short(test.label, MAX_CODE)
+        message = f"{label}: " + ("\n".join(problems) if problems else headline(test))
         if test.environment:
             message += "\nbaseline from another environment: " + "; ".join(test.environment)
         lines.append(f"::error {','.join(props)}::{escape_data(message)}")

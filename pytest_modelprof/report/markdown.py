@@ -11,19 +11,54 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 from urllib.parse import quote
 
+from pytest_modelprof.report._format import short
 from pytest_modelprof.report.view import ReportView, Section
+from pytest_modelprof.textfit import plain
 
-__all__ = ["code", "render_markdown", "render_step_summary", "text"]
+__all__ = [
+    "MAX_CODE",
+    "MAX_TEXT",
+    "MAX_REPORT_CHARS",
+    "MAX_SUMMARY_CHARS",
+    "code",
+    "fit",
+    "render_markdown",
+    "render_step_summary",
+    "text",
+]
 
 #: Problems listed per test in the job summary before "and N more".
 SUMMARY_PROBLEMS = 3
+#: Characters of one code span (a test id, a model, layer or file name), cut in the middle so
+#: both ends of a long parametrised id stay.
+MAX_CODE: Final = 300
+#: Characters of one text cell or list item (a reason, a headline), cut at the end.
+MAX_TEXT: Final = 1_000
+#: Characters of the Markdown report: it is often posted as a comment or shown as a file, and a
+#: run's own text (one 100,000-character test id) must not make it megabytes.
+MAX_REPORT_CHARS: Final = 200_000
+#: Characters of the job summary table (GitHub takes 1 MiB per step, shared with other tools).
+MAX_SUMMARY_CHARS: Final = 100_000
+
+
+def fit(markdown: str, limit: int, note: str, *, cut: bool = False) -> str:
+    """``markdown`` whole if it holds at most ``limit`` characters, else cut at a line end with
+    ``note`` (an italic line saying where the rest is) after it, within ``limit``. ``cut``:
+    something was left out before, so the note comes even when the text fits."""
+    if len(markdown) <= limit and not cut:
+        return markdown
+    note = f"\n\n*{note}*\n"
+    end = markdown.rfind("\n", 0, max(0, limit - len(note)))
+    return markdown[: max(end, 0)].rstrip("\n") + note
 
 
 def code(text: str) -> str:
-    """``text`` as an inline code span that survives any content, inside a table cell too."""
-    flat = " ".join(text.splitlines()).replace("|", "\\|")
+    """``text`` as an inline code span that survives any content, inside a table cell too
+    (control characters written as escapes, at most :data:`MAX_CODE` characters)."""
+    flat = short(plain(" ".join(text.splitlines())), MAX_CODE).replace("|", "\\|")
     longest = run = 0
     for ch in flat:
         run = run + 1 if ch == "`" else 0
@@ -40,8 +75,12 @@ _AUTOLINK = re.compile(r"(?i)(?<=:)//|\bwww\.")
 
 
 def text(value: str) -> str:
-    """``value`` as plain text on one line: no Markdown, HTML, link, image or @mention in it."""
-    flat = _SPECIAL.sub(r"\\\1", " ".join(value.splitlines()))
+    """``value`` as plain text on one line: no Markdown, HTML, link, image, @mention or control
+    character in it, at most :data:`MAX_TEXT` characters."""
+    flat = plain(" ".join(value.splitlines()))
+    if len(flat) > MAX_TEXT:
+        flat = flat[: MAX_TEXT - 1] + "\u2026"
+    flat = _SPECIAL.sub(r"\\\1", flat)
     flat = _AUTOLINK.sub(lambda m: "\\/\\/" if m.group() == "//" else m.group()[:3] + "\\.", flat)
     # GitHub links mentions after rendering, so no escape helps: a zero-width space breaks them.
     return flat.replace("@", "@\u200b")
@@ -105,8 +144,17 @@ def _detail(section: Section) -> list[str]:
     return lines
 
 
-def render_markdown(view: ReportView) -> str:
-    """The whole report as GitHub-flavoured Markdown: the overview, then each test's metrics."""
+def render_markdown(view: ReportView, *, limit: int = MAX_REPORT_CHARS) -> str:
+    """The whole report as GitHub-flavoured Markdown: the overview, then each test's metrics;
+    cut to ``limit`` characters with a note."""
+    return fit(
+        _markdown(view), limit,
+        f"Cut to {limit:,} characters ({len(view.sections)} profiles, regressions first): "
+        "the rest is in the HTML and JSON reports.",
+    )
+
+
+def _markdown(view: ReportView) -> str:
     lines = [f"# {view.title}", "", view.count_line, ""]
     facts = [f"{f.label} {code(f.value)}" for f in view.facts]
     if facts:
@@ -123,8 +171,17 @@ def render_markdown(view: ReportView) -> str:
     return "\n".join(lines)
 
 
-def render_step_summary(view: ReportView) -> str:
-    """The compact table for ``$GITHUB_STEP_SUMMARY``: regressions first, deltas, a link."""
+def render_step_summary(view: ReportView, *, limit: int = MAX_SUMMARY_CHARS) -> str:
+    """The compact table for ``$GITHUB_STEP_SUMMARY``: regressions first, deltas, a link; cut to
+    ``limit`` characters with a note."""
+    return fit(
+        _step_summary(view), limit,
+        f"Cut to {limit:,} characters ({len(view.sections)} profiles, regressions first): "
+        "the rest is in the HTML report.",
+    )
+
+
+def _step_summary(view: ReportView) -> str:
     lines = [f"### {view.title}", "", view.count_line, ""]
     if view.empty:
         return "\n".join([*lines, view.empty, ""])

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pytest_modelprof.analysis.rollup import Totals, classify, module_tree_totals
 from pytest_modelprof.schema import LayerStats, ModelProfile
-from pytest_modelprof.textfit import wrap_under
+from pytest_modelprof.textfit import plain, wrap_under
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
@@ -444,7 +444,8 @@ def render_profile(
         else:
             lines += _all_layers_flat(profile, show_shape, width)
     lines += _not_counted(profile, width)
-    return "\n".join(lines) + "\n"
+    # Layer and module names are the model's own text: no terminal escape reaches the screen.
+    return plain("\n".join(lines) + "\n")
 
 
 # -- the model list -----------------------------------------------------------------------------

@@ -4,14 +4,16 @@
 :class:`ReportView` made only of strings (and tuples of them). The HTML, Markdown, GitHub and
 terminal renderers lay it out and never format a number themselves, so the four agree.
 Charts are computed here too, as SVG primitives in a fixed coordinate system; the template only
-draws them. Nothing here escapes text: each renderer escapes for its own medium.
+draws them. Nothing here escapes text: each renderer escapes for its own medium; control
+characters alone are written as escapes here (``\\x1b``), once for every renderer.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.compare import Check
@@ -50,6 +52,9 @@ from pytest_modelprof.report.model import (
 )
 from pytest_modelprof.report.stacks import stack_charts
 from pytest_modelprof.schema import describe_inputs
+from pytest_modelprof.textfit import plain
+
+_T = TypeVar("_T")
 
 __all__ = [
     "STATUS_LABELS",
@@ -353,7 +358,7 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
     count_line = f"{n} profile{'s' if n != 1 else ''}" + (f": {count_line}" if count_line else "")
     columns = _summary_metrics(ordered)
     headers = tuple(label for _, label in columns)
-    return ReportView(
+    return _plain(ReportView(
         title=title,
         facts=_run_facts(results),
         counts=counts,
@@ -368,4 +373,29 @@ def build_view(results: RunResults, *, title: str = "modelprof cost report") -> 
             (r.environment for r in ordered), (c.metric for r in ordered for c in r.checks)
         )
         or "",
-    )
+    ))
+
+
+def _plain(value: _T) -> _T:
+    """``value`` with every string in it passed through :func:`~pytest_modelprof.textfit.plain`
+    (the view's records, the rows they hold and the rows' details); what holds no control
+    character is returned as it is, so a clean view costs one scan."""
+    out: Any = value
+    if isinstance(value, str):
+        out = plain(value)
+    elif isinstance(value, (tuple, list)):
+        items = [_plain(v) for v in value]
+        if any(a is not b for a, b in zip(items, value, strict=True)):
+            out = type(value)(items)
+    elif isinstance(value, Mapping):
+        pairs = {_plain(k): _plain(v) for k, v in value.items()}
+        if any(k not in value or value[k] is not v for k, v in pairs.items()):
+            out = pairs
+    elif is_dataclass(value) and not isinstance(value, type):
+        changed = {
+            f.name: new for f in fields(value)
+            if f.init and (new := _plain(old := getattr(value, f.name))) is not old
+        }
+        if changed:
+            out = replace(value, **changed)
+    return cast(_T, out)

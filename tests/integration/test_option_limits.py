@@ -99,3 +99,108 @@ def test_bad_timing_rounds_names_its_source(project: Project) -> None:
     result = project.run("--modelprof-timing-rounds=3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--modelprof-timing-rounds: bad value for timing_rounds='3'*"])
+
+
+# -- None, booleans, "none" and 10 as limits ------------------------------------------------------
+
+SPELLED = """
+import pytest
+
+@pytest.mark.profile(model="fake:tiny", max_flops_delta=LIMIT, max_macs_delta="ignore")
+def test_spelled():
+    pass
+"""
+
+
+def _spelled(project: Project, limit: str) -> pytest.RunResult:
+    project.pytester.makepyfile(test_spelled=SPELLED.replace("LIMIT", "'ignore'"))
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=1)
+    project.pytester.makepyfile(test_spelled=SPELLED.replace("LIMIT", limit))
+    project.set_costs(tiny={"flops": 1_061_000, "ai": 10.0})  # +6.1 % FLOPs only
+    return project.run()
+
+
+def test_none_means_the_default_limit_not_off(project: Project) -> None:
+    result = _spelled(project, "None")
+    result.assert_outcomes(failed=1)  # the default is exact: +6.1 % fails
+    result.stdout.fnmatch_lines(["*FLOPs: 1 MFLOPs \u2192 1.06 MFLOPs (+6.1 %, limit exact)*"])
+
+
+def test_none_keeps_the_cli_limit(project: Project) -> None:
+    result = _spelled(project, "None")
+    project.run("--modelprof-max-flops-delta=10%").assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ("False", "*max_flops_delta=False: a limit is not a switch; write 'ignore' to turn the "
+         "check off, or a fraction such as 0.1 or '10%'*"),
+        ("True", "*max_flops_delta=True: a limit is not a switch*"),
+        ("'none'", "*max_flops_delta='none'*did you mean 'ignore'?*"),
+        ("'off'", "*max_flops_delta='off'*did you mean 'ignore'?*"),
+        ("10", "*max_flops_delta=10: that would allow +1000 %*did you mean 0.10 (10 %)? "
+         "Write '1000%' if you mean +1000 %"),
+        ("'10'", "*max_flops_delta='10': that would allow +1000 %*did you mean 0.10 (10 %)?*"),
+        ("1.5", "*max_flops_delta=1.5: that would allow +150 %*did you mean 0.015 (1.5 %)?*"),
+        ("10**400", "*marker on test_spelled.py::test_spelled: bad value for "
+         "max_flops_delta=1000000000*(401 digits)*"),
+    ],
+)
+def test_a_mistyped_limit_is_refused_in_one_line(
+    project: Project, limit: str, message: str
+) -> None:
+    result = _spelled(project, limit)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([message])
+    assert "Traceback" not in result.stdout.str() and "OverflowError" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("limit", ["'150%'", "'10%'"])
+def test_a_percentage_string_is_taken_at_its_word(project: Project, limit: str) -> None:
+    _spelled(project, limit).assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("where", ["cli", "ini"])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("10", "*max_flops_delta='10': that would allow +1000 %*did you mean 0.10 (10 %)?*"),
+        ("none", "*max_flops_delta='none'*did you mean 'ignore'?*"),
+        ("1" + "0" * 400, "*bad value for max_flops_delta='1000000000*(401 digits)*"),
+    ],
+)
+def test_cli_and_ini_refuse_what_the_marker_refuses(
+    project: Project, where: str, value: str, message: str
+) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    if where == "ini":
+        project.pytester.makeini(f"[pytest]\nmodelprof_max_flops_delta = {value}\n")
+        result = project.run()
+    else:
+        result = project.run(f"--modelprof-max-flops-delta={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.lines
+
+
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_cli_and_ini_take_percentages(project: Project, where: str) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=1)
+    project.set_costs(tiny={"flops": 1_061_000, "ai": 10.0})
+    args = ["--modelprof-max-macs-delta=ignore"]
+    if where == "ini":
+        project.pytester.makeini("[pytest]\nmodelprof_max_flops_delta = 150%\n")
+    else:
+        args.append("--modelprof-max-flops-delta=150%")
+    project.run(*args).assert_outcomes(passed=1)
+
+
+def test_help_states_the_grammar(project: Project) -> None:
+    result = project.run("--help")
+    assert result.ret == pytest.ExitCode.OK
+    text = " ".join(result.stdout.str().split())
+    assert "--modelprof-max-flops-delta=LIMIT default max_flops_delta for every profiled test " \
+        "(0.1 or 10%, exact, ignore; 1 or more only as a percentage such as 150%)" in text

@@ -53,6 +53,25 @@ def test_compare_tolerances(files: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "cannot compare a ModelProfile with a RunResults" in capsys.readouterr().err
 
 
+def test_compare_reads_limits_as_the_marker_does(
+    files: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old, new = str(files / "old.json"), str(files / "new.json")
+    # FLOPs +40 %: within '150%'; 10 (+1000 %) and 'none' are refused as the marker refuses them.
+    assert main(["compare", old, new, "--max-delta", "ignore", "--limit",
+                 "max_flops_delta=150%"]) == 0
+    capsys.readouterr()
+    assert main(["compare", old, new, "--limit", "max_flops_delta=10"]) == 2
+    err = capsys.readouterr().err
+    assert "--limit: bad value for max_flops_delta='10': that would allow +1000 %" in err
+    assert "did you mean 0.10 (10 %)?" in err and "Traceback" not in err
+    assert main(["compare", old, new, "--max-delta", "none"]) == 2
+    assert "--max-delta='none': " in capsys.readouterr().err
+    assert main(["compare", old, new, "--limit", "max_flops_delta=" + "9" * 400]) == 2
+    err = capsys.readouterr().err
+    assert "max_flops_delta='9999999999\u2026' (400 digits)" in err and len(err) < 300
+
+
 def test_merge_and_report(files: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = make_results()
     for i, test in enumerate(results.tests):

@@ -48,9 +48,13 @@ def test_cli_over_ini_over_default() -> None:
 
 def test_marker_over_cli() -> None:
     base = session(cli={"max_flops_delta": "0.2", "max_flops": "9G"}).limits
-    spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "off"}, base, where="t::x")
+    spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "ignore"}, base, where="t::x")
     assert spec.limits.tolerances["flops"] == Relative(0.01)
-    assert "flops" not in spec.limits.budgets  # "off" on the marker removes a CLI budget
+    assert "flops" not in spec.limits.budgets  # "ignore" on the marker removes a CLI budget
+    # None is "not given": the CLI's limits hold, and nothing becomes explicit.
+    kept = resolve_marker((), {"max_flops_delta": None, "max_flops": None}, base, where="t::x")
+    assert kept.limits.tolerances["flops"] == Relative(0.2)
+    assert kept.limits.budgets["flops"] == Budget(9e9)
     assert spec.request is None
 
 
@@ -184,6 +188,36 @@ def test_growth_limit_in_a_marker_needs_a_sweep() -> None:
 def test_timing_settings() -> None:
     limits = Limits().with_values({"max_latency_delta": 0.1, "timing_strict": "yes"}, "ini")
     assert limits.wants_latency and limits.timing_strict and limits.timing_rounds == 100
-    with pytest.raises(SettingsError, match="timing_rounds must be an integer >= 10"):
+    with pytest.raises(SettingsError, match="timing_rounds must be an integer from 10 to"):
         Limits().with_values({"timing_rounds": 5}, "marker on t")
     assert not Limits().wants_latency
+
+
+@pytest.mark.parametrize(
+    ("key", "raw", "message"),
+    [
+        pytest.param("max_flops_delta", 10**400, "max_flops_delta=1000000000\u2026 (401 digits): "
+                     "a tolerance must be a finite fraction >= 0", id="delta-10**400"),
+        pytest.param("max_flops", 10**400, "max_flops=1000000000\u2026 (401 digits): a budget "
+                     "must be a finite number >= 0", id="budget-10**400"),
+        pytest.param("max_latency_growth_exponent", 10**400,
+                     "a growth exponent must be a finite number > 0", id="exponent-10**400"),
+        pytest.param("timing_rounds", 10**400,
+                     "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**400"),
+        pytest.param("timing_rounds", "1e9",
+                     "timing_rounds must be an integer from 10 to 100,000", id="rounds-1e9"),
+        # Past Python's digit limit for str(): not even repr() works on it.
+        pytest.param("max_flops_delta", 10**5000,
+                     "max_flops_delta=an integer of about 5001 digits: ", id="delta-10**5000"),
+        pytest.param("max_latency_growth_exponent", 10**5000,
+                     "a growth exponent must be a finite number", id="exponent-10**5000"),
+        pytest.param("timing_rounds", 10**5000,
+                     "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**5000"),
+    ],
+)
+def test_absurd_numbers_are_one_line_naming_the_limit(key: str, raw: object, message: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        resolve_marker((), {key: raw}, Limits(), where="t.py::test_x")
+    text = str(caught.value)
+    assert text.startswith(f"marker on t.py::test_x: bad value for {key}=") and message in text
+    assert "\n" not in text and len(text) < 300, text

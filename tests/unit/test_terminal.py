@@ -203,3 +203,21 @@ def test_fvcore_comparison_zero_counts() -> None:
     assert FvcoreComparison("m", None, 0, 0).within(0.0)
     only_ours = FvcoreComparison("m", None, 5, 0)
     assert not only_ours.within(10.0) and only_ours.agreement == 0.0
+
+
+def test_plain_writes_control_characters_as_escapes() -> None:
+    from pytest_modelprof.textfit import fit_line, plain
+
+    hostile = "a\x1b[2Jb\rc\u202ed\x00e\x9bf\tg\nh\u200bi"
+    # Newline, tab and a zero-width space are text; the rest is shown as its escape.
+    assert plain(hostile) == "a\\x1b[2Jb\\rc\\u202ed\\x00e\\x9bf\tg\nh\u200bi"
+    assert plain(plain(hostile)) == plain(hostile)
+    assert fit_line("test_x[\x1b[31m]", 100) == ["test_x[\\x1b[31m]"]
+
+
+def test_a_layer_name_cannot_drive_the_terminal() -> None:
+    net = nn.Sequential()
+    net.add_module("evil\x1b[2J\u202e", nn.Linear(4, 4))
+    text = render_profile(profile_model(net, input_shape=(1, 4)), verbose=True)
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "evil\\x1b[2J\\u202e" in text

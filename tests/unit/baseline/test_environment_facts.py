@@ -107,3 +107,21 @@ def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile)
         limits = Limits().with_values({"max_toy_growth_exponent": 0.5}, "test")
         (row,) = growth_checks(result.model_dump(mode="json"), limits)
         assert row.label == "toy bytes growth (batch)" and row.verdict == "ok"
+
+
+def test_the_environment_is_torch_the_device_type_and_the_cpu(make_profile: MakeProfile) -> None:
+    before = _doc(make_profile(memory=100), capture_mode="real", device="cuda:0")
+    policy = Limits().policy()
+
+    def memory_verdict(**env: str) -> tuple[str, tuple[str, ...]]:
+        comparison = compare(_doc(make_profile(memory=200), capture_mode="real", **env), before,
+                             policy)
+        return {c.metric: c.verdict for c in comparison.checks}["memory"], comparison.environment
+
+    # The dtype is the test's choice, and another index of one device type runs the same
+    # kernels: memory doubling is the test's cost change, judged by its limit.
+    assert memory_verdict(device="cuda:0", dtype="float64") == ("regressed", ())
+    assert memory_verdict(device="cuda:1") == ("regressed", ())
+    # Another torch or another device type is the environment: the kernel count warns.
+    assert memory_verdict(device="cuda:0", torch_version="9.9")[0] == "warning"
+    assert memory_verdict(device="cpu") == ("warning", ("device cuda:0 \u2192 cpu",))

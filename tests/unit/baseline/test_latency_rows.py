@@ -66,23 +66,23 @@ def test_zero_means_zero() -> None:
     assert not same.failed
 
 
-def test_a_latency_limit_set_to_off_measures_nothing() -> None:
+def test_a_latency_limit_set_to_ignore_measures_nothing() -> None:
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
-    off = _limits(max_latency_delta="off", max_latency_ms="off")
+    off = _limits(max_latency_delta="ignore", max_latency_ms="ignore")
     assert measure_latency(request, off) is None
     assert "timing_strict" not in off.describe()
 
 
-def test_a_compile_time_limit_set_to_off_compiles_nothing() -> None:
+def test_a_compile_time_limit_set_to_ignore_compiles_nothing() -> None:
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
-    assert measure_compile(request, _limits(max_compile_time_delta="off"), None) is None
+    assert measure_compile(request, _limits(max_compile_time_delta="ignore"), None) is None
 
 
-def test_a_growth_limit_set_to_off_sweeps_nothing() -> None:
+def test_a_growth_limit_set_to_ignore_sweeps_nothing() -> None:
     from pytest_modelprof.gate.collect import run_sweep
     from pytest_modelprof.gate.settings import resolve_marker
 
-    spec = resolve_marker([], {"max_latency_growth_exponent": "off"}, Limits(), where="test_x")
+    spec = resolve_marker([], {"max_latency_growth_exponent": "ignore"}, Limits(), where="test_x")
     assert spec.limits.growth == {}
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None

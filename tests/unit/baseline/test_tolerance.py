@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 
 from pytest_modelprof.baseline.tolerance import (
@@ -12,6 +14,7 @@ from pytest_modelprof.baseline.tolerance import (
     format_tolerance,
     parse_budget,
     parse_tolerance,
+    shown,
 )
 from pytest_modelprof.units import parse_bytes, parse_quantity
 
@@ -27,10 +30,11 @@ from pytest_modelprof.units import parse_bytes, parse_quantity
         ("0", Exact()),
         ("exact", Exact()),
         ("EXACT", Exact()),
-        (None, Ignore()),
         ("ignore", Ignore()),
-        ("off", Ignore()),
-        ("none", Ignore()),
+        (" Ignore ", Ignore()),
+        ("150%", Relative(1.5)),  # a delta of 1 or more, written as a percentage: meant
+        ("100%", Relative(1.0)),
+        (0.99, Relative(0.99)),
         (Relative(0.3), Relative(0.3)),
     ],
 )
@@ -42,6 +46,43 @@ def test_parse_tolerance(raw: object, expected: object) -> None:
 def test_parse_tolerance_rejects(raw: object) -> None:
     with pytest.raises(ValueError):
         parse_tolerance(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        # None is "not given" to the settings (the default); here it is no limit at all.
+        (None, "None is no limit; leave the argument out for the default, or write 'ignore'"),
+        (False, "a limit is not a switch; write 'ignore' to turn the check off"),
+        (True, "a limit is not a switch"),
+        ("none", "'ignore' is the one spelling that turns a check off; did you mean 'ignore'?"),
+        ("off", "did you mean 'ignore'?"),
+        ("False", "did you mean 'ignore'?"),
+        ("ignroe", "did you mean 'ignore'?"),
+        ("exat", "did you mean 'exact'?"),
+        # 10 is +1000 %: far more often a typo for 10 %.
+        (10, "that would allow +1000 %; a delta is a fraction of the baseline (0.1 = 10 %): "
+         "did you mean 0.10 (10 %)? Write '1000%' if you mean +1000 %"),
+        ("10", "did you mean 0.10 (10 %)?"),
+        (1, "that would allow +100 %; * did you mean 0.01 (1 %)?"),
+        (1.5, "did you mean 0.015 (1.5 %)?"),
+        (250, "that would allow +25000 %; *; write '25000%' if you mean +25000 %"),
+        (10**400, "a tolerance must be a finite fraction >= 0"),
+        ("1e999%", "a tolerance must be a finite fraction >= 0"),
+    ],
+)
+def test_parse_tolerance_says_what_was_meant(raw: object, message: str) -> None:
+    with pytest.raises(ValueError) as caught:
+        parse_tolerance(raw)
+    text = str(caught.value)
+    assert fnmatch.fnmatchcase(text, f"*{message}*"), text
+
+
+def test_shown_keeps_an_absurd_value_on_one_short_line() -> None:
+    assert shown(10**400) == "1000000000\u2026 (401 digits)"
+    assert shown("1" + "0" * 400) == "'1000000000\u2026' (401 digits)"
+    assert shown("x" * 100).endswith("\u2026 (102 characters)")
+    assert shown(0.1) == "0.1"
 
 
 def test_allows_is_directional() -> None:
@@ -72,11 +113,15 @@ def test_parse_budget(raw: object, parse: object, limit: float) -> None:
 
 def test_parse_budget_off_and_errors() -> None:
     assert parse_budget(None, parse_quantity) is None
-    assert parse_budget("off", parse_quantity) is None
+    assert parse_budget("ignore", parse_quantity) is None
+    with pytest.raises(ValueError, match="did you mean 'ignore'"):
+        parse_budget("off", parse_quantity)
     with pytest.raises(ValueError):
         parse_budget("lots", parse_quantity)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a switch"):
         parse_budget(True, parse_quantity)
+    with pytest.raises(ValueError, match="finite"):
+        parse_budget(10**400, parse_quantity)
     with pytest.raises(ValueError):
         Budget(-1)
 

@@ -63,6 +63,12 @@ def test_escaping_follows_githubs_rules() -> None:
     assert escape_property("a:b,c%") == "a%3Ab%2Cc%25"
 
 
+def test_annotations_carry_no_control_character() -> None:
+    # A terminal escape or a bidi override in a test id is shown as its escape in the CI log.
+    assert escape_data("t[\x1b[31mred\x07\u202e]\r\n") == "t[\\x1b[31mred\\x07\\u202e]%0D%0A"
+    assert escape_property("a\x1b:b") == "a\\x1b%3Ab"
+
+
 def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> None:
     lines = annotation_lines(results, rootdir=tmp_path / "repo" / "sub",
                              workspace=str(tmp_path / "repo"))
@@ -101,3 +107,23 @@ def test_the_report_link_is_http_and_cannot_end_early(results: RunResults) -> No
     assert link_lines("javascript:alert(1)") == []
     assert link_lines("https://o.example/a)![i](http://evil.example/p.png)") == [
         "[Full HTML report](https://o.example/a%29!%5Bi%5D%28http://evil.example/p.png%29)"]
+
+
+def test_the_markdown_report_and_the_summary_are_capped(results: RunResults) -> None:
+    long_id = "tests/test_x.py::test_long[" + "y" * 100_000 + "]"
+    test = results.tests[0].model_copy(update={"nodeid": long_id})
+    view = build_view(results.model_copy(update={"tests": [test, *results.tests[1:]]}))
+    for render in (render_markdown, render_step_summary):
+        text = render(view)
+        # One code span holds at most 300 characters of the id, both of its ends kept.
+        assert "y" * 300 not in text and "`tests/test_x.py::test_long[yyy" in text
+        assert "yyy]`" in text
+        assert len(text) < 10_000, len(text)
+    # A report larger than its cap is cut at a line end, saying where the rest is.
+    full = render_markdown(view)
+    cut = render_markdown(view, limit=1_000)
+    assert len(cut) <= 1_000 and full.startswith(cut.rsplit("\n\n*Cut to", 1)[0])
+    assert cut.endswith("*Cut to 1,000 characters (3 profiles, regressions first): the rest is "
+                        "in the HTML and JSON reports.*\n")
+    summary = render_step_summary(view, limit=500)
+    assert len(summary) <= 500 and summary.endswith("the rest is in the HTML report.*\n")
