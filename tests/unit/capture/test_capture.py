@@ -343,3 +343,26 @@ def test_numpy_in_forward_is_a_host_sync_like_item_and_falls_back_to_real() -> N
     p = profile_model(_ToNumpy(), input_shape=(2, 8))
     assert p.capture.mode == "real"
     assert p.total_macs > 0
+
+
+@pytest.mark.parametrize("model", [Residual(), nn.LSTM(4, 6)], ids=["conv", "lstm"])
+def test_a_running_only_pass_runs_the_ops_and_records_none(model: nn.Module) -> None:
+    # The LLM cache-fill pass: its outputs are needed, its costs are not the profile's. The LSTM
+    # goes through RecurrentOnMeta, which pauses the dispatch hook on its own.
+    from pytest_modelprof.capture.tracer import Tracer
+
+    meta = model.to("meta")
+    x = torch.empty(2, 4, 8, 8, device="meta") if isinstance(model, Residual) else None
+    x = x if x is not None else torch.empty(3, 2, 4, device="meta")
+    tracer = Tracer(meta, default_registry())
+    with torch.no_grad(), tracer.running_only():  # no_grad: the LSTM is one op, as for an LLM
+        out = meta(x)
+    capture = tracer.finish()
+    first = out[0] if isinstance(out, tuple) else out
+    assert first.shape[:2] == x.shape[:2]  # the ops ran
+    assert (len(capture.ops), list(capture.modules)) == (0, [])
+    # A counted pass over the same module records its ops (the test is not vacuous).
+    counted = Tracer(meta, default_registry())
+    with torch.no_grad(), counted.tracing():
+        meta(x)
+    assert len(counted.finish().ops) > 0
