@@ -91,6 +91,26 @@ def dispatch_modes_below() -> int:
     return int(_len_torch_dispatch_stack())
 
 
+# -- nn.Module's own registries (capture/standin.py, tests/unit/test_never_touch.py) ----------
+
+__all__ += ["module_registries", "registries_state"]
+
+
+def module_registries(m: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``m``'s own parameters, buffers and child modules as ``nn.Module`` keeps them
+    (``_parameters``, ``_buffers``, ``_modules``), ``None`` entries included, which the public
+    ``named_*`` iterators skip."""
+    return m._parameters, m._buffers, m._modules
+
+
+def registries_state(
+    parameters: dict[str, Any], buffers: dict[str, Any], modules: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``__dict__`` entries that make these the registries of a module built without
+    ``__init__`` (``object.__new__``), as :func:`module_registries` reads them back."""
+    return {"_parameters": parameters, "_buffers": buffers, "_modules": modules}
+
+
 # -- GradScaler's step on tensors without data (fit/step.py) -------------------------------------
 
 __all__ += ["NoOverflowGradScaler", "no_overflow_grad_scaler"]

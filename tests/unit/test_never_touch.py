@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.utils import parametrize
 
+from pytest_modelprof._compat import module_registries
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.profile import profile_model
 
@@ -35,9 +36,7 @@ _LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
 
 
 def _tensor_state(t: torch.Tensor) -> tuple[Any, ...]:
-    values = None if t.is_meta or isinstance(t, _LAZY) else (
-        t.detach().clone()
-    )
+    values = None if t.is_meta or isinstance(t, _LAZY) else (t.detach().clone())
     return (
         t,  # the object itself: compared by identity
         type(t),
@@ -119,11 +118,12 @@ def snapshot(model: nn.Module) -> dict[str, Any]:
         state[f"{path}:compiled"] = _dynamo_entries(m)
         for hooks in _HOOK_DICTS:
             state[f"{path}:{hooks}"] = list(getattr(m, hooks).items())
-        for name, p in m._parameters.items():
+        parameters, buffers, modules = module_registries(m)
+        for name, p in parameters.items():
             state[f"{path}.{name}:param"] = None if p is None else _tensor_state(p)
-        for name, b in m._buffers.items():
+        for name, b in buffers.items():
             state[f"{path}.{name}:buffer"] = None if b is None else _tensor_state(b)
-        for name, sub in m._modules.items():
+        for name, sub in modules.items():
             state[f"{path}.{name}:module"] = sub
     return state
 
@@ -517,4 +517,3 @@ def test_the_gates_measurements_run_a_copy(collector: str) -> None:
         layer = model[0]
         assert isinstance(layer, nn.LazyLinear)  # materialising turns it into a Linear
         assert layer.has_uninitialized_params()
-

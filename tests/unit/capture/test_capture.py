@@ -366,3 +366,22 @@ def test_a_running_only_pass_runs_the_ops_and_records_none(model: nn.Module) -> 
     with torch.no_grad(), counted.tracing():
         meta(x)
     assert len(counted.finish().ops) > 0
+
+
+def test_compat_module_registries_smoke() -> None:
+    from pytest_modelprof._compat import module_registries, registries_state
+
+    # A None entry is kept (the public iterators skip it): a stand-in copy must keep it too.
+    m = nn.Linear(2, 3, bias=False)
+    m.register_buffer("scale", None)
+    m.add_module("extra", None)
+    parameters, buffers, modules = module_registries(m)
+    assert (list(parameters.items()), buffers, modules) == (
+        [("weight", m.weight), ("bias", None)],
+        {"scale": None},
+        {"extra": None},
+    )
+    copy: nn.Linear = object.__new__(nn.Linear)
+    vars(copy).update({**vars(m), **registries_state({"weight": m.weight}, {}, {})})
+    assert module_registries(copy) == ({"weight": m.weight}, {}, {})
+    assert list(copy.named_parameters()) == [("weight", m.weight)]
