@@ -263,7 +263,7 @@ def fake_view(
     return _FakeTensor(mode, empty, device)
 
 
-# -- torch.compile health (issue 13): Dynamo and Inductor internals -------------------------------
+# -- torch.compile health: Dynamo and Inductor internals ------------------------------------------
 # Kept together so the next torch upgrade touches one block. Each has a smoke test in
 # tests/unit/runtime/test_compile.py.
 
