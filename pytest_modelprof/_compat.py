@@ -35,21 +35,15 @@ from torch.utils.weak import WeakTensorKeyDictionary
 def fake_fallback_errors() -> tuple[type[BaseException], ...]:
     """Exceptions fake tensors raise when an op needs real data (data-dependent shapes, .item())."""
     from torch._subclasses import fake_tensor
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-    names = (
-        "DataDependentOutputException",
-        "DynamicOutputShapeException",
-        "UnsupportedOperatorException",
-        "UnsupportedFakeTensorException",
+    return (
+        fake_tensor.DataDependentOutputException,
+        fake_tensor.DynamicOutputShapeException,
+        fake_tensor.UnsupportedOperatorException,
+        fake_tensor.UnsupportedFakeTensorException,
+        GuardOnDataDependentSymNode,
     )
-    found: list[Any] = [getattr(fake_tensor, n) for n in names if hasattr(fake_tensor, n)]
-    try:
-        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-
-        found.append(GuardOnDataDependentSymNode)
-    except ImportError:  # pragma: no cover - older torch
-        pass
-    return tuple(found)
 
 
 # -- ATen op introspection (OpOverload._schema, OpOverloadPacket._qualified_op_name) -----------

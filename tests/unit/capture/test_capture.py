@@ -180,7 +180,13 @@ def test_compat_private_apis_smoke() -> None:
     with Spy(), Spy():  # type: ignore[no-untyped-call]
         torch.ones(2) * 2  # the inner mode sees the outer one below it; the outer sees none
     assert below[-2:] == [1, 0]
-    assert _compat.fake_fallback_errors()
+    assert [e.__name__ for e in _compat.fake_fallback_errors()] == [
+        "DataDependentOutputException",
+        "DynamicOutputShapeException",
+        "UnsupportedOperatorException",
+        "UnsupportedFakeTensorException",
+        "GuardOnDataDependentSymNode",
+    ]
     with _compat.FakeTensorMode():
         t = torch.empty(2, 3)
     assert type(t).__name__ == "FakeTensor"
