@@ -12,7 +12,7 @@ already built). Rounds alternate between the two so a busy machine slows both al
 of ``--repeat`` rounds is kept, each timed with the garbage collector off (as ``timeit`` does),
 for both. Ratio = ours / anchor in CPU time (``time.process_time``, one
 intra-op thread), which a loaded machine distorts far less than wall time; the wall-time ratio
-is printed beside it. Issue 11's target: at most 1.3; issue 18's: at most 1.0. ``--cold``
+is printed beside it. Target: at most 1.0 (first at most 1.3). ``--cold``
 empties the table of meta-kernel outputs (``capture/metacache.py``) before each call of ours,
 as for the first profile of an architecture in a process. The MACs
 of the default mode are checked against ``mode="fake"`` (the previous default) and printed
@@ -124,7 +124,7 @@ def bench(name: str, repeat: int, cold: bool = False) -> dict[str, Any]:
                 profile = result
             else:
                 anchor_macs = result
-    fake_cpu = math.inf  # fake tensors: the default for a module before issue 11
+    fake_cpu = math.inf  # fake tensors: the default for a module before the meta capture
     for _ in range(3):
         start = time.process_time()
         fake = profile_model(user_module, inputs=user_inputs, mode="fake")

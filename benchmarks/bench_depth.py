@@ -6,10 +6,10 @@ bare dispatch-mode FLOP counter). Each is the best of ``--repeat`` runs. Prints 
 exponent k of time ~ layers^k fitted by least squares over log-log points from the smallest
 to the largest depth, and our time over FlopCounterMode's at the largest depth.
 
-Targets (issue 11): k <= 1.05 and ratio <= 1.5 at 768 layers.
+Targets: k <= 1.05 and ratio <= 1.5 at 768 layers.
 
 ``--sequencer`` instead times timm's sequencer2d_s (LSTMs over image rows and columns): our
-meta capture, our fake-tensor capture and FlopCounterMode on the same meta model (issue 11:
+meta capture, our fake-tensor capture and FlopCounterMode on the same meta model (before,
 meta was 25x slower than fake because aten.lstm decomposed step by step; target < 1 s).
 
 Reproduce: python benchmarks/bench_depth.py

@@ -1,4 +1,4 @@
-"""Repeatability, detection and cost of the instruction-count gate (issue 24).
+"""Repeatability, detection and cost of the instruction-count gate.
 
 What it does:
 

@@ -10,7 +10,7 @@ Speed: the issue's example (a LLaMA-70B-shaped decoder, training step, bf16-mixe
 processes one after the other (default 3): each one's CPU time (user + system), wall time and
 peak RSS (``getrusage(RUSAGE_CHILDREN)``), imports included, the best of each, and the load
 average before and after (other processes on the machine stretch the wall time, less the CPU).
-Targets (issue 22): <= 10 s and <= 2 GB.
+Targets: <= 10 s and <= 2 GB.
 
 Peers, on five models built on meta (nothing allocated), one sample at the model's default
 input: our inference and training (fp32, AdamW) peaks and model states, against DeepSpeed's

@@ -128,7 +128,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-#: What the gate must reach in every scenario (issue 18): false alarms <= 1 % with the upper
+#: What the gate must reach in every scenario: false alarms <= 1 % with the upper
 #: end of the 95 % interval <= 2 %, and detection of the injected slowdown >= 95 %.
 TARGET_FALSE_ALARMS = 0.01
 TARGET_FALSE_ALARMS_UPPER = 0.02

@@ -35,21 +35,15 @@ from torch.utils.weak import WeakTensorKeyDictionary
 def fake_fallback_errors() -> tuple[type[BaseException], ...]:
     """Exceptions fake tensors raise when an op needs real data (data-dependent shapes, .item())."""
     from torch._subclasses import fake_tensor
+    from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
-    names = (
-        "DataDependentOutputException",
-        "DynamicOutputShapeException",
-        "UnsupportedOperatorException",
-        "UnsupportedFakeTensorException",
+    return (
+        fake_tensor.DataDependentOutputException,
+        fake_tensor.DynamicOutputShapeException,
+        fake_tensor.UnsupportedOperatorException,
+        fake_tensor.UnsupportedFakeTensorException,
+        GuardOnDataDependentSymNode,
     )
-    found: list[Any] = [getattr(fake_tensor, n) for n in names if hasattr(fake_tensor, n)]
-    try:
-        from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
-
-        found.append(GuardOnDataDependentSymNode)
-    except ImportError:  # pragma: no cover - older torch
-        pass
-    return tuple(found)
 
 
 # -- ATen op introspection (OpOverload._schema, OpOverloadPacket._qualified_op_name) -----------
@@ -89,6 +83,26 @@ def dispatch_modes_below() -> int:
     """How many dispatch modes an op reaches next: inside a mode's ``__torch_dispatch__``,
     the modes entered before it (``_len_torch_dispatch_stack``)."""
     return int(_len_torch_dispatch_stack())
+
+
+# -- nn.Module's own registries (capture/standin.py, tests/unit/test_never_touch.py) ----------
+
+__all__ += ["module_registries", "registries_state"]
+
+
+def module_registries(m: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``m``'s own parameters, buffers and child modules as ``nn.Module`` keeps them
+    (``_parameters``, ``_buffers``, ``_modules``), ``None`` entries included, which the public
+    ``named_*`` iterators skip."""
+    return m._parameters, m._buffers, m._modules
+
+
+def registries_state(
+    parameters: dict[str, Any], buffers: dict[str, Any], modules: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``__dict__`` entries that make these the registries of a module built without
+    ``__init__`` (``object.__new__``), as :func:`module_registries` reads them back."""
+    return {"_parameters": parameters, "_buffers": buffers, "_modules": modules}
 
 
 # -- GradScaler's step on tensors without data (fit/step.py) -------------------------------------
@@ -243,7 +257,7 @@ def fake_view(
     return _FakeTensor(mode, empty, device)
 
 
-# -- torch.compile health (issue 13): Dynamo and Inductor internals -------------------------------
+# -- torch.compile health: Dynamo and Inductor internals ------------------------------------------
 # Kept together so the next torch upgrade touches one block. Each has a smoke test in
 # tests/unit/runtime/test_compile.py.
 

@@ -31,6 +31,8 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from pytest_modelprof._compat import module_registries, registries_state
+
 __all__ = ["standin_copy", "StandinFactory"]
 
 StandinFactory = Callable[[torch.Tensor], torch.Tensor]
@@ -108,15 +110,12 @@ class _Copier:
         self.copies[id(m)] = (m, new)
         own = vars(new)
         state = self._attributes(m, own)
-        state["_parameters"] = {
-            k: None if p is None else self.tensor(p) for k, p in m._parameters.items()
-        }
-        state["_buffers"] = {
-            k: None if b is None else self.tensor(b) for k, b in m._buffers.items()
-        }
-        state["_modules"] = {
-            k: None if s is None else self.module(s) for k, s in m._modules.items()
-        }
+        parameters, buffers, modules = module_registries(m)
+        state |= registries_state(
+            {k: None if p is None else self.tensor(p) for k, p in parameters.items()},
+            {k: None if b is None else self.tensor(b) for k, b in buffers.items()},
+            {k: None if s is None else self.module(s) for k, s in modules.items()},
+        )
         own.update(state)
         return new
 
@@ -265,12 +264,14 @@ def _uninitialized(t: torch.Tensor, device: torch.device) -> torch.Tensor | None
         return None  # the common case, without Parameter's Python-level isinstance
     if isinstance(t, nn.parameter.UninitializedParameter):
         lazy: torch.Tensor = nn.parameter.UninitializedParameter(
-            requires_grad=t.requires_grad, device=device  # type: ignore[call-arg]
+            requires_grad=t.requires_grad,
+            device=device,  # type: ignore[call-arg]
         )
         return lazy
     if isinstance(t, nn.parameter.UninitializedBuffer):
         buffer: torch.Tensor = nn.parameter.UninitializedBuffer(
-            requires_grad=t.requires_grad, device=device  # type: ignore[call-arg]
+            requires_grad=t.requires_grad,
+            device=device,  # type: ignore[call-arg]
         )
         return buffer
     return None

@@ -95,6 +95,8 @@ class Tracer:
         self._returned: int | None = None  # the module whose forward just returned
         self._thread = threading.get_ident()  # the thread whose module calls are scoped
         self.paused = False  # ops the tracer itself runs (RecurrentOnMeta) are not the model's
+        # False inside running_only: every op and module call runs, none is recorded.
+        self._counting = True
         self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
         # The line of model code that called each forward op, so a report can name it.
         self._sites = CallSites()
@@ -174,7 +176,7 @@ class Tracer:
         self._owners.pop()
         self._returned = id(module)
         self.failed_at = None  # a failure inside this call was handled by the model itself
-        if self._recording and self.phase == "forward":
+        if self._recording and self._counting and self.phase == "forward":
             call = self.capture.modules.get(path)
             if call is None:
                 call = self.capture.modules[path] = ModuleCall(path, self._types[path])
@@ -254,6 +256,8 @@ class Tracer:
     # -- the per-op work ----------------------------------------------------------------------
     def record_op(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> None:
         """Record one ATen op call (``func(*args, **kwargs)`` returned ``out``)."""
+        if not self._counting:
+            return  # a running_only pass (the dispatch hook and RecurrentOnMeta both land here)
         if func.namespace == "prim":
             return  # metadata queries (prim.device, prim.layout) that fake tensors dispatch
         info = self._info.get(func)
@@ -392,14 +396,15 @@ class Tracer:
         """Run ops through the dispatch hook (meta-kernel cache, own shape rules), record none.
 
         For a pass whose state is needed but whose cost is not (an LLM's cache filled to the
-        context length before the counted decode step): it runs exactly as a counted pass would.
+        context length before the counted decode step): it runs exactly as a counted pass would,
+        and the capture gains no op and no module call.
         """
-        self._paused = True
+        self._counting = False
         try:
             with self.tracing():
                 yield self
         finally:
-            self._paused = False
+            self._counting = True
 
     def finish(self) -> Capture:
         """Compute lifetimes, peak and uncalled modules; return the capture."""

@@ -15,7 +15,7 @@ Four ideas, each a small pure piece:
    neighbour's cache traffic) only ever *adds* time, so the fastest rounds are the least
    disturbed ones. The statistic is the mean of the model's fastest 10 % of rounds
    (:data:`DEFAULT_QUANTILE`) over the geometric mean of the same for each workload: it
-   varies less than the 10th percentile did (issue 18, BENCHMARKS.md).
+   varies less than the 10th percentile did (BENCHMARKS.md).
 3. **Require both an effect and evidence.** A regression needs a slowdown above the tolerance
    *and* a bootstrap test (rounds resampled together with their neighbouring calibration
    rounds) that puts the probability of "no slowdown beyond the tolerance" below ``alpha``.
@@ -79,7 +79,7 @@ DEFAULT_ALPHA: Final = 0.05
 #: The share of fastest rounds whose mean the statistic compares (see the module docstring).
 DEFAULT_QUANTILE: Final = 0.1
 #: :func:`compare_sequential` measures at most this many times the initial rounds. 8, not 4:
-#: under load most missed detections were runs still undecided at 400 rounds (issue 18).
+#: under load most missed detections were runs still undecided at 400 rounds.
 DEFAULT_MAX_ROUNDS_FACTOR: Final = 8
 
 Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
@@ -281,7 +281,7 @@ class LatencyComparison(_Frozen):
         p = self.p_slower if self.slowdown >= 0 else self.p_faster
         # How sure a change is goes with a change; "unchanged" beside "confidence 100 %" read
         # as a contradiction, so an unchanged result gives its interval only. An undecided one
-        # keeps it: "+9 %, confidence 62 %" is what tells it from a measured fact (issue 18).
+        # keeps it: "+9 %, confidence 62 %" is what tells it from a measured fact.
         sure = (
             f", confidence {self.confidence * 100:.0f} % ("
             if self.verdict != "unchanged"

@@ -1,4 +1,4 @@
-"""CPU instruction counts under callgrind (issue 24), as pytest runs.
+"""CPU instruction counts under callgrind, as pytest runs.
 
 The valgrind runs are marked ``valgrind`` (run with ``-m valgrind``: each session starts valgrind,
 and importing torch under it costs about a minute of CPU). One writes baselines under ``-n 2``,

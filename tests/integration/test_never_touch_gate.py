@@ -1,6 +1,6 @@
 """The gate never changes the user's module, nor the test process's compiled functions.
 
-Real engine, real Dynamo, real pytest runs (issue 17, item 3): a module-level model with a lazy
+Real engine, real Dynamo, real pytest runs: a module-level model with a lazy
 layer and Python caches is gated with latency, compile-health and fvcore limits; a later test
 of the same session finds it as it was, and a function the test module ``torch.compile``d
 before the gate ran still has its compiled code (it does not compile again).

@@ -1,4 +1,4 @@
-"""One verdict for one change (issue 17): the gate and ``modelprof compare`` agree, a model's
+"""One verdict for one change: the gate and ``modelprof compare`` agree, a model's
 own change is not blamed on the environment, and every limit the user set is judged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Output a person reads (issue 19): the modelprof block fits the terminal and says each thing
+"""Output a person reads: the modelprof block fits the terminal and says each thing
 once, the cause first. Real engine, subprocess runs (see the NB in test_real_engine.py)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A red job never has a green report (issue 17): every test that uses the marker or the fixture
+"""A red job never has a green report: every test that uses the marker or the fixture
 and fails before its gate could judge it is an ``error`` row in every report, with the message
 the terminal printed.
 

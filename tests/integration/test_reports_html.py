@@ -85,7 +85,7 @@ def test_steady(n):
 def test_html_overview_fits_two_regressions_on_the_first_screen(
     project: Project, tmp_path: Path
 ) -> None:
-    """Issue 19: at 1,400 x 900 both regressed tests and their reasons are on the first screen,
+    """At 1,400 x 900 both regressed tests and their reasons are on the first screen,
     the reason column is readable and test ids do not break mid-word. The screenshot is kept
     as ``overview-1400x900.png`` in this test's tmp_path."""
     import html

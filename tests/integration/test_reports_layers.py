@@ -1,4 +1,4 @@
-"""Issue 20, "reports recompute the layers that changed": when only memory regressed, the
+"""Seen before, "reports recompute the layers that changed": when only memory regressed, the
 failure text names the layers whose memory grew, and every report (JSON, Markdown, HTML) names
 the same layers, read from the row's ``detail["layers"]``; the HTML layer table reads every
 changed layer from the FLOPs row's ``detail["layer_changes"]``. Subprocess runs (see the NB in

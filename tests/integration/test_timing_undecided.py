@@ -1,4 +1,4 @@
-"""An undecided latency verdict (issue 18, item 2): the run measures up to 8 x ``timing_rounds``
+"""An undecided latency verdict: the run measures up to 8 x ``timing_rounds``
 (the baseline keeps 4 x), and the warning carries its confidence wherever it is shown."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Verdicts a team can trust (issue 10): each "what was seen" item as a pytest run.
+"""Verdicts a team can trust: each "what was seen" item as a pytest run.
 
 Fake-engine runs are in-process; real-engine runs go through a subprocess (see the NB in
 test_real_engine.py).
@@ -56,7 +56,7 @@ def test_a_cheaper_model_passes_and_a_bigger_input_is_called_out(
     (pytester.path / "size.txt").write_text("20")
     bigger = pytester.runpytest_subprocess()
     bigger.assert_outcomes(failed=1)
-    bigger.stdout.fnmatch_lines(  # the cause first (issue 19), then the rows it explains
+    bigger.stdout.fnmatch_lines(  # the cause first, then the rows it explains
         ["*inputs changed: 1\u00d73\u00d716\u00d716 float32 \u2192 1\u00d73\u00d720\u00d720 "
          "float32*", "*FLOPs: * \u2192 * (+*%, limit +2.0 %)*"]
     )
@@ -104,7 +104,7 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
     flops = project.run()
     flops.assert_outcomes(failed=1)
     flops.stdout.fnmatch_lines([
-        # What changed outside the model heads the failure (issue 19: the cause first).
+        # What changed outside the model heads the failure (the cause first).
         "*the baseline was recorded in another environment: torch 2.99.0 \u2192 0.0-fake*",
         "*FLOPs: 1 MFLOPs \u2192 1.1 MFLOPs (+10.0 %, limit exact)*",
     ])
@@ -133,7 +133,7 @@ def test_mlp(modelprof):
 def test_a_pass_on_another_torch_says_so_in_the_terminal_and_the_markdown(
     pytester: pytest.Pytester,
 ) -> None:
-    # Issue 18, item 1: a baseline from torch 2.99.0, rerun here with unchanged counts, passes;
+    # A baseline from torch 2.99.0, rerun here with unchanged counts, passes;
     # the terminal and the Markdown report (the PR comment) say once that the gate is weaker.
     import torch
 

@@ -1,4 +1,4 @@
-"""Uncounted ops (issue 17, item 6): hidden cost that grows is a row that says so, with figures;
+"""Uncounted ops: hidden cost that grows is a row that says so, with figures;
 a cost formula for a custom op is registered from ``conftest.py`` through a real hook.
 
 Real-engine runs go through a subprocess (see the NB in test_real_engine.py).

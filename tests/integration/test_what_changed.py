@@ -1,4 +1,4 @@
-"""Issue 19, "what changed is not named": an added ``torch.relu`` fails on several counts, and
+"""Seen before, "what changed is not named": an added ``torch.relu`` fails on several counts, and
 the failure names the op, one more call, its layer and the line that added it, in the terminal,
 the Markdown and the HTML report. Subprocess runs (see the NB in test_real_engine.py)."""
 

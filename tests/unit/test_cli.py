@@ -351,7 +351,7 @@ def make_lm():
 def test_a_users_token_model_profiles_from_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Issue 19: --input-shape 1,64 gave float inputs, there was no input dtype option, and
+    # Seen before: --input-shape 1,64 gave float inputs, there was no input dtype option, and
     # --seq-len answered "pass input_shape=(...)".
     (tmp_path / "my_token_lm.py").write_text(TOKEN_LM)
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -376,7 +376,7 @@ def test_a_users_token_model_profiles_from_the_cli(
 def test_input_options_a_model_cannot_take_are_answered_in_cli_words(
     capsys: pytest.CaptureFixture[str], argv: list[str], words: tuple[str, ...]
 ) -> None:
-    # Issue 19: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))";
+    # Seen before: "modelprof profile hf:gpt2 --seconds 1" answered "(use input_shape=(...))";
     # a CLI user gets the options' names, not input_shape_for's arguments.
     assert main(["profile", *argv]) == 2
     err = capsys.readouterr().err
@@ -385,7 +385,7 @@ def test_input_options_a_model_cannot_take_are_answered_in_cli_words(
 
 
 def test_list_is_a_screenful_per_source_unless_asked_for_all(capsys: Capsys) -> None:
-    # Issue 19: `modelprof list` printed every one of about 2,400 names (1,131 lines).
+    # Seen before: `modelprof list` printed every one of about 2,400 names (1,131 lines).
     code, out, _ = _run(capsys, "list")
     assert code == 0
     lines = out.splitlines()

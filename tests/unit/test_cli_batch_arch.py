@@ -1,4 +1,4 @@
-"""``--batch`` and sweeps of a named model whose ``--arch`` changes its input (issue 18 item 3):
+"""``--batch`` and sweeps of a named model whose ``--arch`` changes its input:
 the inputs follow the model as built (image size, positions), not the registry's default."""
 
 from __future__ import annotations

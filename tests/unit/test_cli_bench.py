@@ -145,7 +145,7 @@ def _stats(median: float, low: float, high: float, std: float) -> dict[str, floa
 
 
 def test_bench_warns_when_its_rounds_spread_as_on_a_busy_machine() -> None:
-    # Issue 19: forward medians of 4.55 ms and 220 ms (std 93.5 ms) on a busy runner, no word.
+    # Seen before: forward medians of 4.55 ms and 220 ms (std 93.5 ms) on a busy runner, no word.
     from pytest_modelprof.cli.bench import busy_warnings
     from pytest_modelprof.runtime.bench import BenchReport
 
@@ -187,7 +187,7 @@ def make():
 def test_timed_graph_text_fits_100_columns_with_long_module_names(
     capsys: Capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Issue 19: `modelprof graph --timed` had 31 of 158 lines over 100 columns.
+    # Seen before: `modelprof graph --timed` had 31 of 158 lines over 100 columns.
     (tmp_path / "deep_names.py").write_text(DEEP_NAMES)
     monkeypatch.syspath_prepend(str(tmp_path))
     code = main(["graph", "deep_names:make", "--timed", "--format", "txt", "--input-shape",

@@ -98,7 +98,7 @@ def test_help_has_examples(capsys: pytest.CaptureFixture[str]) -> None:
         assert f"modelprof {command} " in capsys.readouterr().out
 
 
-# -- one judge: compare gives the gate's rows (issue 17, item 4) --------------------------------
+# -- one judge: compare gives the gate's rows -----------------------------------------------------
 
 
 def test_compare_fails_what_the_gate_fails(
@@ -199,7 +199,7 @@ def test_compare_and_report_fit_the_terminal(
     files: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     columns: int,
 ) -> None:
-    # Issue 19: at COLUMNS=100 a note line took 103 columns; at 80 the delta column was cut
+    # Seen before: at COLUMNS=100 a note line took 103 columns; at 80 the delta column was cut
     # mid-number ("+…0 %") and four lines overflowed.
     modules = [f"encoder.layers.{i}.attention.output.dropout" for i in range(12)]
     ops = [UncountedOp(op=f"aten::_custom_kernel_number_{i}", count=i + 1, modules=["head"])

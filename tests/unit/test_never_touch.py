@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.utils import parametrize
 
+from pytest_modelprof._compat import module_registries
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.profile import profile_model
 
@@ -35,9 +36,7 @@ _LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
 
 
 def _tensor_state(t: torch.Tensor) -> tuple[Any, ...]:
-    values = None if t.is_meta or isinstance(t, _LAZY) else (
-        t.detach().clone()
-    )
+    values = None if t.is_meta or isinstance(t, _LAZY) else (t.detach().clone())
     return (
         t,  # the object itself: compared by identity
         type(t),
@@ -119,11 +118,12 @@ def snapshot(model: nn.Module) -> dict[str, Any]:
         state[f"{path}:compiled"] = _dynamo_entries(m)
         for hooks in _HOOK_DICTS:
             state[f"{path}:{hooks}"] = list(getattr(m, hooks).items())
-        for name, p in m._parameters.items():
+        parameters, buffers, modules = module_registries(m)
+        for name, p in parameters.items():
             state[f"{path}.{name}:param"] = None if p is None else _tensor_state(p)
-        for name, b in m._buffers.items():
+        for name, b in buffers.items():
             state[f"{path}.{name}:buffer"] = None if b is None else _tensor_state(b)
-        for name, sub in m._modules.items():
+        for name, sub in modules.items():
             state[f"{path}.{name}:module"] = sub
     return state
 
@@ -293,7 +293,7 @@ class _Rotary:
 
 
 class CachesInContainers(nn.Module):
-    """A forward that caches tensors in the module's own dicts and lists (issue 17, item 3).
+    """A forward that caches tensors in the module's own dicts and lists.
 
     The mask cache starts with a real tensor the user computed; the call log, the nested dict
     of lists, the set and the plain object's dict and deque start empty.
@@ -416,7 +416,7 @@ def test_profiling_never_changes_the_module(name: str, mode: str, backward: bool
 
 
 def test_shared_submodule_keeps_its_weights_on_meta() -> None:
-    # Issue 11, item 1: the next real forward failed with "Tensor on device meta is not on the
+    # Seen before: the next real forward failed with "Tensor on device meta is not on the
     # expected device cpu!" because functional_call left meta tensors in the aliased module.
     model = SharedSubmodule()
     x = torch.randn(4, 8)
@@ -432,7 +432,7 @@ def test_shared_submodule_keeps_its_weights_on_meta() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_forward_that_caches_leaves_the_users_containers_alone(mode: str) -> None:
-    # Issue 17, item 3: the copy shared the module's dicts and lists, so the capture wrote meta
+    # Seen before: the copy shared the module's dicts and lists, so the capture wrote meta
     # tensors into the user's caches and the user's own forward then failed with "Tensor on
     # device meta is not on the expected device cpu".
     model = CachesInContainers()
@@ -488,7 +488,7 @@ class LogsCalls(nn.Module):
 
 @pytest.mark.parametrize("collector", ["latency", "sweep", "fvcore", "compile"])
 def test_the_gates_measurements_run_a_copy(collector: str) -> None:
-    # Issue 17, item 3: latency, the latency sweep, the fvcore cross-check and compile health
+    # Seen before: latency, the latency sweep, the fvcore cross-check and compile health
     # ran the user's module itself: its lazy layer got materialised, its caches filled.
     from pytest_modelprof.gate import collect
     from pytest_modelprof.gate.settings import Limits, ProfileRequest
@@ -517,4 +517,3 @@ def test_the_gates_measurements_run_a_copy(collector: str) -> None:
         layer = model[0]
         assert isinstance(layer, nn.LazyLinear)  # materialising turns it into a Linear
         assert layer.has_uninitialized_params()
-

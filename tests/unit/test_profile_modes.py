@@ -1,6 +1,6 @@
 """Capture modes: auto finds a mode that works, says why, and classifies failures honestly.
 
-Issue 11, items 2, 3 and 7: meta -> fake -> real for modules and for models built on meta;
+Meta -> fake -> real for modules and for models built on meta;
 the model's own error is the model's; a kernel limitation falls back; a bad input is named as
 one; not every NotImplementedError needs real data; real weights are never allocated for a
 fallback without a size check.
@@ -60,7 +60,7 @@ def _text_inputs(device: str = "cpu") -> dict[str, torch.Tensor]:
     return {"input_ids": ids, "attention_mask": torch.ones(2, 16, dtype=torch.long, device=device)}
 
 
-# -- item 2: attention masks, models built on meta ----------------------------------------------
+# -- attention masks, models built on meta ----------------------------------------------
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
@@ -90,7 +90,7 @@ def test_meta_only_failure_suggests_fake() -> None:
     assert "item()" in str(info.value)
 
 
-# -- item 7: the model's own error, bad input, kernel limits, engine limits --------------------
+# -- the model's own error, bad input, kernel limits, engine limits --------------------
 
 
 class Broken(nn.Module):
@@ -176,7 +176,7 @@ def test_flex_attention_is_not_mistaken_for_data_dependence() -> None:
     assert "flex_attention" in text and "pytest-modelprof cannot capture" in text
 
 
-# -- item 7: no real weights for a fallback without a size check ---------------------------------
+# -- no real weights for a fallback without a size check ---------------------------------
 
 
 class NeedsValues(nn.Module):
@@ -253,7 +253,7 @@ def test_a_module_built_on_meta_gets_real_tensors_only_within_the_limit(
 def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
     small_limit: int,
 ) -> None:
-    # Issue 17, item 9: real tensors clone a module's real weights; auto did so at any size.
+    # Seen before: real tensors clone a module's real weights; auto did so at any size.
     model = NeedsValues()  # 4 MiB of real weights, a forward that needs their values
     with pytest.raises(ModelBuildError, match=r"copy its 4\.0 MiB of weights") as info:
         profile_model(model, input_shape=(2, 1024))
@@ -291,7 +291,8 @@ def test_a_value_dependent_shape_skips_fake_tensors() -> None:
 
 
 def test_mixtral_grouped_experts_fall_back_in_the_default_mode() -> None:
-    # Issue 11, item 3: transformers' grouped experts kernel (aten._grouped_mm) on float32.
+    # Transformers' grouped experts kernel (aten._grouped_mm) on float32, which torch's meta
+    # kernel refuses.
     tf: Any = transformers
     config = tf.MixtralConfig(
         num_hidden_layers=1,
@@ -308,7 +309,7 @@ def test_mixtral_grouped_experts_fall_back_in_the_default_mode() -> None:
             model = tf.MixtralForCausalLM(config).eval()
         p = profile_model(model, inputs={"input_ids": torch.randint(0, 1000, (1, 16))})
         # torch 2.14's meta kernel of aten._grouped_mm takes half types only; our own shape
-        # rule takes over there (issue 18, item 6), so meta works on every torch.
+        # rule takes over there, so meta works on every torch.
         assert p.capture.mode == "meta", (built_on, p.capture.attempts)
         assert p.total_params == sum(t.numel() for t in model.parameters())
 
@@ -329,7 +330,7 @@ def test_a_broken_cost_formula_is_reported_as_ours() -> None:
     assert "pytest-modelprof" in text and "aten.addmm" in text and "KeyError" in text
 
 
-# Issue 18, item 6: every mixture-of-experts decoder by name, in float32, on meta tensors.
+# Every mixture-of-experts decoder by name, in float32, on meta tensors.
 # Small widths: d 64, 4 heads of 16 (2 KV heads), 4 experts of 32, 2 per token, 16 tokens.
 _MOE_ARCH: dict[str, dict[str, int]] = {
     "hf:mixtral": {"num_local_experts": 4, "intermediate_size": 32},

@@ -1,4 +1,4 @@
-"""``include_backward=True`` profiles the training graph and says so (issue 11, item 10).
+"""``include_backward=True`` profiles the training graph and says so.
 
 Train mode: dropout runs as the model has it (its ``p``), batch norm normalises with batch
 statistics and updates its running ones — the graph ``time_training_step`` runs too. Forward

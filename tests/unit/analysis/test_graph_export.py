@@ -129,7 +129,7 @@ def test_dot_renders_with_graphviz(capture: Capture, detail: bool) -> None:
 
 
 def test_text_nodes_carry_units(capture: Capture) -> None:
-    # Issue 19: the [nodes] table printed raw integers (4816896) under params and flops.
+    # Seen before: the [nodes] table printed raw integers (4816896) under params and flops.
     text = export_graph(capture, detail=False, fmt="txt", name="residual")
     nodes = text.split("[nodes]\n")[1].split("\n\n")[0].splitlines()
     conv = next(line for line in nodes if " conv " in line)

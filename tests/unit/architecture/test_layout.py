@@ -197,9 +197,37 @@ def test_no_module_over_about_500_lines(path: Path) -> None:
     assert lines <= MAX_LINES, f"{path.relative_to(PACKAGE.parent)} has {lines} lines"
 
 
+def namespace_folders(root: Path) -> list[str]:
+    """Folders under ``root`` holding Python modules but no ``__init__.py``.
+
+    Such a folder imports as a namespace package: it has no docstring, mypy and the layering
+    walk name its modules differently, and a second folder of that name elsewhere on the path
+    silently merges into it.
+    """
+    folders = {p.parent for p in root.rglob("*.py")}
+    return sorted(
+        f.relative_to(root).as_posix() for f in folders if not (f / "__init__.py").is_file()
+    )
+
+
+def test_every_folder_is_a_regular_package() -> None:
+    assert namespace_folders(PACKAGE) == []
+
+
+def test_the_package_scan_finds_a_folder_without_init(tmp_path: Path) -> None:
+    # The check itself can fail: a folder of modules without __init__.py is named.
+    (tmp_path / "regular").mkdir()
+    (tmp_path / "regular" / "__init__.py").write_text("")
+    (tmp_path / "regular" / "loose").mkdir()
+    (tmp_path / "regular" / "loose" / "m.py").write_text("")
+    (tmp_path / "data").mkdir()  # no modules: not a package at all
+    (tmp_path / "data" / "x.json").write_text("{}")
+    assert namespace_folders(tmp_path) == ["regular/loose"]
+
+
 def test_the_gate_and_the_cli_are_packages() -> None:
     for package in ("gate", "cli", "exports", "report", "baseline", "capture", "costs"):
-        assert (PACKAGE / package / "__init__.py").exists() or (PACKAGE / package).is_dir()
+        assert (PACKAGE / package / "__init__.py").is_file(), package
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     for moved in ("gate.py", "results.py", "settings.py", "sweep.py", "fvcore_compare.py",
                   "graph_export.py", "export.py", "cli.py"):

@@ -106,7 +106,7 @@ def test_a_compile_limit_without_a_measurement_is_unmeasured(
 def test_an_unmeasured_graph_break_budget_fails_with_or_without_a_baseline(
     tmp_path: Path, make_profile: MakeProfile
 ) -> None:
-    # Issue 17 item 11, as seen: max_graph_breaks=0, a baseline that holds the metric, and a
+    # Seen before: max_graph_breaks=0, a baseline that holds the metric, and a
     # run that did not measure it (no compile health) used to be "missing" and pass.
     measured = make_profile(compile_health=health())
     assert run(measured, tmp_path, {"max_graph_breaks": 0}, update=True).failure is None

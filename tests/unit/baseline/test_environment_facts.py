@@ -1,4 +1,4 @@
-"""Issue 20, "environment and source maps live outside the metric table": the environment facts
+"""Seen before, "environment and source maps live outside the metric table": the environment facts
 are one table every reader uses, and what a metric depends on (kernels, the CPU, the field a
 sweep fits) is declared on the metric once and reaches every place that used to keep a list."""
 

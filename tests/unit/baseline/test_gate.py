@@ -208,7 +208,7 @@ def test_summary_puts_regressions_first() -> None:
 
 
 def test_another_environment_is_one_line_per_run_on_a_pass_too() -> None:
-    # Issue 18, item 1: two passing tests on another torch, one also on another torchvision.
+    # Two passing tests on another torch, one also on another torchvision.
     torch_change, vision_change = "torch 2.99.0 \u2192 2.14.1", "torchvision 0.99 \u2192 0.29.1"
     rows = [
         GateRecord(
@@ -295,7 +295,7 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
 
 
 def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
-    # Issue 19: the table alone was 119-161 columns at COLUMNS=100.
+    # Seen before: the table alone was 119-161 columns at COLUMNS=100.
     checks = [
         Check(
             metric=m,

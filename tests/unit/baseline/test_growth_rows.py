@@ -1,4 +1,4 @@
-"""Growth-exponent rows: the limit is the limit (issue 10: 1.1 used to pass 1.15)."""
+"""Growth-exponent rows: the limit is the limit (1.1 used to pass 1.15)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The instructions metric as rows (issue 24): a small tolerance, a budget, another CPU warns,
+"""The instructions metric as rows: a small tolerance, a budget, another CPU warns,
 rewrites within the noise keep the file, and baselines without it do not change."""
 
 from __future__ import annotations

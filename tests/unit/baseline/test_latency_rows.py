@@ -1,4 +1,4 @@
-"""Latency rows from synthetic timing rounds (issue 17, item 5): a limit the user wrote holds.
+"""Latency rows from synthetic timing rounds: a limit the user wrote holds.
 
 A decisive slowdown beyond an explicit ``max_latency_delta`` fails; an undecided one warns;
 ``timing_strict=False`` keeps warn-only; ``max_latency_delta=0`` means 0; ``"off"`` measures
@@ -89,7 +89,7 @@ def test_a_growth_limit_set_to_ignore_sweeps_nothing() -> None:
 
 
 def test_an_undecided_row_carries_its_confidence_in_the_delta_column_too() -> None:
-    # Issue 18: Markdown, HTML and `modelprof compare` tables show the delta column, not the
+    # Markdown, HTML and `modelprof compare` tables show the delta column, not the
     # reason; an undecided "+25 %" there must not read as a measured fact.
     noisy = NormalisedTiming.from_samples([5.0, 9.0, 13.0], [1.0] * 3).model_dump(mode="json")
     base = NormalisedTiming.from_samples([4.0, 8.0, 12.0], [1.0] * 3).model_dump(mode="json")
@@ -100,11 +100,11 @@ def test_an_undecided_row_carries_its_confidence_in_the_delta_column_too() -> No
     (decided,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
     assert f"confidence {decided.detail['confidence'] * 100:.0f} %" in decided.delta_text
     (same,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
-    assert "confidence" not in same.delta_text  # unchanged claims none (issue 19)
+    assert "confidence" not in same.delta_text  # unchanged claims none
 
 
 def test_a_latency_reason_gives_one_pair_of_figures_with_one_arrow() -> None:
-    # Issue 19: the medians, then the fast-rounds pair, with two arrow styles, in one reason.
+    # Seen before: the medians, then the fast-rounds pair, with two arrow styles, in one reason.
     (row,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25))
     assert row.reason.count(" ms") == 1 and row.reason.count("\u2192") == 1, row.reason
     assert "->" not in row.reason and "(fastest 10 %)" in row.reason
@@ -112,7 +112,7 @@ def test_a_latency_reason_gives_one_pair_of_figures_with_one_arrow() -> None:
 
 
 def test_an_unchanged_latency_claims_no_confidence() -> None:
-    # Issue 19: "unchanged" beside "confidence 100 %" read as a contradiction.
+    # Seen before: "unchanged" beside "confidence 100 %" read as a contradiction.
     (row,) = latency_checks(_rounds(5.0, seed=3), BASELINE, _limits(max_latency_delta=0.25))
     assert row.verdict == "ok" and "unchanged" in row.reason
     assert "confidence" not in row.reason and "% CI" in row.reason

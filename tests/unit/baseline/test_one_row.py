@@ -1,4 +1,4 @@
-"""Issue 20: one row type and one record type from the judge to the results file."""
+"""One row type and one record type from the judge to the results file."""
 
 from __future__ import annotations
 

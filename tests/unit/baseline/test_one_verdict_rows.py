@@ -1,4 +1,4 @@
-"""Rows that say what changed (issue 17): only a budget that fired is hard; a change that
+"""Rows that say what changed: only a budget that fired is hard; a change that
 rounds to 0.0 % shows its absolute size."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 19, "what changed is not named": the op whose calls changed, its layer and the line of
+"""Seen before, "what changed is not named": the op whose calls changed, its layer and the line of
 model code that called it, in the check rows and every report (real captures on meta)."""
 
 from __future__ import annotations

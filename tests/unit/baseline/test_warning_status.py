@@ -1,4 +1,4 @@
-"""A profile with a warning row has the status "warning", not "ok" (issue 17, item 5)."""
+"""A profile with a warning row has the status "warning", not "ok"."""
 
 from __future__ import annotations
 

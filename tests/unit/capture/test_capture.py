@@ -180,7 +180,13 @@ def test_compat_private_apis_smoke() -> None:
     with Spy(), Spy():  # type: ignore[no-untyped-call]
         torch.ones(2) * 2  # the inner mode sees the outer one below it; the outer sees none
     assert below[-2:] == [1, 0]
-    assert _compat.fake_fallback_errors()
+    assert [e.__name__ for e in _compat.fake_fallback_errors()] == [
+        "DataDependentOutputException",
+        "DynamicOutputShapeException",
+        "UnsupportedOperatorException",
+        "UnsupportedFakeTensorException",
+        "GuardOnDataDependentSymNode",
+    ]
     with _compat.FakeTensorMode():
         t = torch.empty(2, 3)
     assert type(t).__name__ == "FakeTensor"
@@ -343,3 +349,45 @@ def test_numpy_in_forward_is_a_host_sync_like_item_and_falls_back_to_real() -> N
     p = profile_model(_ToNumpy(), input_shape=(2, 8))
     assert p.capture.mode == "real"
     assert p.total_macs > 0
+
+
+@pytest.mark.parametrize("model", [Residual(), nn.LSTM(4, 6)], ids=["conv", "lstm"])
+def test_a_running_only_pass_runs_the_ops_and_records_none(model: nn.Module) -> None:
+    # The LLM cache-fill pass: its outputs are needed, its costs are not the profile's. The LSTM
+    # goes through RecurrentOnMeta, which pauses the dispatch hook on its own.
+    from pytest_modelprof.capture.tracer import Tracer
+
+    meta = model.to("meta")
+    x = torch.empty(2, 4, 8, 8, device="meta") if isinstance(model, Residual) else None
+    x = x if x is not None else torch.empty(3, 2, 4, device="meta")
+    tracer = Tracer(meta, default_registry())
+    with torch.no_grad(), tracer.running_only():  # no_grad: the LSTM is one op, as for an LLM
+        out = meta(x)
+    capture = tracer.finish()
+    first = out[0] if isinstance(out, tuple) else out
+    assert first.shape[:2] == x.shape[:2]  # the ops ran
+    assert (len(capture.ops), list(capture.modules)) == (0, [])
+    # A counted pass over the same module records its ops (the test is not vacuous).
+    counted = Tracer(meta, default_registry())
+    with torch.no_grad(), counted.tracing():
+        meta(x)
+    assert len(counted.finish().ops) > 0
+
+
+def test_compat_module_registries_smoke() -> None:
+    from pytest_modelprof._compat import module_registries, registries_state
+
+    # A None entry is kept (the public iterators skip it): a stand-in copy must keep it too.
+    m = nn.Linear(2, 3, bias=False)
+    m.register_buffer("scale", None)
+    m.add_module("extra", None)
+    parameters, buffers, modules = module_registries(m)
+    assert (list(parameters.items()), buffers, modules) == (
+        [("weight", m.weight), ("bias", None)],
+        {"scale": None},
+        {"extra": None},
+    )
+    copy: nn.Linear = object.__new__(nn.Linear)
+    vars(copy).update({**vars(m), **registries_state({"weight": m.weight}, {}, {})})
+    assert module_registries(copy) == ({"weight": m.weight}, {}, {})
+    assert list(copy.named_parameters()) == [("weight", m.weight)]

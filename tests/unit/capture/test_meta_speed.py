@@ -16,7 +16,7 @@ from pytest_modelprof.profile import profile_model
 
 
 def test_repeated_meta_kernels_run_once_per_distinct_call() -> None:
-    # Issue 18, item 5 (speed is measured in benchmarks/bench_default_mode.py, not here): a
+    # Speed itself is measured in benchmarks/bench_default_mode.py, not here: a
     # meta capture runs each distinct kernel call once; resnet18's repeated blocks repeat calls.
     from pytest_modelprof.capture import metacache
 
@@ -158,7 +158,7 @@ def test_an_output_sharing_its_input_storage_is_not_answered_fresh() -> None:
 
 
 def test_fake_calls_of_the_memory_estimate_are_answered_with_every_figure_unchanged() -> None:
-    # Issue 22 (speed): fake mode's own cache key costs about what the kernel does; the fit
+    # Why: fake mode's own cache key costs about what the kernel does; the fit
     # tracker lets the table answer pure calls on fake tensors. Under a caller's mode the table
     # is bypassed (every call reaches fake mode): the reference.
     from pytest_modelprof.capture import metacache

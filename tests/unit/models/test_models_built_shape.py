@@ -1,5 +1,5 @@
 """``ModelSpec.input_shape_for(module=...)``: ``--batch`` resizes the shape of the model as built,
-so architecture kwargs that change the input (image size, positions) are kept (issue 18)."""
+so architecture kwargs that change the input (image size, positions) are kept."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ def test_nothing_touches_the_network(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve("hf:openai-community/gpt2")
 
 
-# Issue 18, item 3: a named model's inputs follow the model as built, whatever --arch changed.
+# A named model's inputs follow the model as built, whatever --arch changed.
 TINY_GPT2 = {"n_layer": 1, "n_embd": 64, "n_head": 4}
 TINY_VIT = {
     "num_hidden_layers": 1,

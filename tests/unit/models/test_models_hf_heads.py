@@ -1,4 +1,4 @@
-"""``hf:NAME`` builds the model its users mean where transformers has a task head (issue 21).
+"""``hf:NAME`` builds the model its users mean where transformers has a task head.
 
 Detectors (DETR, YOLOS) get their object-detection head; generative vision-language models
 (LLaVA, PaliGemma, BLIP-2) the model that writes text, fed ``pixel_values`` and ``input_ids``

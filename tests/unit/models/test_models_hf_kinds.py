@@ -1,4 +1,4 @@
-"""``hf:NAME`` for every kind of transformers model: audio, segmentation, dual towers (issue 21).
+"""``hf:NAME`` for every kind of transformers model: audio, segmentation, dual towers.
 
 Each model is built by name with two layers, on meta, in the default mode; the reference is the
 same transformers class built by hand from a config constructed with the same fields.

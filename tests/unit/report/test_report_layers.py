@@ -1,4 +1,4 @@
-"""Issue 20, "reports read rows": the judge puts every changed layer on the FLOPs row
+"""Seen before, "reports read rows": the judge puts every changed layer on the FLOPs row
 (``detail["layer_changes"]``); the HTML layer table and the per-layer FLOPs chart format that
 detail and never diff the profile against the baseline themselves."""
 

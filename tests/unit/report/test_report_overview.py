@@ -1,4 +1,4 @@
-"""Issue 19, the HTML report as a person reads it: graph breaks said once per card, a latency
+"""The HTML report as a person reads it: graph breaks said once per card, a latency
 strip whose axis is not stretched by one slow round."""
 
 from __future__ import annotations

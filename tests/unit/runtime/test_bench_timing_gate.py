@@ -84,7 +84,7 @@ def test_quick_mode_reports_300_pairs_per_rate_with_intervals_and_a_memory_scena
 
 
 def test_sessions_last_the_run_cap_and_baselines_are_their_first_rounds(tmp_path: Path) -> None:
-    # The plugin: a baseline of 4 x timing_rounds, a run of up to 8 x (issue 18, item 2). The
+    # The plugin: a baseline of 4 x timing_rounds, a run of up to 8 x. The
     # benchmark records sessions of the cap and replays baselines from their heads.
     out, saved = tmp_path / "rates.json", tmp_path / "sessions.json"
     base = [sys.executable, str(SCRIPT), "--sessions", "2", "--no-load", "--rounds", "4",

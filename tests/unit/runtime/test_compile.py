@@ -196,7 +196,7 @@ def test_no_compiled_state_is_left_behind_and_the_model_is_unchanged() -> None:
 
 
 def test_compiled_functions_of_the_process_keep_their_compiled_code() -> None:
-    # Issue 17, item 3: analyze_compile called torch.compiler.reset() before and after, which
+    # Seen before: analyze_compile called torch.compiler.reset() before and after, which
     # dropped every compiled function of the test process: each recompiled on its next call.
     compiles: list[int] = []
 
@@ -480,7 +480,7 @@ class Worded(nn.Module):
 
 
 def test_break_reasons_are_in_the_users_words_and_dynamo_warns_nothing() -> None:
-    # Issue 19: "generic_jump TensorVariable()", "Attempted to call function marked as skipped",
+    # Seen before: "generic_jump TensorVariable()", "Attempted to call function marked as skipped",
     # and a multi-line UserWarning of Dynamo's in pytest's warnings summary.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

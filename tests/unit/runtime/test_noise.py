@@ -173,7 +173,7 @@ def test_measure_normalised_alternates_and_pairs_rounds() -> None:
         measure_normalised(lambda: None, rounds=1)
 
 
-# -- three calibration workloads (issue 10, item 7) ---------------------------------------------
+# -- three calibration workloads ------------------------------------------------------------------
 
 def _parts_session(model_ms: float, parts_ms: tuple[float, ...], *, seed: int,
                    rounds: int = 100) -> NormalisedTiming:
@@ -301,7 +301,7 @@ def test_borderline_cases_measure_more_up_to_the_maximum() -> None:
 
 
 def test_an_undecided_run_measures_up_to_eight_times_its_first_rounds() -> None:
-    # Issue 18: under load most missed detections were runs still undecided at 400 rounds;
+    # Seen before: under load most missed detections were runs still undecided at 400 rounds;
     # the default cap is now 8 x rounds (800), reached in steps of 100 only while undecided.
     base = _parts_session(5.0, (0.3, 0.27, 0.08), seed=33, rounds=400)
     feed = _Feeder(_parts_session(5.4, (0.3, 0.27, 0.08), seed=34, rounds=800))
@@ -310,7 +310,7 @@ def test_an_undecided_run_measures_up_to_eight_times_its_first_rounds() -> None:
     assert c.rounds_baseline == 400 and needs_more_rounds(c)
 
 
-# -- every failure explained (issue 10, "confidence for timings") ---------------------------------
+# -- every failure explained ("confidence for timings") -------------------------------------------
 
 def test_gate_reasons_carry_baseline_current_delta_limit_and_confidence() -> None:
     c = compare_timings(_parts_session(5.75, (0.3, 0.27, 0.08), seed=35),
@@ -331,7 +331,7 @@ def test_inconclusive_timings_are_noted_not_failed() -> None:
     assert "not judged" in decision.notes[0] and decision.verdict == "inconclusive"
 
 
-# -- no churn on baseline updates (issue 10, item 5) ----------------------------------------------
+# -- no churn on baseline updates -----------------------------------------------------------------
 
 def test_unchanged_timing_keeps_the_stored_rounds_byte_for_byte() -> None:
     stored = json.loads(_parts_session(5.0, (0.3, 0.27, 0.08), seed=37).model_dump_json())

@@ -145,7 +145,7 @@ def test_parse_axis_values() -> None:
 
 
 def test_the_sweep_text_fits_100_columns_with_units_and_explains_a_fixed_part() -> None:
-    # Issue 19: "13.6 G" without a unit, a 174-column growth line, and "flops ^0.43" for a
+    # Seen before: "13.6 G" without a unit, a 174-column growth line, and "flops ^0.43" for a
     # model linear in its layers plus a fixed head read as sub-linear.
     told: list[str] = []
     result = sweep(

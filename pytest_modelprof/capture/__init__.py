@@ -1,0 +1,1 @@
+"""The capture: one pass of a model on meta, fake or real tensors, recorded op by op."""
