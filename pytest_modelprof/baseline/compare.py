@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
-from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
+from pytest_modelprof.baseline.environment import environment_changes
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
 
@@ -44,7 +44,6 @@ __all__ = [
     "LayerDelta",
     "Comparison",
     "compare",
-    "environment_changes",
     "format_change",
     "change_text",
     "layer_growth",
@@ -279,41 +278,6 @@ def _limit_text(metric: Metric, tolerance: Tolerance, budget: Budget | None) -> 
     if budget is not None and metric.budget_key:
         parts.append(f"{metric.budget_key}={metric.format(budget.limit)}")
     return ", ".join(parts) or "ignored"
-
-
-def environment_changes(
-    current: BaselineDocument, baseline: BaselineDocument | None, *, cpu: bool = True
-) -> tuple[str, ...]:
-    """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
-    baseline was recorded (the ``kernels`` facts of :data:`~pytest_modelprof.baseline.
-    environment.ENVIRONMENT_FACTS`; with ``cpu``, the CPU's too).
-
-    Capture mode is left out: it follows from the model (a data-dependent branch turns meta
-    into real, and with it device meta into cpu), so that change is the model's, judged by the
-    capture row, never a reason to let a count off as a kernel difference. A device change is
-    the environment's only where the capture mode held and both ran on a real device of
-    another type (cpu -> cuda: other kernels; not cuda:0 -> cuda:1). The dtype is the test's
-    choice, never the environment's.
-    """
-    if baseline is None:
-        return ()
-    before, after = baseline.environment, current.environment
-    out = []
-    for fact in ENVIRONMENT_FACTS:
-        if fact.scope == "model" or (fact.scope == "cpu" and not cpu):
-            continue
-        change = fact_change(fact, getattr(before, fact.field), getattr(after, fact.field))
-        if change is not None:
-            out.append(change)
-    if (
-        before.capture_mode == after.capture_mode
-        and before.device not in (None, "meta")
-        and after.device not in (None, "meta")
-        # The device type: cuda:0 and cuda:1 run the same kernels.
-        and before.device.partition(":")[0] != after.device.partition(":")[0]
-    ):
-        out.append(f"device {before.device} \u2192 {after.device}")
-    return tuple(out)
 
 
 def _not_in_baseline(

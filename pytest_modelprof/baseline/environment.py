@@ -4,16 +4,26 @@ One table, :data:`ENVIRONMENT_FACTS`, one entry per ``BaselineEnvironment`` fiel
 them in step) in the order changes are listed: the gate's comparison reads it for the changes
 that let kernel-dependent counts off, the cost history for its notes. Which counts a change
 lets off is each metric's own declaration (``Metric.kernel_dependent``,
-``Metric.cpu_dependent``). Standard library only.
+``Metric.cpu_dependent``). Standard library only (the baseline document is a type only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-__all__ = ["FactScope", "EnvironmentFact", "ENVIRONMENT_FACTS", "fact_change", "cpu_only"]
+if TYPE_CHECKING:
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+__all__ = [
+    "FactScope",
+    "EnvironmentFact",
+    "ENVIRONMENT_FACTS",
+    "fact_change",
+    "cpu_only",
+    "environment_changes",
+]
 
 #: What a change of the fact means for the counts: ``kernels`` (other kernels may count other
 #: bytes), ``cpu`` (other instructions: only counts the CPU decides), ``model`` (it follows from
@@ -77,3 +87,38 @@ def cpu_only(changes: Iterable[str]) -> bool:
     labels = [f.label for f in ENVIRONMENT_FACTS if f.scope == "cpu"]
     found = list(changes)
     return bool(found) and all(c.startswith(tuple(f"{label} " for label in labels)) for c in found)
+
+
+def environment_changes(
+    current: BaselineDocument, baseline: BaselineDocument | None, *, cpu: bool = True
+) -> tuple[str, ...]:
+    """``("torch 2.15.0 -> 2.14.1", ...)``: what the counts depend on and changed since the
+    baseline was recorded (the ``kernels`` facts of :data:`~pytest_modelprof.baseline.
+    environment.ENVIRONMENT_FACTS`; with ``cpu``, the CPU's too).
+
+    Capture mode is left out: it follows from the model (a data-dependent branch turns meta
+    into real, and with it device meta into cpu), so that change is the model's, judged by the
+    capture row, never a reason to let a count off as a kernel difference. A device change is
+    the environment's only where the capture mode held and both ran on a real device of
+    another type (cpu -> cuda: other kernels; not cuda:0 -> cuda:1). The dtype is the test's
+    choice, never the environment's.
+    """
+    if baseline is None:
+        return ()
+    before, after = baseline.environment, current.environment
+    out = []
+    for fact in ENVIRONMENT_FACTS:
+        if fact.scope == "model" or (fact.scope == "cpu" and not cpu):
+            continue
+        change = fact_change(fact, getattr(before, fact.field), getattr(after, fact.field))
+        if change is not None:
+            out.append(change)
+    if (
+        before.capture_mode == after.capture_mode
+        and before.device not in (None, "meta")
+        and after.device not in (None, "meta")
+        # The device type: cuda:0 and cuda:1 run the same kernels.
+        and before.device.partition(":")[0] != after.device.partition(":")[0]
+    ):
+        out.append(f"device {before.device} \u2192 {after.device}")
+    return tuple(out)

@@ -7,8 +7,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_modelprof.baseline.compare import environment_changes
 from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.baseline.environment import environment_changes
 from pytest_modelprof.gate.evaluate import Outcome, evaluate
 from pytest_modelprof.gate.settings import Limits, SessionSettings
 from pytest_modelprof.instructions.counts import InstructionCounts

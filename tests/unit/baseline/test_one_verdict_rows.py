@@ -76,7 +76,7 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
 def test_a_device_change_is_the_environment_only_between_real_devices(
     make_profile: MakeProfile,
 ) -> None:
-    from pytest_modelprof.baseline.compare import environment_changes
+    from pytest_modelprof.baseline.environment import environment_changes
 
     base = _doc(make_profile())
 
