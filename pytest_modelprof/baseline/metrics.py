@@ -38,6 +38,7 @@ __all__ = [
     "COMPILE",
     "LLM",
     "INSTRUCTIONS",
+    "PREDICTED",
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
     "GROWTH_LIMITS",
@@ -93,6 +94,13 @@ INSTRUCTIONS = Collector(
     "instructions",
     measure="pytest_modelprof.instructions.gate:measure",
     needs="valgrind (apt-get install valgrind); the model run under callgrind",
+)
+
+#: Predicted GPU time (pytest_modelprof.predict): the forward on meta, priced on a GPU preset.
+PREDICTED = Collector(
+    "predicted",
+    measure="pytest_modelprof.predict.gate:measure",
+    needs="the model captured on meta and priced by the calibrated GPU-time model",
 )
 
 
@@ -387,6 +395,23 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=lambda v: format_count(v, "FLOPs"),
         summary=False,
         collector=LLM,
+    ),
+    # Predicted GPU time (pytest_modelprof.predict): a calibrated model of the forward on a GPU
+    # preset (RTX 4090, fp16 autocast), not a measurement. Counts in, a number out: it only
+    # moves when the model's kernels do, so a relative limit gates it like a count; it depends
+    # on the kernels the capture sees, so another torch warns instead of failing.
+    Metric(
+        name="predicted_ms",
+        label="predicted GPU time",
+        direction="lower",
+        delta_key="max_predicted_ms_delta",
+        default_delta=Ignore(),
+        formatter=_ms,
+        budget_key="max_predicted_ms",
+        budget_parser=_parse_ms,
+        summary=False,
+        kernel_dependent=True,
+        collector=PREDICTED,
     ),
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
