@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
+from pytest_modelprof.baseline.predicted_metrics import PREDICTED, PREDICTED_METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
-from pytest_modelprof.units import format_bytes, format_count, parse_bytes
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_ms
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
@@ -96,13 +97,6 @@ INSTRUCTIONS = Collector(
     needs="valgrind (apt-get install valgrind); the model run under callgrind",
 )
 
-#: Predicted GPU time (pytest_modelprof.predict): the forward on meta, priced on a GPU preset.
-PREDICTED = Collector(
-    "predicted",
-    measure="pytest_modelprof.predict.gate:measure",
-    needs="the model captured on meta and priced by the calibrated GPU-time model",
-)
-
 
 def _ms(value: float) -> str:
     return f"{value:.3g} ms"
@@ -114,13 +108,6 @@ def _ratio(value: float) -> str:
 
 def _plain(value: float) -> str:
     return f"{value:g}"
-
-
-def _parse_ms(value: str | float | int) -> float:
-    if isinstance(value, str):
-        text = value.strip().lower().removesuffix("ms").strip()
-        return float(text)
-    return float(value)
 
 
 def _field(name: str) -> Callable[[ModelProfile], Number | None]:
@@ -280,7 +267,7 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Ignore(),
         formatter=_ms,
         budget_key="max_latency_ms",
-        budget_parser=_parse_ms,
+        budget_parser=parse_ms,
         summary=False,
         collector=TIMING,
         growth_key="max_latency_growth_exponent",
@@ -396,23 +383,8 @@ _BUILTIN: tuple[Metric, ...] = (
         summary=False,
         collector=LLM,
     ),
-    # Predicted GPU time (pytest_modelprof.predict): a calibrated model of the forward on a GPU
-    # preset (RTX 4090, fp16 autocast), not a measurement. Counts in, a number out: it only
-    # moves when the model's kernels do, so a relative limit gates it like a count; it depends
-    # on the kernels the capture sees, so another torch warns instead of failing.
-    Metric(
-        name="predicted_ms",
-        label="predicted GPU time",
-        direction="lower",
-        delta_key="max_predicted_ms_delta",
-        default_delta=Ignore(),
-        formatter=_ms,
-        budget_key="max_predicted_ms",
-        budget_parser=_parse_ms,
-        summary=False,
-        kernel_dependent=True,
-        collector=PREDICTED,
-    ),
+    # Predicted GPU time (pytest_modelprof.predict), a calibrated model, not a measurement.
+    *PREDICTED_METRICS,
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
     # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a
