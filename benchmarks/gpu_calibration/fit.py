@@ -138,14 +138,18 @@ class Params(torch.nn.Module):
 
     def constants(self) -> Constants:
         with torch.no_grad():
-            ec, em, tau = (1.5 * torch.sigmoid(self.e_c), 1.5 * torch.sigmoid(self.e_m),
-                           self.overheads())
+            ec, em, tau = (
+                1.5 * torch.sigmoid(self.e_c),
+                1.5 * torch.sigmoid(self.e_m),
+                self.overheads(),
+            )
         classes = {
             c: ClassConstants(float(ec[i]), float(em[i]), float(tau[i]))
             for i, c in enumerate(CLASSES)
         }
-        return Constants(classes, float(torch.exp(self.k_half).detach()),
-                         float(torch.exp(self.n_half).detach()))
+        return Constants(
+            classes, float(torch.exp(self.k_half).detach()), float(torch.exp(self.n_half).detach())
+        )
 
 
 class Batch:
@@ -224,8 +228,13 @@ def scores(pred: torch.Tensor, meas: torch.Tensor) -> dict[str, float]:
 def baseline(table: dict[str, dict[str, Any]], models: list[str]) -> torch.Tensor:
     """Log-linear samples/s in GMACs and activations, fitted on the same table."""
     models = [m for m in models if not math.isnan(table[m]["gmacs"] + table[m]["macts"])]
-    x = torch.tensor([[1.0, math.log(table[m]["gmacs"] + 1e-3), math.log(table[m]["macts"] + 1e-3)]
-                      for m in models], dtype=torch.float64)
+    x = torch.tensor(
+        [
+            [1.0, math.log(table[m]["gmacs"] + 1e-3), math.log(table[m]["macts"] + 1e-3)]
+            for m in models
+        ],
+        dtype=torch.float64,
+    )
     y = torch.tensor([math.log(table[m]["sps"]) for m in models], dtype=torch.float64)
     coef = torch.linalg.lstsq(x, y[:, None]).solution
     return (x @ coef).squeeze(1).exp()
@@ -241,8 +250,10 @@ def family(model: str) -> str:
 
 
 def fmt(s: dict[str, float]) -> str:
-    return (f"median {100 * s['median']:5.1f} %  p90 {100 * s['p90']:5.1f} %  "
-            f"Spearman {s['spearman']:.3f}  pairs {100 * s['pairs']:5.1f} %  (n={s['n']})")
+    return (
+        f"median {100 * s['median']:5.1f} %  p90 {100 * s['p90']:5.1f} %  "
+        f"Spearman {s['spearman']:.3f}  pairs {100 * s['pairs']:5.1f} %  (n={s['n']})"
+    )
 
 
 def main() -> int:
@@ -265,8 +276,9 @@ def main() -> int:
         fit_models = [m for m in sorted(fit_t) if key(fit_t, m) in feats]
         score_models = [m for m in sorted(score_t) if key(score_t, m) in feats]
         fb = Batch([key(fit_t, m) for m in fit_models], feats, GPUS[fit_gpu])
-        measured = torch.tensor([fit_t[m]["batch"] / fit_t[m]["sps"] for m in fit_models],
-                                dtype=torch.float64)
+        measured = torch.tensor(
+            [fit_t[m]["batch"] / fit_t[m]["sps"] for m in fit_models], dtype=torch.float64
+        )
         params = fit(fb, measured, args.steps)
         sb = Batch([key(score_t, m) for m in score_models], feats, GPUS[score_gpu])
         with torch.no_grad():
@@ -276,27 +288,32 @@ def main() -> int:
         pred = batches / pred_s
         meas = torch.tensor([score_t[m]["sps"] for m in score_models], dtype=torch.float64)
         ours = scores(pred, meas)
-        complete = [m for m in score_models
-                    if not math.isnan(score_t[m]["gmacs"] + score_t[m]["macts"])]
+        complete = [
+            m for m in score_models if not math.isnan(score_t[m]["gmacs"] + score_t[m]["macts"])
+        ]
         base_meas = torch.tensor([score_t[m]["sps"] for m in complete], dtype=torch.float64)
         base = scores(baseline(score_t, complete), base_meas)
         fit_meas = torch.tensor([fit_t[m]["sps"] for m in fit_models], dtype=torch.float64)
         print(f"\n== fitted on {fit_gpu} ({len(fit_models)} models), scored on {score_gpu}")
         print(f"  ours     : {fmt(ours)}")
-        print(f"  baseline : {fmt(base)}   (log-linear in GMACs, activations; "
-              f"fitted on {score_gpu})")
+        print(
+            f"  baseline : {fmt(base)}   (log-linear in GMACs, activations; fitted on {score_gpu})"
+        )
         print(f"  (ours on the fitting table itself: {fmt(scores(fit_pred, fit_meas))})")
         constants = params.constants()
         for c, cc in constants.classes.items():
-            print(f"    {c:15s} e_compute {cc.compute_efficiency:.3f}  e_memory "
-                  f"{cc.memory_efficiency:.3f}  overhead {cc.overhead_s * 1e6:6.2f} us")
+            print(
+                f"    {c:15s} e_compute {cc.compute_efficiency:.3f}  e_memory "
+                f"{cc.memory_efficiency:.3f}  overhead {cc.overhead_s * 1e6:6.2f} us"
+            )
         print(f"    gemm k_half {constants.gemm_k_half:.1f}  n_half {constants.gemm_n_half:.1f}")
         by_family: dict[str, list[float]] = defaultdict(list)
         signed = (pred / meas - 1).tolist()
         for m, e in zip(score_models, signed, strict=True):
             by_family[family(score_t[m]["model"])].append(e)
-        worst = sorted(by_family.items(),
-                       key=lambda kv: -sorted(abs(v) for v in kv[1])[len(kv[1]) // 2])
+        worst = sorted(
+            by_family.items(), key=lambda kv: -sorted(abs(v) for v in kv[1])[len(kv[1]) // 2]
+        )
         print("  worst families (median signed error of predicted samples/s, models):")
         for fam, errs in worst[:12]:
             med = sorted(errs)[len(errs) // 2]
@@ -307,9 +324,12 @@ def main() -> int:
             m0 = score_models[0]
             data_keys = key(score_t, m0)
             scalar = sum(
-                kernel_time(Kernel(CLASSES[int(r[0])], r[1], r[2], int(r[3]), int(r[4]),
-                                   count=int(r[5])), GPUS[score_gpu], PRECISION,
-                            constants).seconds
+                kernel_time(
+                    Kernel(CLASSES[int(r[0])], r[1], r[2], int(r[3]), int(r[4]), count=int(r[5])),
+                    GPUS[score_gpu],
+                    PRECISION,
+                    constants,
+                ).seconds
                 for r in feats[data_keys]
             )
             assert abs(scalar / float(pred_s[0]) - 1) < 1e-4, (scalar, float(pred_s[0]))

@@ -51,39 +51,143 @@ TENSOR_CORE_CLASSES = frozenset({"matmul", "conv", "conv_grouped", "attention"})
 _FLOATS = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 # autocast's fp16 list at the ATen level the capture records (linear is addmm/mm; matmul is
 # mm/bmm; conv2d is convolution).
-_AUTOCAST_LOW = frozenset({
-    "convolution", "_convolution", "cudnn_convolution", "cudnn_convolution_transpose",
-    "conv_tbc", "addmm", "mm", "bmm", "baddbmm", "addbmm", "addmv", "mv", "prelu",
-    "_prelu_kernel", "_grouped_mm", "_cudnn_rnn", "_thnn_fused_lstm_cell",
-    "_thnn_fused_gru_cell", "lstm", "gru", "rnn_tanh", "rnn_relu",
-    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_cudnn_attention", "_flash_attention_forward",
-    "_efficient_attention_forward",
-})
+_AUTOCAST_LOW = frozenset(
+    {
+        "convolution",
+        "_convolution",
+        "cudnn_convolution",
+        "cudnn_convolution_transpose",
+        "conv_tbc",
+        "addmm",
+        "mm",
+        "bmm",
+        "baddbmm",
+        "addbmm",
+        "addmv",
+        "mv",
+        "prelu",
+        "_prelu_kernel",
+        "_grouped_mm",
+        "_cudnn_rnn",
+        "_thnn_fused_lstm_cell",
+        "_thnn_fused_gru_cell",
+        "lstm",
+        "gru",
+        "rnn_tanh",
+        "rnn_relu",
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+        "_flash_attention_forward",
+        "_efficient_attention_forward",
+    }
+)
 # autocast's fp32 list (and fp32-unless-a-dtype-is-given list).
-_AUTOCAST_FP32 = frozenset({
-    "acos", "asin", "cosh", "erfinv", "exp", "expm1", "log", "log10", "log2", "log1p",
-    "reciprocal", "rsqrt", "sinh", "tan", "pow", "softplus", "native_layer_norm",
-    "native_group_norm", "_fused_rms_norm", "_softmax", "_log_softmax", "_safe_softmax",
-    "cumsum", "cumprod", "prod", "sum", "linalg_vector_norm", "norm", "logsumexp", "dist",
-    "cdist", "_cdist_forward", "renorm", "binary_cross_entropy_with_logits", "nll_loss",
-    "mse_loss", "l1_loss", "smooth_l1_loss", "kl_div",
-})
+_AUTOCAST_FP32 = frozenset(
+    {
+        "acos",
+        "asin",
+        "cosh",
+        "erfinv",
+        "exp",
+        "expm1",
+        "log",
+        "log10",
+        "log2",
+        "log1p",
+        "reciprocal",
+        "rsqrt",
+        "sinh",
+        "tan",
+        "pow",
+        "softplus",
+        "native_layer_norm",
+        "native_group_norm",
+        "_fused_rms_norm",
+        "_softmax",
+        "_log_softmax",
+        "_safe_softmax",
+        "cumsum",
+        "cumprod",
+        "prod",
+        "sum",
+        "linalg_vector_norm",
+        "norm",
+        "logsumexp",
+        "dist",
+        "cdist",
+        "_cdist_forward",
+        "renorm",
+        "binary_cross_entropy_with_logits",
+        "nll_loss",
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "kl_div",
+    }
+)
 # Ops whose output keeps the dtype of their first input whatever the others are.
-_FIRST_INPUT = frozenset({
-    "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
-    "cudnn_batch_norm", "_batch_norm_no_update", "_batch_norm_with_update", "_to_copy",
-    "index_put", "index_put_", "_index_put_impl_", "copy_", "masked_fill", "masked_fill_",
-    "scatter", "scatter_", "scatter_add", "gather", "index", "index_select",
-})
-_GATHER = frozenset({
-    "gather", "index", "index_select", "index_put", "index_put_", "_index_put_impl_", "scatter",
-    "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "embedding", "take",
-    "masked_select", "masked_scatter", "roll", "grid_sampler_2d", "cudnn_grid_sampler",
-    "take_along_dim", "flip", "im2col", "col2im", "unfold_backward",
-})
-_NO_KERNEL_CREATION = frozenset({"empty", "empty_like", "empty_strided", "new_empty",
-                                 "new_empty_strided", "lift_fresh", "scalar_tensor"})
+_FIRST_INPUT = frozenset(
+    {
+        "native_batch_norm",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "cudnn_batch_norm",
+        "_batch_norm_no_update",
+        "_batch_norm_with_update",
+        "_to_copy",
+        "index_put",
+        "index_put_",
+        "_index_put_impl_",
+        "copy_",
+        "masked_fill",
+        "masked_fill_",
+        "scatter",
+        "scatter_",
+        "scatter_add",
+        "gather",
+        "index",
+        "index_select",
+    }
+)
+_GATHER = frozenset(
+    {
+        "gather",
+        "index",
+        "index_select",
+        "index_put",
+        "index_put_",
+        "_index_put_impl_",
+        "scatter",
+        "scatter_",
+        "scatter_add",
+        "scatter_add_",
+        "scatter_reduce",
+        "embedding",
+        "take",
+        "masked_select",
+        "masked_scatter",
+        "roll",
+        "grid_sampler_2d",
+        "cudnn_grid_sampler",
+        "take_along_dim",
+        "flip",
+        "im2col",
+        "col2im",
+        "unfold_backward",
+    }
+)
+_NO_KERNEL_CREATION = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "lift_fresh",
+        "scalar_tensor",
+    }
+)
 _SDPA_TEXT = "scaled_dot_product_attention"
 
 
@@ -265,9 +369,7 @@ def _attention_groups(ops: Sequence[OpRecord], texts: Sequence[str]) -> list[lis
     return [g for g in groups if sum(1 for i in g if ops[i].family == "matmul") >= 2]
 
 
-def eager_kernels(
-    ops: Sequence[OpRecord], texts: Sequence[str], precision: str
-) -> list[Kernel]:
+def eager_kernels(ops: Sequence[OpRecord], texts: Sequence[str], precision: str) -> list[Kernel]:
     """The kernels eager PyTorch launches for ``ops`` at ``precision``."""
     sizes = _Sizes(ops, precision)
     group_of: dict[int, list[int]] = {}
@@ -289,14 +391,27 @@ def eager_kernels(
             continue
         for j in casts:
             numel = _numel(op.inputs[j])
-            kernels.append(Kernel("copy", 0.0, numel * 6.0, op="autocast cast",
-                                  module=op.module, phase=op.phase))
+            kernels.append(
+                Kernel(
+                    "copy", 0.0, numel * 6.0, op="autocast cast", module=op.module, phase=op.phase
+                )
+            )
         read = op.bytes_read * _ratio(op.inputs, ins)
         written = float(op.bytes_written)
         if op.outputs and out:
             written = op.bytes_written * out / op.outputs[0].itemsize
-        kernels.append(Kernel(cls, float(op.flops), float(read + written), k, n,
-                              op=base, module=op.module, phase=op.phase))
+        kernels.append(
+            Kernel(
+                cls,
+                float(op.flops),
+                float(read + written),
+                k,
+                n,
+                op=base,
+                module=op.module,
+                phase=op.phase,
+            )
+        )
     return kernels
 
 
@@ -319,9 +434,14 @@ def _attention_kernel(ops: Sequence[OpRecord], group: list[int], sizes: _Sizes) 
     written = sum(_numel(m) for m in last.outputs[:1]) * size
     for i in group:
         sizes.out[i] = size
-    return Kernel("attention", float(flops), float(read + written),
-                  op="scaled_dot_product_attention",
-                  module=last.module, phase=last.phase)
+    return Kernel(
+        "attention",
+        float(flops),
+        float(read + written),
+        op="scaled_dot_product_attention",
+        module=last.module,
+        phase=last.phase,
+    )
 
 
 def fused_kernels(capture: Capture, precision: str) -> list[Kernel]:
@@ -339,7 +459,16 @@ def fused_kernels(capture: Capture, precision: str) -> list[Kernel]:
         cls, k, n = classify_op(anchor)
         if sub.kind == "attention":
             cls = "attention"
-        kernels.append(Kernel(cls or "elementwise", float(sub.flops),
-                              float(sub.memory) * ratio, k, n, op=_base(anchor.op),
-                              module=sub.module, phase=anchor.phase))
+        kernels.append(
+            Kernel(
+                cls or "elementwise",
+                float(sub.flops),
+                float(sub.memory) * ratio,
+                k,
+                n,
+                op=_base(anchor.op),
+                module=sub.module,
+                phase=anchor.phase,
+            )
+        )
     return kernels
