@@ -15,7 +15,7 @@ def render_prediction(p: Prediction) -> str:
         error = (
             f" (calibrated model: median error {100 * cal['median_abs_error']:.0f} %, "
             f"90th percentile {100 * cal['p90_abs_error']:.0f} % on {cal.get('models', '?')} "
-            "timm models of a table it was not fitted on)"
+            "rows of a published timm table it was not fitted on)"
         )
     shares = p.bound_shares
     training = "3x forward, estimated" if p.training_step_estimated else "forward + backward"
