@@ -54,11 +54,13 @@ def resolve_machine(machine: str | float | Machine | None) -> Machine:
         try:
             return MACHINES[machine]
         except KeyError:
+            if machine.strip().lower() in GPUS:  # a GPU by hardware name: its AMP roofline
+                return GPUS[machine.strip().lower()].machine("amp")
             try:
                 return resolve_machine(float(machine))
             except ValueError:
                 pass
-            known = ", ".join(sorted(MACHINES))
+            known = ", ".join([*sorted(MACHINES), *GPUS])
             raise ValueError(
                 f"unknown machine {machine!r}; use one of {known} or a balance in FLOPs/byte"
             ) from None
@@ -112,3 +114,120 @@ def resolve_capacity(gpu: str | int) -> tuple[str, int]:
     if nbytes <= 0:
         raise ValueError(f"a memory capacity must be positive bytes, got {gpu!r}")
     return format_bytes(nbytes), nbytes
+
+
+# -- GPU specifications (predicted GPU time, pytest_modelprof.predict) --------------------------
+
+__all__ += ["GpuSpec", "GPUS", "PRECISIONS", "resolve_gpu"]
+
+#: Precisions a prediction can assume: ``fp32`` (no tensor cores), ``tf32`` (fp32 tensors,
+#: tensor-core matmuls), ``amp`` (fp16 autocast over an fp32 model), ``amp-bf16`` (bf16
+#: autocast), ``fp16`` and ``bf16`` (the whole model cast).
+PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "amp", "amp-bf16", "fp16", "bf16")
+
+
+class GpuSpec(BaseModel):
+    """A GPU's datasheet row: dense peaks per precision, memory bandwidth, SMs and memory.
+
+    ``fp16_tensor`` is the dense fp16/bf16 tensor-core peak. NB: GeForce datasheets halve it
+    "with fp32 accumulate"; the published timm throughputs of the RTX 3090 and 4090 need
+    matmul rates above that halved figure (the fit puts them at 70-75 % of the full one), so
+    the full (fp16-accumulate) figure is used for every card. ``fp32`` is the non-tensor (CUDA
+    core) fp32 peak, which elementwise kernels and fp32 matmuls use.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    label: str
+    fp32: float = Field(gt=0, description="FLOP/s, CUDA cores")
+    tf32_tensor: float = Field(gt=0, description="FLOP/s, dense")
+    fp16_tensor: float = Field(gt=0, description="FLOP/s, dense, fp32 accumulate")
+    bandwidth: float = Field(gt=0, description="bytes/s")
+    sm_count: int = Field(gt=0)
+    memory_bytes: int = Field(gt=0)
+
+    def tensor_peak(self, precision: str) -> float:
+        """Peak FLOP/s of a matmul or dense convolution at ``precision``."""
+        if precision == "fp32":
+            return self.fp32
+        if precision == "tf32":
+            return self.tf32_tensor
+        return self.fp16_tensor
+
+    def machine(self, precision: str = "amp") -> Machine:
+        """The roofline :class:`Machine` of this GPU at ``precision`` (matmul peak)."""
+        return Machine(name=self.name, peak_flops=self.tensor_peak(precision),
+                       bandwidth=self.bandwidth)
+
+
+_GB = 10**9
+_GIB = 2**30
+_T = 1e12
+# Datasheet figures (dense, no sparsity). Sources: NVIDIA's product briefs and architecture
+# whitepapers (Turing, Ampere GA100/GA102, Ada, Hopper, Blackwell).
+GPUS: dict[str, GpuSpec] = {
+    g.name: g
+    for g in [
+        GpuSpec(name="t4", label="Tesla T4", fp32=8.1 * _T, tf32_tensor=8.1 * _T,
+                fp16_tensor=65 * _T, bandwidth=320 * _GB, sm_count=40, memory_bytes=16 * _GIB),
+        GpuSpec(name="l4", label="L4", fp32=30.3 * _T, tf32_tensor=60 * _T,
+                fp16_tensor=121 * _T, bandwidth=300 * _GB, sm_count=58, memory_bytes=24 * _GIB),
+        GpuSpec(name="a10", label="A10", fp32=31.2 * _T, tf32_tensor=62.5 * _T,
+                fp16_tensor=125 * _T, bandwidth=600 * _GB, sm_count=72, memory_bytes=24 * _GIB),
+        GpuSpec(name="a100-40gb", label="A100 SXM 40 GB", fp32=19.5 * _T,
+                tf32_tensor=156 * _T, fp16_tensor=312 * _T, bandwidth=1555 * _GB, sm_count=108,
+                memory_bytes=40 * _GIB),
+        GpuSpec(name="a100-80gb", label="A100 SXM 80 GB", fp32=19.5 * _T,
+                tf32_tensor=156 * _T, fp16_tensor=312 * _T, bandwidth=2039 * _GB, sm_count=108,
+                memory_bytes=80 * _GIB),
+        GpuSpec(name="h100", label="H100 SXM 80 GB", fp32=67 * _T, tf32_tensor=494.5 * _T,
+                fp16_tensor=989.5 * _T, bandwidth=3350 * _GB, sm_count=132,
+                memory_bytes=80 * _GIB),
+        GpuSpec(name="h200", label="H200 SXM 141 GB", fp32=67 * _T, tf32_tensor=494.5 * _T,
+                fp16_tensor=989.5 * _T, bandwidth=4800 * _GB, sm_count=132,
+                memory_bytes=141 * _GB),
+        GpuSpec(name="b200", label="B200 180 GB", fp32=80 * _T, tf32_tensor=1100 * _T,
+                fp16_tensor=2250 * _T, bandwidth=8000 * _GB, sm_count=148,
+                memory_bytes=180 * _GB),
+        GpuSpec(name="rtx3090", label="GeForce RTX 3090", fp32=35.6 * _T,
+                tf32_tensor=35.6 * _T, fp16_tensor=71 * _T, bandwidth=936 * _GB,
+                sm_count=82, memory_bytes=24 * _GIB),
+        GpuSpec(name="rtx4090", label="GeForce RTX 4090", fp32=82.6 * _T,
+                tf32_tensor=82.6 * _T, fp16_tensor=165.2 * _T, bandwidth=1008 * _GB,
+                sm_count=128, memory_bytes=24 * _GIB),
+        GpuSpec(name="rtx5090", label="GeForce RTX 5090", fp32=104.8 * _T,
+                tf32_tensor=104.8 * _T, fp16_tensor=209.5 * _T, bandwidth=1792 * _GB,
+                sm_count=170, memory_bytes=32 * _GIB),
+        GpuSpec(name="rtx-pro-6000", label="RTX PRO 6000 Blackwell", fp32=125 * _T,
+                tf32_tensor=126 * _T, fp16_tensor=252 * _T, bandwidth=1792 * _GB,
+                sm_count=188, memory_bytes=96 * _GIB),
+        GpuSpec(name="rtx-pro-6000-maxq", label="RTX PRO 6000 Blackwell Max-Q",
+                fp32=110 * _T, tf32_tensor=110 * _T, fp16_tensor=220 * _T,
+                bandwidth=1792 * _GB, sm_count=188, memory_bytes=96 * _GIB),
+        GpuSpec(name="l40s", label="L40S", fp32=91.6 * _T, tf32_tensor=183 * _T,
+                fp16_tensor=362 * _T, bandwidth=864 * _GB, sm_count=142,
+                memory_bytes=48 * _GIB),
+    ]
+}
+
+
+def resolve_gpu(name: str | GpuSpec) -> GpuSpec:
+    """A GPU by hardware name (``rtx4090``, ``a100-40gb``, ``h100``); an unknown name says
+    which exist."""
+    import difflib
+
+    if isinstance(name, GpuSpec):
+        return name
+    key = str(name).strip().lower()
+    # The older "<gpu>-<precision>" presets name the same hardware.
+    for suffix in ("-fp16", "-bf16", "-fp32"):
+        if key.endswith(suffix) and key.removesuffix(suffix) in GPUS:
+            key = key.removesuffix(suffix)
+    if key == "a100":
+        key = "a100-80gb"
+    if key in GPUS:
+        return GPUS[key]
+    close = difflib.get_close_matches(key, list(GPUS), n=3, cutoff=0.4)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise ValueError(f"unknown GPU {name!r}; {hint}use one of {', '.join(GPUS)}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_count", "format_bytes", "parse_quantity", "parse_bytes"]
+__all__ = ["format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
 
 # Decimal (SI) prefixes throughout: 1 MB = 10**6 bytes, as model cards and fvcore print them.
 _PREFIXES = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
@@ -81,3 +81,10 @@ def parse_bytes(text: str | float | int) -> float:
             power = "KMGTP".index(m.group(2).upper()) + 1
             return float(m.group(1)) * float(1024**power)
     return parse_quantity(text, unit="B")
+
+
+def parse_ms(value: str | float | int) -> float:
+    """``"12.5 ms"``, ``"12.5"`` or ``12.5`` -> ``12.5`` (milliseconds)."""
+    if isinstance(value, str):
+        return float(value.strip().lower().removesuffix("ms").strip())
+    return float(value)

@@ -20,8 +20,9 @@ from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.llm_metrics import LLM, LLM_METRICS
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
+from pytest_modelprof.baseline.predicted_metrics import PREDICTED, PREDICTED_METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
-from pytest_modelprof.units import format_bytes, format_count, parse_bytes
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_ms
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
@@ -39,6 +40,7 @@ __all__ = [
     "COMPILE",
     "LLM",
     "INSTRUCTIONS",
+    "PREDICTED",
     "METRICS_BY_NAME",
     "LIMIT_KEYS",
     "GROWTH_LIMITS",
@@ -82,13 +84,6 @@ def _ratio(value: float) -> str:
 
 def _plain(value: float) -> str:
     return f"{value:g}"
-
-
-def _parse_ms(value: str | float | int) -> float:
-    if isinstance(value, str):
-        text = value.strip().lower().removesuffix("ms").strip()
-        return float(text)
-    return float(value)
 
 
 def _field(name: str) -> Callable[[ModelProfile], Number | None]:
@@ -255,7 +250,7 @@ _BUILTIN: tuple[Metric, ...] = (
         default_delta=Ignore(),
         formatter=_ms,
         budget_key="max_latency_ms",
-        budget_parser=_parse_ms,
+        budget_parser=parse_ms,
         summary=False,
         collector=TIMING,
         growth_key="max_latency_growth_exponent",
@@ -329,6 +324,8 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     # LLM serving costs (pytest_modelprof.llm): prefill and decode on meta.
     *LLM_METRICS,
+    # Predicted GPU time (pytest_modelprof.predict), a calibrated model, not a measurement.
+    *PREDICTED_METRICS,
     # Will it fit? (pytest_modelprof.fit): the peak of a training / inference step, estimated.
     *MEMORY_METRICS,
     # CPU instructions under callgrind (pytest_modelprof.instructions): measured only when a

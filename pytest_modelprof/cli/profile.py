@@ -23,6 +23,9 @@ from pytest_modelprof.cli._common import (
 
 __all__ = ["COMMAND"]
 
+# The precisions of pytest_modelprof.machines.PRECISIONS, spelled out so --help needs no import.
+PRECISION_CHOICES = ("fp32", "tf32", "amp", "amp-bf16", "fp16", "bf16")
+
 
 def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
@@ -49,6 +52,14 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
                    help="machine whose FLOPs/byte balance splits compute- from memory-bound "
                         "(a preset such as a100-bf16, or a number; default: generic, 10)")
+    p.add_argument("--precision", choices=PRECISION_CHOICES, metavar="PRECISION",
+                   help="with --machine GPU: predict the GPU time at this precision: "
+                   f"{', '.join(PRECISION_CHOICES)} (default amp: fp16 autocast)")
+    p.add_argument("--batch", type=parse_top, metavar="N",
+                   help="batch size: the first dimension of the model's default input")
+    p.add_argument("--kernels", choices=("eager", "fused"), default="eager",
+                   help="predict the kernels eager PyTorch launches (default) or those of a "
+                   "fusing compiler")
     p.add_argument("--strict", action="store_true",
                    help="fail (exit 2) when an op without a cost formula ran")
     p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
@@ -143,6 +154,37 @@ def _token_shape(args: argparse.Namespace, dtype: str | None) -> tuple[Any, str 
     )
 
 
+def _with_batch(args: argparse.Namespace, shape: Any) -> Any:
+    """The input shape with ``--batch`` as its first dimension."""
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.models import resolve
+
+    if shape is None:
+        spec = resolve(args.model)
+        shape = spec.default_input_shape
+        if not shape:
+            raise ModelprofError(
+                f"--batch: {args.model} has no default input shape; give --input-shape instead"
+            )
+    return (args.batch, *tuple(shape)[1:])
+
+
+def _prediction_gpu(args: argparse.Namespace) -> str | None:
+    """The GPU to predict on: ``--machine`` when it names one of the GPU presets."""
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.machines import GPUS
+
+    name: str | None = args.machine.name if args.machine is not None else None
+    if name in GPUS:
+        return name
+    if args.precision is not None:
+        raise ModelprofError(
+            f"--precision {args.precision} predicts a GPU time and needs --machine naming a "
+            f"GPU ({', '.join(GPUS)}); got {name or 'no --machine'}"
+        )
+    return None
+
+
 def _run_profile(args: argparse.Namespace) -> int:
     resolve_names([args.model])  # a misspelled name fails before torch is imported
     from pytest_modelprof.exports.tabular import write_profile
@@ -151,6 +193,9 @@ def _run_profile(args: argparse.Namespace) -> int:
 
     arch = dict(args.arch)
     input_shape, inputs = _inputs(args)
+    if args.batch is not None:
+        input_shape = _with_batch(args, input_shape)
+    gpu = _prediction_gpu(args)
     profile = profile_model(
         args.model,
         input_shape=input_shape,
@@ -165,11 +210,28 @@ def _run_profile(args: argparse.Namespace) -> int:
         warmup=False if args.no_warmup else None,
         **arch,
     )
+    predicted = None
+    if gpu is not None:
+        from pytest_modelprof.predict import predict_profile
+
+        predicted = predict_profile(profile, gpu, precision=args.precision or "amp",
+                                    mode=args.kernels, top=args.top)
     if args.json:
-        out(profile.to_json())
+        if predicted is None:
+            out(profile.to_json())
+        else:
+            from pytest_modelprof.schema import dumps_deterministic
+
+            doc = profile.model_dump(mode="json")
+            doc["predicted"] = predicted.to_json()
+            out(dumps_deterministic(doc))
     else:
         out(render_profile(profile, top=args.top, verbose=args.verbose,
                             show_shape=args.showshape))
+        if predicted is not None:
+            from pytest_modelprof.report.prediction import render_prediction
+
+            out(render_prediction(predicted))
     if args.output:
         kind = write_profile(profile, args.output)
         note(f"wrote {args.output} ({kind})")
@@ -193,6 +255,8 @@ COMMAND = Command(
   modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
   modelprof profile dinov2_vits14 --arch image_size=518 --json > dino.json
   modelprof profile timm:convnext_tiny                 # any timm.list_models() name
+  modelprof profile timm:resnet50 --machine rtx4090 --batch 256 --precision amp
+                                                       # predicted GPU time (calibrated)
   modelprof profile hf:llama --arch num_hidden_layers=16 --seq-len 512""",
     add_arguments=_add_profile_arguments,
     run=_run_profile,

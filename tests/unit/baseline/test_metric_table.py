@@ -42,6 +42,9 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_prefill_flops_delta",
         "max_decode_flops_growth_delta",
         "max_decode_flops_growth_exponent",
+        # predicted GPU time (pytest_modelprof.predict)
+        "max_predicted_ms_delta",
+        "max_predicted_ms",
         # will it fit? (pytest_modelprof.fit): totals with budgets, components with deltas
         "max_train_memory",
         "max_train_memory_delta",

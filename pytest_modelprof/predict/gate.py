@@ -1,0 +1,49 @@
+"""The predicted-GPU-time metric's collector: the gated model's forward priced on a GPU preset.
+
+``baseline/metrics.py`` declares ``predicted_ms`` and names :func:`measure`; the gate runs it
+when a limit on the metric is set (``max_predicted_ms_delta``, ``max_predicted_ms``). The GPU
+and precision are :data:`GATE_GPU` at :data:`GATE_PRECISION` unless the marker's ``precision``
+(the memory step's) names one of the prediction's precisions; the evidence records which, so a
+baseline says what its number means.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_modelprof.baseline.collector import EvidenceData, Measure
+
+__all__ = ["GATE_GPU", "GATE_PRECISION", "measure"]
+
+#: The GPU the gate predicts on: a common card of the calibration tables.
+GATE_GPU = "rtx4090"
+#: fp16 autocast, what the calibration tables measured.
+GATE_PRECISION = "amp"
+
+_STEP_PRECISIONS = {"fp16-mixed": "amp", "bf16-mixed": "amp-bf16"}
+
+
+def measure(call: Measure) -> EvidenceData | None:
+    """Profile the test's model on meta and predict its forward on :data:`GATE_GPU`."""
+    from pytest_modelprof.machines import PRECISIONS
+    from pytest_modelprof.predict import predict_profile
+    from pytest_modelprof.profile import profile_model
+
+    request = call.request
+    kwargs: dict[str, Any] = request.engine_kwargs()
+    kwargs.pop("include_backward", None)  # the forward is what is priced
+    profile = profile_model(request.model, name=request.name, **kwargs)
+    given = str(dict(getattr(request, "step", ()) or ()).get("precision", GATE_PRECISION))
+    # The memory step's names for autocast ("fp16-mixed") mean the same kernels.
+    precision = _STEP_PRECISIONS.get(given, given)
+    if precision not in PRECISIONS:
+        precision = GATE_PRECISION
+    p = predict_profile(profile, GATE_GPU, precision=precision, top=3)
+    return {
+        "predicted_ms": round(p.forward_ms, 6),
+        "machine": p.machine,
+        "precision": p.precision,
+        "batch": p.batch,
+        "samples_per_s": round(p.samples_per_s, 3),
+        "bound_shares": {k: round(v, 4) for k, v in p.bound_shares.items()},
+    }
