@@ -24,7 +24,11 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-TABLES = Path(os.environ.get("TIMM_TABLES", "/work/shared/data/timm-benchmarks"))
+TABLES = Path(
+    os.environ.get(
+        "TIMM_TABLES", Path(__file__).resolve().parents[3] / "shared/data/timm-benchmarks"
+    )
+)
 CACHE = HERE / ".cache"
 
 

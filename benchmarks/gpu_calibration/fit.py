@@ -39,7 +39,11 @@ from pytest_modelprof.predict.model import (
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
 FEATURES = HERE / "features.json.gz"
-DATA = Path(os.environ.get("TIMM_TABLES", "/work/shared/data/timm-benchmarks"))
+DATA = Path(
+    os.environ.get(
+        "TIMM_TABLES", Path(__file__).resolve().parents[3] / "shared/data/timm-benchmarks"
+    )
+)
 TABLES = {
     gpu: DATA / f"benchmark-infer-amp-nchw-pt240-cu124-{gpu}.csv" for gpu in ("rtx3090", "rtx4090")
 }
