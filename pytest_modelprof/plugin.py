@@ -115,8 +115,29 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Gatherer(config), "modelprof-gatherer")
     config.pluginmanager.register(Formulas(config), "modelprof-formulas")
     _configure_reports(config)
+    _configure_timing_base(config, settings.update or settings.disable)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(config), "modelprof-xdist")
+
+
+def _configure_timing_base(config: pytest.Config, off: bool) -> None:
+    """The paired base side, when asked for (or in CI on a pull request) and not recording."""
+    ref = config.option.modelprof_timing_base
+    if off or ref == "off":
+        return
+    root = Path(config.rootpath)
+    if ref is None:
+        from pytest_modelprof.history.paired import ci_base_ref
+
+        ref = ci_base_ref(os.environ, root)
+    if ref:
+        from pytest_modelprof.history.paired import open_paired_base
+        from pytest_modelprof.runtime.paired import use_paired_base
+
+        base = open_paired_base(ref, root)
+        use_paired_base(base)
+        config.add_cleanup(base.close)
+        config.add_cleanup(lambda: use_paired_base(None))
 
 
 def _configure_reports(config: pytest.Config) -> None:

@@ -84,6 +84,32 @@ def latency_tolerance(limits: Limits) -> float:
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
 
 
+@dataclass(frozen=True)
+class _PairedHead:
+    """The head side of paired rounds, as the latency row reads it (block times, ms)."""
+
+    latency_ms: float  # the median round
+    fast_ms: float  # the mean of the fastest rounds
+    rounds: int
+
+
+def _head_timing(timing: Mapping[str, Any]) -> tuple[Any, Any, str | None]:
+    """(the current side, the paired comparison or None, why a requested pairing fell back)."""
+    from pytest_modelprof.runtime import NormalisedTiming
+    from pytest_modelprof.runtime.noise import DEFAULT_QUANTILE, LatencyComparison, fast_mean
+    from pytest_modelprof.runtime.paired import PairedTiming
+    from pytest_modelprof.runtime.timing import quantile
+
+    plain = dict(timing)
+    fallback = plain.pop("fallback", None)
+    if "paired" not in plain:
+        return NormalisedTiming.model_validate(plain), None, fallback
+    rounds = PairedTiming.model_validate(plain["paired"])
+    head = sorted(rounds.head_ms)
+    current = _PairedHead(quantile(head, 0.5), fast_mean(head, DEFAULT_QUANTILE), rounds.rounds)
+    return current, LatencyComparison.model_validate(plain["comparison"]), None
+
+
 def latency_checks(
     timing: Mapping[str, Any] | None,
     baseline_timing: Mapping[str, Any] | None,
@@ -105,7 +131,7 @@ def latency_checks(
 
     metric = METRICS.by_name("latency_ms")
     assert metric is not None
-    current = NormalisedTiming.model_validate(timing)
+    current, paired, fallback = _head_timing(timing)
     tolerance = limits.tolerances.get("latency_ms")
     budget = limits.budgets.get("latency_ms")
     comparison = None
@@ -120,7 +146,12 @@ def latency_checks(
         limit_parts.append(f"{metric.budget_key}={budget.limit:g} ms")
     limit = ", ".join(limit_parts)
     baseline_ms: float | None = None
-    if baseline_timing is not None and tolerance is not None and not isinstance(tolerance, Ignore):
+    judged = tolerance is not None and not isinstance(tolerance, Ignore)
+    if paired is not None and judged:
+        comparison, baseline_ms = paired, paired.baseline_ms
+        detail.update(judged=f"paired with base {paired.paired_base}", slowdown=paired.slowdown)
+        detail["confidence"] = paired.confidence
+    elif baseline_timing is not None and judged and isinstance(current, NormalisedTiming):
         base = NormalisedTiming.model_validate(baseline_timing)
         baseline_ms = base.latency_ms
         try:
@@ -137,6 +168,7 @@ def latency_checks(
             ]
         detail["confidence"] = comparison.confidence
         detail["slowdown"] = comparison.slowdown
+        detail["judged"] = "stored baseline" + (f" ({fallback})" if fallback else "")
     decision = latency_gate(
         comparison,
         latency_ms=current.latency_ms,
@@ -170,6 +202,8 @@ def latency_checks(
         verdict, reason = "ok", comparison.describe()
     else:
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
+    if fallback is not None and comparison is not None:
+        reason += f"; judged against the stored baseline, not paired: {fallback}"
     delta = DASH
     if comparison is not None:
         # The confidence travels with a change or an undecided one: tables show this column,
@@ -179,7 +213,8 @@ def latency_checks(
             if comparison.verdict != "unchanged"
             else ""
         )
-        delta = f"{comparison.slowdown * 100:+.1f} % (normalised{sure})"
+        how = "paired" if paired is not None else "normalised"
+        delta = f"{comparison.slowdown * 100:+.1f} % ({how}{sure})"
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
     # A median over the budget fires it when the fast rounds agree (or timing_strict=True fails
     # it anyway); one the fast rounds do not confirm only warns, so it makes no row hard.

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import torch
 from pydantic import BaseModel, ConfigDict
 
+from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_ROUNDS_FACTOR,
@@ -44,6 +45,10 @@ __all__ = [
     "signed_rank_p",
     "compare_paired",
     "compare_paired_sequential",
+    "PairedUnavailable",
+    "PairedSource",
+    "use_paired_base",
+    "paired_base",
 ]
 
 Side = Literal["base", "head"]
@@ -235,3 +240,39 @@ def compare_paired_sequential(
         timing = timing.extended(measure(min(rounds, limit - timing.rounds)))
         comparison = compare_paired(timing, tolerance=tolerance, alpha=alpha)
     return timing, comparison
+
+
+class PairedUnavailable(ModelprofError):
+    """No base can be timed for this test; the message says why (the gate falls back to the
+    stored baseline and says so)."""
+
+
+class PairedSource(Protocol):
+    """What times a test's model at the base commit and at the head, paired (the session's)."""
+
+    def measure(
+        self,
+        model: object,
+        *,
+        input_shape: Sequence[int] | None,
+        device: str | None,
+        rounds: int,
+        tolerance: float,
+        max_rounds: int | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> tuple[PairedTiming, LatencyComparison]:
+        """Paired rounds and their verdict, or :class:`PairedUnavailable`."""
+        ...
+
+
+_ACTIVE: list[PairedSource] = []
+
+
+def use_paired_base(source: PairedSource | None) -> None:
+    """Make ``source`` the session's base side (``None``: stored-baseline timing only)."""
+    _ACTIVE[:] = [source] if source is not None else []
+
+
+def paired_base() -> PairedSource | None:
+    """The session's base side, if the run asked for one."""
+    return _ACTIVE[0] if _ACTIVE else None
