@@ -35,7 +35,7 @@ from pytest_modelprof.runtime.paired import (
     compare_paired_sequential,
 )
 
-__all__ = ["PairedBase", "ci_base_ref", "open_paired_base"]
+__all__ = ["TimingProcess", "time_paired", "PairedBase", "ci_base_ref", "open_paired_base"]
 
 #: A block of calls lasts about this long, so a round is long next to the pipe's round trip
 #: and short next to the drift of a busy machine (both sides get the same number of calls).
@@ -44,12 +44,13 @@ BLOCK_MS = 10.0
 WARMUP_CALLS = 5
 
 
-class _Worker:
+class TimingProcess:
     """One side's process: JSON requests in, JSON answers out, its stderr in a file."""
 
     def __init__(self, cwd: Path, pythonpath: Sequence[str], log: Path) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+        env["PYTHONHASHSEED"] = "0"
         self._log = log
         with log.open("wb") as err:
             self._proc: subprocess.Popen[str] = subprocess.Popen(
@@ -89,6 +90,46 @@ class _Worker:
         _end_group(self._proc)
 
 
+def _time(worker: TimingProcess, calls: int, warmup: int) -> float:
+    answer = worker.ask(op="time", calls=calls, warmup=warmup)
+    if not answer.get("ok"):
+        raise PairedUnavailable(f"timing failed: {answer['error']}")
+    return float(answer["ms"])
+
+
+def time_paired(
+    head: TimingProcess,
+    base: TimingProcess,
+    *,
+    base_label: str,
+    rounds: int,
+    tolerance: float,
+    max_rounds: int | None = None,
+) -> tuple[PairedTiming, LatencyComparison]:
+    """Warm both processes up (their model loaded), size a block to about :data:`BLOCK_MS`,
+    then ABBA rounds until the paired verdict is decided or the round cap is reached."""
+    # The fastest of a few calls sizes the block: one call may have waited for the CPU.
+    one = _time(head, WARMUP_CALLS, WARMUP_CALLS)
+    _time(base, WARMUP_CALLS, WARMUP_CALLS)
+    calls = max(1, min(1000, math.ceil(BLOCK_MS / max(one, 1e-3))))
+    sides = {"head": head, "base": base}
+    done = [0]
+
+    def measure_rounds(n: int) -> PairedTiming:
+        times: dict[str, list[float]] = {"base": [], "head": []}
+        for i in range(done[0], done[0] + n):
+            for side in abba_sides(i):
+                times[side].append(_time(sides[side], calls, 0))
+        done[0] += n
+        return PairedTiming(
+            base=base_label, base_ms=times["base"], head_ms=times["head"], calls=calls
+        )
+
+    return compare_paired_sequential(
+        measure_rounds, rounds=rounds, max_rounds=max_rounds, tolerance=tolerance
+    )
+
+
 def _mapped(paths: Sequence[str], root: Path, tree: Path) -> list[str]:
     """``paths`` with every entry inside ``root`` moved to the same place inside ``tree``."""
     out = []
@@ -107,11 +148,11 @@ class PairedBase:
     def __init__(self, repo: Repo, ref: str, *, tmp: Path | None = None) -> None:
         self.repo, self.ref, self._tmp = repo, ref, tmp
         self._stack = ExitStack()
-        self._workers: dict[str, _Worker] | None = None
+        self._workers: dict[str, TimingProcess] | None = None
         self.broken: str | None = None
         self.commit = ""
 
-    def _start(self) -> dict[str, _Worker]:
+    def _start(self) -> dict[str, TimingProcess]:
         if self.broken is not None:
             raise PairedUnavailable(self.broken)
         if self._workers is not None:
@@ -128,8 +169,10 @@ class PairedBase:
         there = _mapped(sys.path, self.repo.root, tree.path)
         cwd = Path(_mapped([os.getcwd()], self.repo.root, tree.path)[0])
         self._workers = {
-            "head": _Worker(Path.cwd(), here, tree.scratch / "head.log"),
-            "base": _Worker(cwd if cwd.is_dir() else tree.path, there, tree.scratch / "base.log"),
+            "head": TimingProcess(Path.cwd(), here, tree.scratch / "head.log"),
+            "base": TimingProcess(
+                cwd if cwd.is_dir() else tree.path, there, tree.scratch / "base.log"
+            ),
         }
         for worker in self._workers.values():
             self._stack.callback(worker.close)
@@ -164,31 +207,14 @@ class PairedBase:
             if not answer.get("ok"):
                 where = f"base {self.commit[:12]}" if side == "base" else "the head"
                 raise PairedUnavailable(f"{model} does not build at {where}: {answer['error']}")
-        one = self._time(workers["head"], 1, WARMUP_CALLS)
-        self._time(workers["base"], 1, WARMUP_CALLS)
-        calls = max(1, min(1000, math.ceil(BLOCK_MS / max(one, 1e-3))))
-        done = [0]
-
-        def measure_rounds(n: int) -> PairedTiming:
-            base_ms: list[float] = []
-            head_ms: list[float] = []
-            for i in range(done[0], done[0] + n):
-                for side in abba_sides(i):
-                    ms = self._time(workers[side], calls, 0)
-                    (base_ms if side == "base" else head_ms).append(ms)
-            done[0] += n
-            return PairedTiming(base=self.commit, base_ms=base_ms, head_ms=head_ms, calls=calls)
-
-        return compare_paired_sequential(
-            measure_rounds, rounds=rounds, max_rounds=max_rounds, tolerance=tolerance
+        return time_paired(
+            workers["head"],
+            workers["base"],
+            base_label=self.commit,
+            rounds=rounds,
+            max_rounds=max_rounds,
+            tolerance=tolerance,
         )
-
-    @staticmethod
-    def _time(worker: _Worker, calls: int, warmup: int) -> float:
-        answer = worker.ask(op="time", calls=calls, warmup=warmup)
-        if not answer.get("ok"):
-            raise PairedUnavailable(f"timing failed: {answer['error']}")
-        return float(answer["ms"])
 
     def close(self) -> None:
         """End both processes and remove the worktree (nothing else of the user's)."""
