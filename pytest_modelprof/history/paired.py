@@ -163,7 +163,13 @@ class PairedBase:
                 detached_worktree(self.repo, self.commit, tmp=self._tmp, prefix="modelprof-base-")
             )
         except ModelprofError as exc:
-            self.broken = f"no base at {self.ref}: {exc}"
+            shallow = (
+                " (a shallow clone: fetch-depth 2 holds a pull request's target, 0 its "
+                "merge base; see docs/timing-paired.md)"
+                if self._shallow()
+                else ""
+            )
+            self.broken = f"no base at {self.ref}: {exc}{shallow}"
             raise PairedUnavailable(self.broken) from None
         here = _mapped(sys.path, self.repo.root, self.repo.root)
         there = _mapped(sys.path, self.repo.root, tree.path)
@@ -177,6 +183,12 @@ class PairedBase:
         for worker in self._workers.values():
             self._stack.callback(worker.close)
         return self._workers
+
+    def _shallow(self) -> bool:
+        try:
+            return self.repo.is_shallow()
+        except ModelprofError:
+            return False
 
     def measure(
         self,
