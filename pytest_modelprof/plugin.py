@@ -121,23 +121,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _configure_timing_base(config: pytest.Config, off: bool) -> None:
-    """The paired base side, when asked for (or in CI on a pull request) and not recording."""
     ref = config.option.modelprof_timing_base
-    if off or ref == "off":
-        return
-    root = Path(config.rootpath)
-    if ref is None:
-        from pytest_modelprof.history.paired import ci_base_ref
+    if not off and ref != "off":
+        from pytest_modelprof.history.paired import session_base
 
-        ref = ci_base_ref(os.environ, root)
-    if ref:
-        from pytest_modelprof.history.paired import open_paired_base
-        from pytest_modelprof.runtime.paired import use_paired_base
-
-        base = open_paired_base(ref, root)
-        use_paired_base(base)
-        config.add_cleanup(base.close)
-        config.add_cleanup(lambda: use_paired_base(None))
+        close = session_base(ref, Path(config.rootpath), os.environ)
+        if close is not None:
+            config.add_cleanup(close)
 
 
 def _configure_reports(config: pytest.Config) -> None:

@@ -25,6 +25,7 @@ from pytest_modelprof.gate.settings import Limits
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.runtime.noise import LatencyComparison
 
 __all__ = [
     "FvcoreEvidence",
@@ -84,32 +85,6 @@ def latency_tolerance(limits: Limits) -> float:
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
 
 
-@dataclass(frozen=True)
-class _PairedHead:
-    """The head side of paired rounds, as the latency row reads it (block times, ms)."""
-
-    latency_ms: float  # the median round
-    fast_ms: float  # the mean of the fastest rounds
-    rounds: int
-
-
-def _head_timing(timing: Mapping[str, Any]) -> tuple[Any, Any, str | None]:
-    """(the current side, the paired comparison or None, why a requested pairing fell back)."""
-    from pytest_modelprof.runtime import NormalisedTiming
-    from pytest_modelprof.runtime.noise import DEFAULT_QUANTILE, LatencyComparison, fast_mean
-    from pytest_modelprof.runtime.paired import PairedTiming
-    from pytest_modelprof.runtime.timing import quantile
-
-    plain = dict(timing)
-    fallback = plain.pop("fallback", None)
-    if "paired" not in plain:
-        return NormalisedTiming.model_validate(plain), None, fallback
-    rounds = PairedTiming.model_validate(plain["paired"])
-    head = sorted(rounds.head_ms)
-    current = _PairedHead(quantile(head, 0.5), fast_mean(head, DEFAULT_QUANTILE), rounds.rounds)
-    return current, LatencyComparison.model_validate(plain["comparison"]), None
-
-
 def latency_checks(
     timing: Mapping[str, Any] | None,
     baseline_timing: Mapping[str, Any] | None,
@@ -131,10 +106,12 @@ def latency_checks(
 
     metric = METRICS.by_name("latency_ms")
     assert metric is not None
-    current, paired, fallback = _head_timing(timing)
+    from pytest_modelprof.runtime.paired import split_timing
+
+    current, paired, fallback = split_timing(timing)
     tolerance = limits.tolerances.get("latency_ms")
     budget = limits.budgets.get("latency_ms")
-    comparison = None
+    comparison: LatencyComparison | None = None
     # The rounds themselves travel once, on the record (``timing``) and in the baseline; the
     # row keeps the figures of the verdict.
     detail: dict[str, Any] = {"rounds": current.rounds}

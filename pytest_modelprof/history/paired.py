@@ -18,7 +18,7 @@ import math
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
@@ -33,9 +33,17 @@ from pytest_modelprof.runtime.paired import (
     PairedUnavailable,
     abba_sides,
     compare_paired_sequential,
+    use_paired_base,
 )
 
-__all__ = ["TimingProcess", "time_paired", "PairedBase", "ci_base_ref", "open_paired_base"]
+__all__ = [
+    "session_base",
+    "TimingProcess",
+    "time_paired",
+    "PairedBase",
+    "ci_base_ref",
+    "open_paired_base",
+]
 
 #: A block of calls lasts about this long, so a round is long next to the pipe's round trip
 #: and short next to the drift of a busy machine (both sides get the same number of calls).
@@ -269,3 +277,20 @@ def open_paired_base(ref: str, root: Path) -> PairedBase:
         base = PairedBase(Repo(root), ref)
         base.broken = f"no base at {ref}: {exc}"
         return base
+
+
+def session_base(ref: str | None, root: Path, env: Mapping[str, str]) -> Callable[[], None] | None:
+    """Make the session's base side for ``ref`` (``None``: :func:`ci_base_ref`, so on a pull
+    request in GitHub Actions only) the one the gate pairs with; returns what ends it, or
+    None when there is none."""
+    chosen = ref if ref is not None else ci_base_ref(env, root)
+    if not chosen:
+        return None
+    base = open_paired_base(chosen, root)
+    use_paired_base(base)
+
+    def close() -> None:
+        use_paired_base(None)
+        base.close()
+
+    return close

@@ -271,9 +271,6 @@ class LatencyComparison(_Frozen):
     # different or busier runner they differ by more than ``slowdown`` says.
     baseline_ms: float = 0.0
     current_ms: float = 0.0
-    # The base commit both sides were timed against in this session (the paired mode), or None
-    # for a comparison with a stored baseline.
-    paired_base: str | None = None
 
     def describe(self) -> str:
         """``"regressed: 0.41 → 0.47 ms (fastest 10 %), +15.2 % slower ..., confidence 99 %"``."""
@@ -290,15 +287,10 @@ class LatencyComparison(_Frozen):
             if self.verdict != "unchanged"
             else " ("
         )
-        if self.paired_base is not None:
-            what = "(median round)"
-            how = f"paired with base {self.paired_base[:12]} in this session"
-        else:
-            what = f"(fastest {self.quantile * 100:.0f} %)"
-            how = "calibration-normalised" if self.normalised else "in raw ms"
         return (
             f"{self.verdict}: {self.baseline_ms:.4g} \u2192 {self.current_ms:.4g} ms "
-            f"{what}, {change} {how} "
+            f"(fastest {self.quantile * 100:.0f} %), {change} "
+            f"{'calibration-normalised' if self.normalised else 'in raw ms'} "
             f"(limit {self.tolerance * 100:+.0f} %){sure}"
             f"{self.ci_level * 100:.0f} % CI {self.ci_low * 100:+.1f} .. "
             f"{self.ci_high * 100:+.1f} %, p={p:.2g}, "

@@ -19,7 +19,8 @@ ratio of neighbouring rounds. This module is the pure part:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 import torch
@@ -29,9 +30,12 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_ROUNDS_FACTOR,
+    DEFAULT_QUANTILE,
     DEFAULT_TOLERANCE,
     LatencyComparison,
+    NormalisedTiming,
     decide,
+    fast_mean,
     needs_more_rounds,
 )
 from pytest_modelprof.runtime.timing import quantile
@@ -39,12 +43,15 @@ from pytest_modelprof.runtime.timing import quantile
 __all__ = [
     "Side",
     "PairedTiming",
+    "PairedComparison",
     "abba_sides",
     "log_ratios",
     "hodges_lehmann",
     "signed_rank_p",
     "compare_paired",
     "compare_paired_sequential",
+    "PairedHead",
+    "split_timing",
     "PairedUnavailable",
     "PairedSource",
     "use_paired_base",
@@ -55,6 +62,21 @@ Side = Literal["base", "head"]
 
 #: Each round's order: base first in even rounds, head first in odd ones (ABBA ABBA ...).
 _ORDERS: Final[tuple[tuple[Side, Side], tuple[Side, Side]]] = (("base", "head"), ("head", "base"))
+
+
+class PairedComparison(LatencyComparison):
+    """A :class:`~pytest_modelprof.runtime.noise.LatencyComparison` from paired rounds: the
+    same fields and verdict rule, plus the base commit it was timed beside."""
+
+    paired_base: str
+
+    def describe(self) -> str:
+        """As the stored-baseline comparison says it, naming the base instead of the units."""
+        text = super().describe()
+        text = text.replace(f"(fastest {self.quantile * 100:.0f} %)", "(median round)", 1)
+        return text.replace(
+            " in raw ms ", f" paired with base {self.paired_base[:12]} in this session ", 1
+        )
 
 
 def abba_sides(round_index: int) -> tuple[Side, Side]:
@@ -167,7 +189,7 @@ def compare_paired(
     tolerance: float = DEFAULT_TOLERANCE,
     alpha: float = DEFAULT_ALPHA,
     ci_level: float = 0.95,
-) -> LatencyComparison:
+) -> PairedComparison:
     """The verdict on the head against the base from paired rounds, by the stored-baseline
     comparison's rule (:func:`~pytest_modelprof.runtime.noise.decide`):
 
@@ -198,7 +220,7 @@ def compare_paired(
         "inconclusive": max(1 - p_slower, 1 - p_faster),
         "unchanged": max(0.0, p_slower + p_faster - 1),
     }[verdict]
-    return LatencyComparison(
+    return PairedComparison(
         verdict=verdict,
         slowdown=slowdown,
         ci_low=math.expm1(low),
@@ -276,3 +298,27 @@ def use_paired_base(source: PairedSource | None) -> None:
 def paired_base() -> PairedSource | None:
     """The session's base side, if the run asked for one."""
     return _ACTIVE[0] if _ACTIVE else None
+
+
+@dataclass(frozen=True)
+class PairedHead:
+    """The head side of paired rounds, as a latency row reads it (block times, ms)."""
+
+    latency_ms: float  # the median round
+    fast_ms: float  # the mean of the fastest rounds
+    rounds: int
+
+
+def split_timing(
+    timing: Mapping[str, Any],
+) -> tuple[NormalisedTiming | PairedHead, PairedComparison | None, str | None]:
+    """A test's timing evidence as (the current side, the paired verdict or None, why a
+    requested pairing fell back to the stored baseline, or None)."""
+    plain = dict(timing)
+    fallback = plain.pop("fallback", None)
+    if "paired" not in plain:
+        return NormalisedTiming.model_validate(plain), None, fallback
+    rounds = PairedTiming.model_validate(plain["paired"])
+    head = sorted(rounds.head_ms)
+    current = PairedHead(quantile(head, 0.5), fast_mean(head, DEFAULT_QUANTILE), rounds.rounds)
+    return current, PairedComparison.model_validate(plain["comparison"]), None
