@@ -281,11 +281,13 @@ def open_paired_base(ref: str, root: Path) -> PairedBase:
 
 def session_base(ref: str | None, root: Path, env: Mapping[str, str]) -> Callable[[], None] | None:
     """Make the session's base side for ``ref`` (``None``: :func:`ci_base_ref`, so on a pull
-    request in GitHub Actions only) the one the gate pairs with; returns what ends it, or
-    None when there is none."""
+    request in GitHub Actions only, and there only inside a git repository) the one the gate
+    pairs with; returns what ends it, or None when there is none."""
     chosen = ref if ref is not None else ci_base_ref(env, root)
     if not chosen:
         return None
+    if ref is None and run_git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
+        return None  # the CI default outside a repository (a project copied out): off, silently
     base = open_paired_base(chosen, root)
     use_paired_base(base)
 

@@ -12,7 +12,12 @@ from history_repo import GitRepo, git
 from torch import nn
 
 from pytest_modelprof.history.git import Repo
-from pytest_modelprof.history.paired import PairedBase, ci_base_ref, open_paired_base
+from pytest_modelprof.history.paired import (
+    PairedBase,
+    ci_base_ref,
+    open_paired_base,
+    session_base,
+)
 from pytest_modelprof.runtime.paired import PairedUnavailable
 
 
@@ -62,3 +67,16 @@ def test_a_module_cannot_be_built_at_the_base_and_outside_git_nothing_can(
     outside = open_paired_base("HEAD~1", tmp_path / "not-a-repo")
     with pytest.raises(PairedUnavailable, match="no base at HEAD~1"):
         outside.measure("m:build", input_shape=None, device=None, rounds=10, tolerance=0.1)
+
+
+def test_the_ci_default_is_silent_outside_a_repository_but_an_explicit_ref_is_not(
+    tmp_path: Path,
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": "0" * 40}}}))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": str(event)}
+    (tmp_path / "project").mkdir()
+    assert session_base(None, tmp_path / "project", env) is None
+    close = session_base("HEAD~1", tmp_path / "project", {})
+    assert close is not None
+    close()
