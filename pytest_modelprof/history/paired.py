@@ -50,6 +50,26 @@ __all__ = [
 BLOCK_MS = 10.0
 #: Untimed calls on each side before the first round, as the stored-baseline mode makes.
 WARMUP_CALLS = 5
+#: Both sides rebuild their model every this many rounds. Two processes of the same model
+#: differed by 10-25 % for a whole session, even with fixed hash seeds and address layout (the
+#: memory pages each drew: cache conflicts); rebuilding every 5 rounds brought +0/8/15/30 %
+#: heads to +0.0/10.7/18.7/34.5 %, what the same models measured in one process.
+RELOAD_EVERY = 5
+#: Untimed calls after a rebuild.
+RELOAD_WARMUP = 2
+#: Linux ``personality`` flag: no address-space layout randomisation (``setarch -R``).
+ADDR_NO_RANDOMIZE = 0x0040000
+
+
+def _same_layout() -> None:
+    """In the child before exec: no address-space randomisation (Linux ``personality``), so
+    both sides run with the same layout; elsewhere, or where refused, nothing."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).personality(ADDR_NO_RANDOMIZE)
+    except (OSError, AttributeError):
+        pass
 
 
 class TimingProcess:
@@ -58,7 +78,13 @@ class TimingProcess:
     def __init__(self, cwd: Path, pythonpath: Sequence[str], log: Path) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+        # Per-process luck must not differ between the sides: with a random hash seed, or a
+        # random address layout (ASLR), identical processes differed by 15-80 % in speed on a
+        # small model; with both fixed, by under 3 %. The environment is padded to a multiple of
+        # 4 KiB as well, so both sides' stacks start at the same offset within a page.
         env["PYTHONHASHSEED"] = "0"
+        size = sum(len(k) + len(v) + 2 for k, v in env.items()) + len("MODELPROF_PAD=")
+        env["MODELPROF_PAD"] = "x" * (-size % 4096)
         self._log = log
         with log.open("wb") as err:
             self._proc: subprocess.Popen[str] = subprocess.Popen(
@@ -70,6 +96,7 @@ class TimingProcess:
                 stderr=err,
                 text=True,
                 start_new_session=True,
+                preexec_fn=_same_layout,
             )
 
     def ask(self, **request: Any) -> dict[str, Any]:
@@ -105,6 +132,13 @@ def _time(worker: TimingProcess, calls: int, warmup: int) -> float:
     return float(answer["ms"])
 
 
+def _reload(worker: TimingProcess) -> None:
+    answer = worker.ask(op="reload")
+    if not answer.get("ok"):
+        raise PairedUnavailable(f"rebuilding the model failed: {answer['error']}")
+    _time(worker, 1, RELOAD_WARMUP)
+
+
 def time_paired(
     head: TimingProcess,
     base: TimingProcess,
@@ -126,6 +160,9 @@ def time_paired(
     def measure_rounds(n: int) -> PairedTiming:
         times: dict[str, list[float]] = {"base": [], "head": []}
         for i in range(done[0], done[0] + n):
+            if i and i % RELOAD_EVERY == 0:
+                for proc in (base, head):
+                    _reload(proc)
             for side in abba_sides(i):
                 times[side].append(_time(sides[side], calls, 0))
         done[0] += n

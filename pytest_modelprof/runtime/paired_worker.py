@@ -9,6 +9,8 @@ reads one JSON request a line on stdin and answers one JSON line on stdout:
 * ``{"op": "time", "calls": k, "warmup": w}`` runs ``w`` untimed calls, then ``k`` timed ones,
   and answers the fastest (interference only adds time, so the fastest call of a block is the
   least disturbed one);
+* ``{"op": "reload"}`` builds the last model again: new tensors land on other pages, so a
+  process that drew an unlucky placement (cache conflicts) does not keep it all session;
 * ``{"op": "exit"}`` ends it.
 
 An error answers ``{"ok": false, "error": "..."}`` and leaves the process ready for the next
@@ -38,7 +40,11 @@ def _serve(lines: Any, out: Any) -> None:
         try:
             if op == "exit":
                 return
+            if op == "reload":  # the last model again, in fresh memory
+                request = loaded["request"]
+                op = "load"
             if op == "load":
+                loaded["request"] = request
                 # The same weights and inputs on both sides: values can change the speed.
                 torch.manual_seed(0)
                 model, inputs = real_model_and_inputs(
