@@ -133,6 +133,7 @@ def test_a_slower_head_fails_paired_under_load_and_an_unchanged_one_passes(
     assert "modelprof-base-" not in _git(repo, "worktree", "list")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_no_base_falls_back_to_the_stored_baseline_and_says_why(
     pytester: pytest.Pytester,
