@@ -33,7 +33,17 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
+``--paired`` judges the paired mode instead (``--modelprof-timing-base``): a base process and a
+head process (:class:`~pytest_modelprof.history.paired.TimingProcess`), each holding its own
+copy of the model, the head slowed by +15 %, +8 % or 0 %, timed in ABBA rounds
+(:func:`~pytest_modelprof.history.paired.time_paired`, the plugin's code) with one busy process
+beside them the whole time; ``--sessions`` paired sessions per slowdown. False alarms are
+``regressed`` verdicts at 0 %, detection ``regressed`` at +15 %; at +8 % (the limit itself) the
+share called regressed is shown. It also times stored-baseline sessions of the same model in
+this process, for the cost ratio per timed test.
+
 Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
+           python benchmarks/bench_timing_gate.py --paired --quick
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
@@ -98,6 +108,12 @@ class SlowedDown(nn.Module):
         while time.perf_counter_ns() < until:
             pass
         return out
+
+
+def paired_model(slowdown: float = 0.0) -> nn.Module:
+    """The benchmark model for one side of a paired session (built by name in its process)."""
+    # Both sides wrapped, so the wrapper's own cost is on both and only ``slowdown`` differs.
+    return SlowedDown(_bench_model(), slowdown).eval()
 
 
 def _spin(deadline: float) -> None:
@@ -309,7 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--save", help="write the recorded sessions to this JSON file")
     parser.add_argument("--load", help="replay sessions from this JSON file (no measuring)")
     parser.add_argument("--json", help="also write the figures to this file")
+    parser.add_argument("--paired", action="store_true",
+                        help="judge the paired mode (base and head in two processes, ABBA)")
     args = parser.parse_args(argv)
+    if args.paired:
+        from bench_timing_paired import run_paired
+
+        return run_paired(args)
     if args.sessions is None:
         args.sessions = QUICK_SESSIONS if args.quick else FULL_SESSIONS
     if args.max_rounds is None:

@@ -75,6 +75,17 @@ def add_options(parser: pytest.Parser) -> None:
         help="where valgrind is missing, a test with an instructions limit errors (error, the "
         "default) or is skipped (skip); ini: modelprof_instructions",
     )
+    group.addoption(
+        "--modelprof-timing-base",
+        default=None,
+        dest="modelprof_timing_base",
+        metavar="REF",
+        help="time each latency-limited test's model at REF too (built in a temporary worktree, "
+        "in a second process) and judge the head against it from paired rounds in this "
+        "session; where REF cannot build the model the stored baseline judges. Default: "
+        "off, except in GitHub Actions on a pull request (the merge base with the target); "
+        "'off' turns it off there too",
+    )
     _add_report_options(group, parser)
     parser.addini(
         "modelprof_baseline_dir", "baseline directory, relative to the ini file", "string", ""

@@ -115,8 +115,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(Gatherer(config), "modelprof-gatherer")
     config.pluginmanager.register(Formulas(config), "modelprof-formulas")
     _configure_reports(config)
+    _configure_timing_base(config, settings.update or settings.disable)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(config), "modelprof-xdist")
+
+
+def _configure_timing_base(config: pytest.Config, off: bool) -> None:
+    ref = config.option.modelprof_timing_base
+    if not off and ref != "off":
+        from pytest_modelprof.history.paired import session_base
+
+        close = session_base(ref, Path(config.rootpath), os.environ)
+        if close is not None:
+            config.add_cleanup(close)
 
 
 def _configure_reports(config: pytest.Config) -> None:

@@ -58,6 +58,11 @@ def measure_latency(
             baseline = NormalisedTiming.model_validate(stored)
         except ValidationError:  # an older calibration version: measured as a new baseline
             baseline = None
+    fallback: str | None = None
+    if baseline is not None:
+        paired, fallback = _measure_paired(request, limits)
+        if paired is not None:
+            return paired
     module, inputs = real_model_and_inputs(
         request.model, input_shape=request.input_shape, inputs=request.inputs,
         device=request.device, purpose="the latency measurement",
@@ -66,7 +71,34 @@ def measure_latency(
         module, inputs, baseline, rounds=limits.timing_rounds, tolerance=latency_tolerance(limits)
     )
     data: dict[str, Any] = timing.model_dump(mode="json")
+    if fallback is not None:
+        data["fallback"] = fallback
     return data
+
+
+def _measure_paired(
+    request: ProfileRequest, limits: Limits
+) -> tuple[dict[str, Any] | None, str | None]:
+    """(evidence, None) from the session's base side, or (None, why not) where the run asked
+    for one and this test cannot have it, or (None, None) where the run did not ask."""
+    from pytest_modelprof.runtime.paired import PairedUnavailable, paired_base
+
+    source = paired_base()
+    if source is None:
+        return None, None
+    if request.inputs is not None:
+        return None, "the test passes its own inputs, which the base process cannot receive"
+    try:
+        timing, comparison = source.measure(
+            request.model, input_shape=request.input_shape, device=request.device,
+            rounds=limits.timing_rounds, tolerance=latency_tolerance(limits),
+        )
+    except PairedUnavailable as exc:
+        return None, str(exc)
+    return {
+        "paired": timing.model_dump(mode="json"),
+        "comparison": comparison.model_dump(mode="json"),
+    }, None
 
 
 def run_sweep(

@@ -25,6 +25,7 @@ from pytest_modelprof.gate.settings import Limits
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.runtime.noise import LatencyComparison
 
 __all__ = [
     "FvcoreEvidence",
@@ -105,10 +106,12 @@ def latency_checks(
 
     metric = METRICS.by_name("latency_ms")
     assert metric is not None
-    current = NormalisedTiming.model_validate(timing)
+    from pytest_modelprof.runtime.paired import split_timing
+
+    current, paired, fallback = split_timing(timing)
     tolerance = limits.tolerances.get("latency_ms")
     budget = limits.budgets.get("latency_ms")
-    comparison = None
+    comparison: LatencyComparison | None = None
     # The rounds themselves travel once, on the record (``timing``) and in the baseline; the
     # row keeps the figures of the verdict.
     detail: dict[str, Any] = {"rounds": current.rounds}
@@ -120,7 +123,12 @@ def latency_checks(
         limit_parts.append(f"{metric.budget_key}={budget.limit:g} ms")
     limit = ", ".join(limit_parts)
     baseline_ms: float | None = None
-    if baseline_timing is not None and tolerance is not None and not isinstance(tolerance, Ignore):
+    judged = tolerance is not None and not isinstance(tolerance, Ignore)
+    if paired is not None and judged:
+        comparison, baseline_ms = paired, paired.baseline_ms
+        detail.update(judged=f"paired with base {paired.paired_base}", slowdown=paired.slowdown)
+        detail["confidence"] = paired.confidence
+    elif baseline_timing is not None and judged and isinstance(current, NormalisedTiming):
         base = NormalisedTiming.model_validate(baseline_timing)
         baseline_ms = base.latency_ms
         try:
@@ -137,6 +145,7 @@ def latency_checks(
             ]
         detail["confidence"] = comparison.confidence
         detail["slowdown"] = comparison.slowdown
+        detail["judged"] = "stored baseline" + (f" ({fallback})" if fallback else "")
     decision = latency_gate(
         comparison,
         latency_ms=current.latency_ms,
@@ -170,6 +179,8 @@ def latency_checks(
         verdict, reason = "ok", comparison.describe()
     else:
         verdict, reason = "ok", f"{figures}; within {limit or 'its limits'}"
+    if fallback is not None and comparison is not None:
+        reason += f"; judged against the stored baseline, not paired: {fallback}"
     delta = DASH
     if comparison is not None:
         # The confidence travels with a change or an undecided one: tables show this column,
@@ -179,7 +190,8 @@ def latency_checks(
             if comparison.verdict != "unchanged"
             else ""
         )
-        delta = f"{comparison.slowdown * 100:+.1f} % (normalised{sure})"
+        how = "paired" if paired is not None else "normalised"
+        delta = f"{comparison.slowdown * 100:+.1f} % ({how}{sure})"
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
     # A median over the budget fires it when the fast rounds agree (or timing_strict=True fails
     # it anyway); one the fast rounds do not confirm only warns, so it makes no row hard.

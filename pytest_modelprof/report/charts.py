@@ -298,8 +298,8 @@ def roofline_chart(result: ProfileResult) -> Chart:
 
 def timing_chart(result: ProfileResult) -> Chart | None:
     """Per-round model times, baseline above current: whiskers min-max, box q1-q3, median."""
-    if result.timing is None:
-        return None
+    if result.timing is None or "paired" in result.timing:
+        return None  # paired rounds: the row says base and head; no stored rounds to draw
     title = "Latency distribution (model time per round)"
     legend = (LegendItem("bar-base", "baseline"), LegendItem("bar-flops", "current"))
     rows: list[tuple[str, dict[str, Any]]] = []
