@@ -49,9 +49,9 @@ def limits_page() -> str:
         "",
         "## Metrics",
         "",
-        "| metric | what | worse when | relative limit (default) | budget | growth limit | "
+        "| metric (label) | worse | relative limit (default) | budget | growth limit | "
         "measured by | depends on |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for m in BUILTIN_METRICS:
         depends = ", ".join(
@@ -60,14 +60,14 @@ def limits_page() -> str:
             if flag
         )
         lines.append(
-            f"| `{m.name}` | {_cell(m.label)} | {'higher' if m.direction == 'lower' else 'lower'}"
+            f"| `{m.name}` ({_cell(m.label)}) | {'up' if m.direction == 'lower' else 'down'}"
             f" | `{m.delta_key}` ({_cell(m.default_delta)}) | {_code(m.budget_key)} | "
             f"{_code(m.growth_key)} | {m.collector.name if m.collector else 'the capture'} | "
             f"{depends} |"
         )
     lines += [
         "",
-        "*Worse when*: the direction a change fails in. *Default*: what an unset relative "
+        "*Worse*: the direction a change fails in. *Default*: what an unset relative "
         "limit means (`exact`: any change in the worse direction fails; `ignored`: not judged "
         "unless set). *Measured by*: the capture (always), or a collector that runs only for a "
         "test that sets one of its limits. *Depends on*: a change of torch (kernels) or CPU "

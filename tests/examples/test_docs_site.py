@@ -21,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+HOOK = ROOT / "docs" / "_hooks" / "reference.py"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
@@ -248,3 +249,27 @@ def test_every_page_renders_in_chromium(site: Path, served: str, tmp_path: Path)
         if ":CONSOLE" in line and ("Uncaught" in line or "Error" in line)
     ]
     assert errors == []
+
+
+def test_a_page_without_a_nav_entry_joins_the_guides(tmp_path: Path) -> None:
+    """Others add pages under docs/ without editing mkdocs.yml: the hook lists them."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("reference_hook", HOOK)
+    assert spec and spec.loader
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    (tmp_path / "index.md").write_text("# Home\n")
+    (tmp_path / "gate.md").write_text("# The gate\n")
+    (tmp_path / "gpu-prediction.md").write_text("Intro.\n\n# Predicting GPU time\n")
+    (tmp_path / "_hooks").mkdir()
+    (tmp_path / "_hooks" / "notes.md").write_text("# not a page\n")
+    config = SimpleNamespace(
+        nav=[{"Home": "index.md"}, {"Guides": [{"The gate": "gate.md"}]}],
+        docs_dir=str(tmp_path),
+    )
+    hook.on_config(config)
+    assert config.nav[1] == {
+        "Guides": [{"The gate": "gate.md"}, {"Predicting GPU time": "gpu-prediction.md"}]
+    }
