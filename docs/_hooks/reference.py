@@ -9,6 +9,7 @@ the "Guides" section (its title from its first heading), so a new page needs no 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,19 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     return rows
 
 
+def _usage(parser: argparse.ArgumentParser) -> str:
+    """The usage lines as ``--help`` prints them at 90 columns (the same on every machine)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "90"
+    try:
+        return parser.format_usage().rstrip()
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
+
+
 def cli_page() -> str:
     """Every ``modelprof`` command: its summary, usage, options and examples."""
     from pytest_modelprof.cli import COMMANDS, build_parser
@@ -144,7 +158,7 @@ def cli_page() -> str:
     lines += [f"| [`{c.name}`](#{c.name}) | {_cell(c.summary)} |" for c in COMMANDS]
     for command in COMMANDS:
         p = sub.choices[command.name]
-        usage = " ".join(p.format_usage().split())
+        usage = _usage(p)
         lines += [
             "",
             f"## {command.name}",
@@ -152,7 +166,7 @@ def cli_page() -> str:
             _cell(command.description or command.summary).strip(),
             "",
             "```text",
-            usage.removeprefix("usage: "),
+            usage,
             "```",
             "",
             *_option_rows(p),
