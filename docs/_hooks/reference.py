@@ -150,7 +150,7 @@ def cli_page() -> str:
         "# The `modelprof` command",
         "",
         "Generated from the command's argparse parser at every documentation build: the same "
-        "text as `modelprof COMMAND --help`. Every example below is run by the test suite.",
+        "text as `modelprof COMMAND --help`. The test suite runs every example below.",
         "",
         "| command | what it does |",
         "|---|---|",
