@@ -104,6 +104,13 @@ def test_the_site_builds_strictly_with_every_page(site: Path) -> None:
         "reference/api",
     ):
         assert f"{page}/index.html" in pages
+    # The pages load nothing from the network (no font service, no CDN): they work offline.
+    for page in site.rglob("*.html"):
+        external = re.findall(
+            r'<(?:link|script)[^>]+(?:href|src)="(https?://[^"]+)"',
+            page.read_text(encoding="utf-8"),
+        )
+        assert external == [], f"{page.relative_to(site)} loads {external}"
     # Every page under docs/ is in the navigation (a page without a nav entry joins "Guides").
     nav = (site / "index.html").read_text(encoding="utf-8")
     for md in (ROOT / "docs").rglob("*.md"):
