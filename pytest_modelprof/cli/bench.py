@@ -119,6 +119,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # bad combinations of options, reported like usage errors
         raise ModelprofError(str(exc)) from exc
+    except ModelprofError as exc:
+        raise ModelprofError(f"{exc}{_batch_hint(str(exc), args)}") from exc
     finally:
         progress.close()
     if args.instructions:
@@ -128,6 +130,16 @@ def _run_bench(args: argparse.Namespace) -> int:
             print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
     out(run.report.to_json() if args.json else render_bench(run, top=args.top))
     return EXIT_OK
+
+
+def _batch_hint(message: str, args: argparse.Namespace) -> str:
+    """The option that fixes a batch too small for train-mode batch norm, with the user's shape."""
+    if "more than 1 value per channel" not in message:
+        return ""
+    if args.input_shape:
+        shape = ",".join(str(d) for d in (max(2, args.input_shape[0]), *args.input_shape[1:]))
+        return f" (e.g. --input-shape {shape})"
+    return " (e.g. --batch 2)"
 
 
 def _with_instructions(run: BenchRun, args: argparse.Namespace) -> BenchRun:
@@ -247,7 +259,7 @@ COMMAND = Command(
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5
   modelprof bench resnet50 --batch 8 --optimizer adamw --top 15
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --json > bench.json
-  modelprof bench resnet18 --input-shape 1,3,32,32 --rounds 5 --instructions --json
+  modelprof bench resnet18 --input-shape 2,3,32,32 --rounds 5 --instructions --json
   modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10""",
     add_arguments=_add_bench_arguments,
     run=_run_bench,

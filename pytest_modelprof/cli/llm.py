@@ -110,7 +110,8 @@ COMMAND = Command(
         "largest batch and context whose weights + KV cache fit in the GPU's memory."
     ),
     examples="""\
-  modelprof llm hf:llama --arch num_key_value_heads=8 --prompt 512 --context 4096 --gpu h100-bf16
+  modelprof llm hf:llama --arch num_key_value_heads=8,max_position_embeddings=4096 \\
+      --prompt 512 --context 4096 --gpu h100-bf16
   modelprof llm hf:mistral --context 32768 --dtype bfloat16 --json
   modelprof llm hf:llama --arch num_hidden_layers=80,hidden_size=8192,intermediate_size=28672,\\
       num_attention_heads=64,num_key_value_heads=8,max_position_embeddings=32768 \\

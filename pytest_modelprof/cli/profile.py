@@ -253,7 +253,7 @@ COMMAND = Command(
   modelprof profile vit_b_16 --verbose                 # every module, as a tree
   modelprof profile mobilenet_v2 --output mnv2.json    # or .csv: one row per layer
   modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
-  modelprof profile dinov2_vits14 --arch image_size=518 --json > dino.json
+  modelprof profile hf:dinov2 --arch image_size=518 --json > dino.json
   modelprof profile timm:convnext_tiny                 # any timm.list_models() name
   modelprof profile timm:resnet50 --machine rtx4090 --batch 256 --precision amp
                                                        # predicted GPU time (calibrated)

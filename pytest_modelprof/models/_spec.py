@@ -246,7 +246,8 @@ class ModelSpec:
             if self.default_input_shape is None and required:
                 raise ModelInputError(
                     f"model {self.name!r} ({self.source}) has no default input shape; "
-                    "pass input_shape=(...) (or --modelprof-input-shape / the marker's input_shape)"
+                    "pass input_shape=(...) (the marker's or the fixture's; --input-shape on the "
+                    "command line)"
                 )
             return self.default_input_shape
         shape = tuple(input_shape)

@@ -1,4 +1,4 @@
-"""Adoption as the README writes it: a user's project, outside this repository, names
+"""Adoption as docs/getting-started.md writes it: a user's project, outside this repository, names
 pytest-modelprof by a direct reference in its test extra (to a built wheel, offline), installs
 itself with ``pip install -e ".[test]"`` and gates a real model with it:
 ``--modelprof-update-baselines`` writes the baseline, the next run passes."""
@@ -51,10 +51,10 @@ def test_my_model(modelprof):
 
 
 def _readme_requirement() -> str:
-    """The pytest-modelprof requirement of the README's test extra."""
+    """The pytest-modelprof requirement of the test extra of docs/getting-started.md."""
     block = re.search(r"```toml\n\[project\.optional-dependencies\]\ntest = \[(.*?)\]",
-                      (REPO / "README.md").read_text(), re.S)
-    assert block, "the README shows no [project.optional-dependencies] test extra"
+                      (REPO / "docs" / "getting-started.md").read_text(), re.S)
+    assert block, "docs/getting-started.md shows no [project.optional-dependencies] test extra"
     (found,) = [r for r in re.findall(r'"([^"]+)"', block.group(1))
                 if r.startswith("pytest-modelprof")]
     return found
@@ -92,8 +92,8 @@ def test_a_project_outside_this_repository_gates_with_the_wheel(tmp_path: Path) 
     (own,) = env_dir.glob("lib/python*/site-packages")
     (own / "zz_test_dependencies.pth").write_text("\n".join(site.getsitepackages()) + "\n")
 
-    # The user's project names pytest-modelprof as the README does, by a direct reference (here
-    # to the wheel file, offline), and installs itself as the README's workflows do.
+    # The user's project names pytest-modelprof as the documentation does, by a direct reference
+    # (here to the wheel file, offline), and installs itself as the reusable workflows do.
     project = tmp_path / "scratch"
     (project / "tests").mkdir(parents=True)
     assert not project.resolve().is_relative_to(REPO)

@@ -158,6 +158,21 @@ def test_shape_the_model_rejects_names_the_layer(capsys: Capsys) -> None:
     assert "conv1" in err and "(1, 5, 64, 64)" in err
 
 
+def test_a_factory_without_a_shape_names_the_cli_option(
+    capsys: Capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "shapeless_pkg").mkdir()
+    (tmp_path / "shapeless_pkg" / "__init__.py").write_text("")
+    (tmp_path / "shapeless_pkg" / "mod.py").write_text(
+        "import torch\n\ndef factory():\n    return torch.nn.Linear(4, 2)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["profile", "shapeless_pkg.mod:factory"]) == 2
+    err = capsys.readouterr().err
+    assert "--input-shape" in err
+    assert "--modelprof-input-shape" not in err  # no such option anywhere
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

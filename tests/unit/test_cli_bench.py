@@ -92,6 +92,8 @@ def test_a_failing_measurement_is_one_error_line(capsys: Capsys) -> None:
     assert code == 2 and captured.out == ""
     assert "modelprof: error: bench: the backward failed" in captured.err
     assert "larger batch" in captured.err
+    # The error names the option that fixes it, with the user's own shape at batch 2.
+    assert "--input-shape 2,3,32,32" in captured.err
 
 
 def test_unknown_model_suggests_names(capsys: Capsys) -> None:

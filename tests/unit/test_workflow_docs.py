@@ -1,4 +1,4 @@
-"""The README's "Reports and CI" section: its copy-paste workflows are the examples heading the
+"""The documentation's "Reports and CI" page: its copy-paste workflows are the examples heading the
 reusable workflows, word for word, and each one is a valid workflow that calls an existing
 workflow correctly."""
 
@@ -17,7 +17,7 @@ yaml = pytest.importorskip("yaml")
 
 from workflow_support import REPO, WORKFLOW_DIR, inputs, workflow  # noqa: E402
 
-DOC = REPO / "README.md"  # the "Reports and CI" section
+DOC = REPO / "docs" / "reports-ci.md"  # the GitHub Actions section
 OURS = "pytest-modelprof/pytest-modelprof/.github/workflows/"
 
 

@@ -1,4 +1,4 @@
-"""The scheduled cost-history workflow: the README's block is this repository's file with a
+"""The scheduled cost-history workflow: the documentation's block is this repository's file with a
 user's install line, and its history step draws the page from a real repository here."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from history_repo import scenario  # noqa: E402
 
 
 def _readme_block() -> dict[str, Any]:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "reports-ci.md").read_text()
     found = re.search(r"<!-- history-workflow: cost-history.yml -->\n```yaml\n(.*?)```", text,
                       re.S)
-    assert found, "README: the cost-history block is missing"
+    assert found, "docs/reports-ci.md: the cost-history block is missing"
     data: dict[Any, Any] = yaml.safe_load(found.group(1))
     data["on"] = data.pop(True)
     return data

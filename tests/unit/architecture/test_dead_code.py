@@ -38,7 +38,7 @@ def _readers() -> list[Path]:
     """Every file that can use a name of the package."""
     out = [*PACKAGE.rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
     out += [*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "templates").glob("*")]
-    out += [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+    out += [ROOT / "README.md", *(ROOT / "docs").rglob("*.md")]
     return [p for p in out if p.is_file() and p != Path(__file__).resolve()]
 
 

@@ -151,7 +151,7 @@ def test_a_broken_formula_of_the_users_is_reported_as_theirs() -> None:
     assert "bug in pytest-modelprof" not in message
 
 
-# -- the README's example is a working hook -------------------------------------------------------
+# -- the documentation's example is a working hook ---------------------------------------------
 
 
 @torch.library.custom_op("mylib::attn", mutates_args=())
@@ -170,8 +170,8 @@ class Attention(nn.Module):
 
 
 def test_the_readme_hook_prices_its_op() -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("**Cost formulas for your ops.**")[1]
+    page = (Path(__file__).parents[3] / "docs" / "gate.md").read_text(encoding="utf-8")
+    section = page.split("## Cost formulas for your ops")[1]
     code = section.split("```python\n")[1].split("```")[0]
     namespace: dict[str, Any] = {}
     exec(code, namespace)
