@@ -82,9 +82,9 @@ def add_options(parser: pytest.Parser) -> None:
         metavar="REF",
         help="time each latency-limited test's model at REF too (built in a temporary worktree, "
         "in a second process) and judge the head against it from paired rounds in this "
-        "session; where REF cannot build the model the stored baseline judges. Default: "
-        "off, except in GitHub Actions on a pull request (the merge base with the target); "
-        "'off' turns it off there too",
+        "session; where REF cannot build the model the stored baseline judges. Default: off "
+        "(experimental); 'auto' pairs with the merge base of a pull request in GitHub Actions "
+        "and is off elsewhere",
     )
     _add_report_options(group, parser)
     parser.addini(
@@ -96,7 +96,9 @@ def add_options(parser: pytest.Parser) -> None:
     )
     parser.addini("modelprof_disable", "run tests without profiling or baselines", "bool", False)
     parser.addini(
-        "modelprof_instructions", "without valgrind, instructions limits: error or skip", "string",
+        "modelprof_instructions",
+        "without valgrind, instructions limits: error or skip",
+        "string",
         "",
     )
     switches = {
@@ -117,9 +119,11 @@ def add_options(parser: pytest.Parser) -> None:
             )
             parser.addini(ini_key(key), switches[key], "bool", False)
             continue
-        grammar = " (0.1 or 10%%, exact, ignore; 1 or more only as a percentage such as 150%%)" if (
-            key.endswith(("_delta", "_drop"))
-        ) else ""
+        grammar = (
+            " (0.1 or 10%%, exact, ignore; 1 or more only as a percentage such as 150%%)"
+            if (key.endswith(("_delta", "_drop")))
+            else ""
+        )
         group.addoption(
             cli_flag(key),
             default=None,
@@ -165,8 +169,9 @@ def _add_report_options(group: Any, parser: pytest.Parser) -> None:
         help="auto (default): on GitHub Actions, append a table to $GITHUB_STEP_SUMMARY and "
         "annotate each failing test; off: neither; ini: modelprof_github",
     )
-    parser.addini(ini_key("github"), "GitHub job summary and annotations: auto or off", "string",
-                  "")
+    parser.addini(
+        ini_key("github"), "GitHub job summary and annotations: auto or off", "string", ""
+    )
     group.addoption(
         cli_flag("artifact_url"),
         default=None,
@@ -176,5 +181,6 @@ def _add_report_options(group: Any, parser: pytest.Parser) -> None:
         "GitHub Actions: the run's artifacts; env MODELPROF_ARTIFACT_URL); "
         "ini: modelprof_artifact_url",
     )
-    parser.addini(ini_key("artifact_url"), "link to the HTML report from the job summary",
-                  "string", "")
+    parser.addini(
+        ini_key("artifact_url"), "link to the HTML report from the job summary", "string", ""
+    )

@@ -43,8 +43,11 @@ __all__ = [
     "PairedBase",
     "ci_base_ref",
     "open_paired_base",
+    "AUTO",
 ]
 
+#: ``--modelprof-timing-base auto``: the merge base of a pull request in GitHub Actions, else off.
+AUTO = "auto"
 #: A block of calls lasts about this long, so a round is long next to the pipe's round trip
 #: and short next to the drift of a busy machine (both sides get the same number of calls).
 BLOCK_MS = 10.0
@@ -317,14 +320,14 @@ def open_paired_base(ref: str, root: Path) -> PairedBase:
 
 
 def session_base(ref: str | None, root: Path, env: Mapping[str, str]) -> Callable[[], None] | None:
-    """Make the session's base side for ``ref`` (``None``: :func:`ci_base_ref`, so on a pull
+    """Make the session's base side for ``ref`` (``"auto"``: :func:`ci_base_ref`, so on a pull
     request in GitHub Actions only, and there only inside a git repository) the one the gate
     pairs with; returns what ends it, or None when there is none."""
-    chosen = ref if ref is not None else ci_base_ref(env, root)
+    chosen = ci_base_ref(env, root) if ref == AUTO else ref
     if not chosen:
         return None
-    if ref is None and run_git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
-        return None  # the CI default outside a repository (a project copied out): off, silently
+    if ref == AUTO and run_git(root, "rev-parse", "--git-dir", check=False).returncode != 0:
+        return None  # "auto" outside a repository (a project copied out): off, silently
     base = open_paired_base(chosen, root)
     use_paired_base(base)
 

@@ -13,6 +13,7 @@ from torch import nn
 
 from pytest_modelprof.history.git import Repo
 from pytest_modelprof.history.paired import (
+    AUTO,
     PairedBase,
     ci_base_ref,
     open_paired_base,
@@ -69,14 +70,26 @@ def test_a_module_cannot_be_built_at_the_base_and_outside_git_nothing_can(
         outside.measure("m:build", input_shape=None, device=None, rounds=10, tolerance=0.1)
 
 
-def test_the_ci_default_is_silent_outside_a_repository_but_an_explicit_ref_is_not(
+def test_auto_is_silent_outside_a_repository_but_an_explicit_ref_is_not(
     tmp_path: Path,
 ) -> None:
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"base": {"sha": "0" * 40}}}))
     env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": str(event)}
     (tmp_path / "project").mkdir()
-    assert session_base(None, tmp_path / "project", env) is None
+    assert session_base(AUTO, tmp_path / "project", env) is None
     close = session_base("HEAD~1", tmp_path / "project", {})
+    assert close is not None
+    close()
+
+
+def test_no_ref_is_off_even_on_a_pull_request(tmp_path: Path) -> None:
+    """Pairing is opt-in: a pull request in GitHub Actions starts no base without ``auto``."""
+    repo = _repo(tmp_path / "r")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"base": {"sha": repo.commits[0]}}}))
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": str(event)}
+    assert session_base(None, repo.root, env) is None
+    close = session_base(AUTO, repo.root, env)
     assert close is not None
     close()
