@@ -82,6 +82,40 @@ def test_hf_models_with_an_attention_mask_profile_in_the_default_mode(
     assert p.total_macs == no_mask.total_macs > 0
 
 
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fake_and_real_tensors_count_the_same_flops(kind: str, masked: bool) -> None:
+    # transformers reads an attention mask's values (no padding: no mask is built); on fake
+    # tensors it could not, built the mask, and counted its ops too.
+    model = _tiny(kind).eval()
+    inputs = _text_inputs() if masked else {"input_ids": _text_inputs()["input_ids"]}
+    fake = profile_model(model, inputs=inputs, mode="fake")
+    real = profile_model(model, inputs=inputs, mode="real")
+    assert (fake.total_flops, fake.total_macs) == (real.total_flops, real.total_macs)
+    assert fake.total_memory == real.total_memory
+
+
+def test_an_encoder_decoders_own_mask_counts_the_same_on_fake_tensors() -> None:
+    # BART's decoder makes a mask of ones itself and checks it: no input mask is needed.
+    tf: Any = transformers
+    config = tf.BartConfig(
+        encoder_layers=1,
+        decoder_layers=1,
+        d_model=64,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        vocab_size=1000,
+    )
+    model = tf.BartForConditionalGeneration(config).eval()
+    ids = torch.randint(4, 1000, (1, 16))
+    inputs = {"input_ids": ids, "decoder_input_ids": ids}
+    fake = profile_model(model, inputs=inputs, mode="fake")
+    real = profile_model(model, inputs=inputs, mode="real")
+    assert fake.total_flops == real.total_flops
+
+
 def test_meta_only_failure_suggests_fake() -> None:
     with torch.device("meta"):
         model = _tiny("gpt2").eval()
