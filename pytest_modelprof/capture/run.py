@@ -42,6 +42,7 @@ from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.capture.standin import (
     cloned_standins,
     empty_standins,
+    fake_lazy_layers,
     random_standins,
     standin_copy,
     tensor_bytes,
@@ -111,6 +112,7 @@ def run_once(request: Request, mode: CaptureMode) -> Captured:
         module, run_device, more = _standin(request, mode, source, fake)
         if fake is not None:
             stack.enter_context(fake)
+            stack.enter_context(fake_lazy_layers(module, fake, run_device))
         elif mode == "meta":
             # Tensors the forward creates without a device (masks, position ids) join the
             # meta tensors instead of landing on the CPU.

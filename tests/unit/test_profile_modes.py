@@ -210,6 +210,19 @@ def test_flex_attention_is_not_mistaken_for_data_dependence() -> None:
     assert "flex_attention" in text and "pytest-modelprof cannot capture" in text
 
 
+@pytest.mark.parametrize("mode", ["meta", "fake", "real"])
+def test_lazy_layers_profile_in_every_mode(mode: str) -> None:
+    # The layers get their shapes from the first input, in every mode alike.
+    model = nn.Sequential(nn.LazyLinear(16), nn.ReLU(), nn.LazyBatchNorm1d(), nn.LazyLinear(4))
+    p = profile_model(model, input_shape=(2, 8), mode=mode)  # type: ignore[arg-type]
+    assert p.capture.mode == mode
+    assert p.total_macs == 2 * (8 * 16 + 16 * 4)
+    assert p.total_params == 8 * 16 + 16 + 2 * 16 + 16 * 4 + 4
+    assert isinstance(model[0], nn.LazyLinear)  # the user's module is still lazy
+    trained = profile_model(model, input_shape=(2, 8), mode=mode, include_backward=True)  # type: ignore[arg-type]
+    assert trained.backward_macs > 0 and trained.total_params == p.total_params
+
+
 # -- item 7: no real weights for a fallback without a size check ---------------------------------
 
 
