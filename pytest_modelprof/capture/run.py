@@ -200,8 +200,7 @@ def _check_real_size(
     raise ModelBuildError(
         f"{request.subject.label}: real tensors would {verb} {format_bytes(needed)} of "
         f"weights on {device}, more than the {format_bytes(limit)} that "
-        "mode='auto' allocates on its own. Pass mode='real' to allow it, or mode='fake' to "
-        "count without data."
+        "mode='auto' allocates on its own. Pass mode='real' to allow it."
     )
 
 

@@ -124,6 +124,27 @@ def test_meta_only_failure_suggests_fake() -> None:
     assert "item()" in str(info.value)
 
 
+class ReadsAWeightValue(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        return h * 2 if h.sum().item() > 0 else h  # a value of the weights: real tensors only
+
+
+def test_a_meta_failure_suggests_only_a_mode_that_runs_the_model() -> None:
+    with pytest.raises(ModelprofError) as info:
+        profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="meta")
+    message = str(info.value)
+    assert "mode='fake'" not in message  # fake tensors have no weight values either
+    assert "mode='real'" in message
+    with pytest.raises(ModelprofError, match="could not be profiled in fake mode"):
+        profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="fake")
+    assert profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="real").total_macs > 0
+
+
 # -- item 7: the model's own error, bad input, kernel limits, engine limits --------------------
 
 
@@ -306,7 +327,8 @@ def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
         profile_model(model, input_shape=(2, 1024))
     message = str(info.value)
     assert "more than the 1.0 MiB" in message
-    assert "mode='real'" in message and "mode='fake'" in message
+    assert "mode='real'" in message
+    assert "mode='fake'" not in message  # it fails the same way: boolean indexing on weights
     assert "tried before: meta:" in message  # the fallback was what needed the copy
     p = profile_model(model, input_shape=(2, 1024), mode="real")  # asked for: allowed
     assert p.capture.mode == "real" and p.total_macs == 2 * 1024 * 1024
