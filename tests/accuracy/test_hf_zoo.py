@@ -209,22 +209,25 @@ def masked(kwargs: dict[str, Any]) -> dict[str, Any] | None:
 def test_fake_and_real_tensors_count_the_same_flops(arch: str) -> None:
     # transformers reads the values of attention masks (and of the masks it makes itself) to
     # skip building them: on fake tensors those values are kept, so the same path runs.
-    # (The quick run: tests/unit/test_profile_modes.py, with small GPT-2, BERT, LLaMA, BART.)
+    # By name: each mode builds the model once (fake on meta), with its default inputs, then
+    # with the same inputs plus all-ones masks. (The quick run: tests/unit/test_profile_modes.py
+    # with small GPT-2, BERT, LLaMA and BART.)
     import torch
 
     from pytest_modelprof.models import resolve
 
-    cls_name, fields = ZOO[arch]
+    _, fields = ZOO[arch]
     spec = resolve(f"hf:{arch}")
-    torch.manual_seed(0)
-    model = spec.build(**fields).eval()
-    args, kwargs = spec.example_inputs(device="cpu", module=model)
-    variants = {"no mask": kwargs, "all-ones mask": masked(kwargs)}
+    with torch.device("meta"):
+        built = spec.build(**fields)
+    args, kwargs = spec.example_inputs(device="cpu", module=built)
+    with_masks = masked(kwargs)
+    variants: dict[str, Any] = {"default inputs": None}
+    if with_masks is not None:
+        variants["all-ones masks"] = (args, with_masks)
     for what, inputs in variants.items():
-        if inputs is None:
-            continue
-        fake = profile_model(model, inputs=(args, inputs), mode="fake")
-        real = profile_model(model, inputs=(args, inputs), mode="real")
+        fake = profile_model(f"hf:{arch}", inputs=inputs, mode="fake", **fields)
+        real = profile_model(f"hf:{arch}", inputs=inputs, mode="real", **fields)
         assert fake.total_flops == real.total_flops, (arch, what)
 
 
