@@ -14,6 +14,7 @@ __all__ = [
     "SettingsError",
     "ReportError",
     "FormulaError",
+    "GlobalStateWarning",
 ]
 
 
@@ -59,3 +60,7 @@ class ReportError(ModelprofError):
 
 class FormulaError(ModelprofError):
     """A cost formula that failed on an op or could not be registered; names whose it is."""
+
+
+class GlobalStateWarning(UserWarning):
+    """A forward left stand-in tensors (meta or fake) in module-level or class state."""
