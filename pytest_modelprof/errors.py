@@ -15,6 +15,7 @@ __all__ = [
     "ReportError",
     "FormulaError",
     "GlobalStateWarning",
+    "clause",
 ]
 
 
@@ -64,3 +65,10 @@ class FormulaError(ModelprofError):
 
 class GlobalStateWarning(UserWarning):
     """A forward left stand-in tensors (meta or fake) in module-level or class state."""
+
+
+def clause(text: object) -> str:
+    """``str(text)`` without its closing full stop, for a message that closes the sentence
+    itself (an exception's text may end with one or not; an ellipsis is kept)."""
+    words = str(text).strip()
+    return words[:-1] if words.endswith(".") and not words.endswith("..") else words

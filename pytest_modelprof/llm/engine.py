@@ -28,7 +28,7 @@ from pytest_modelprof.capture.standin import empty_standins, standin_copy
 from pytest_modelprof.capture.tracer import Tracer
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.costs.user import active_registry
-from pytest_modelprof.errors import ModelBuildError, ModelForwardError, ModelInputError
+from pytest_modelprof.errors import ModelBuildError, ModelForwardError, ModelInputError, clause
 from pytest_modelprof.llm.cache import accepts, cache_argument, cache_bytes, returned_cache
 from pytest_modelprof.llm.costs import Decode, KVCache, LLMCosts, Prefill, Weights
 from pytest_modelprof.llm.roofline import roofline
@@ -167,7 +167,7 @@ def _meta_module(subject: Subject, dtype: torch.dtype | None) -> nn.Module:
         except Exception as exc:
             raise ModelBuildError(
                 f"{subject.label}: building the model on meta tensors failed: "
-                f"{type(exc).__name__}: {exc}. Check the builder arguments "
+                f"{type(exc).__name__}: {clause(exc)}. Check the builder arguments "
                 f"({subject.arch_kwargs})."
             ) from exc
         if dtype is not None:
