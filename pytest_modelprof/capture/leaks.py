@@ -94,25 +94,11 @@ class GlobalScan:
             if id(value) in self._copies:
                 yield where, value
             return
-        if depth >= _DEPTH or isinstance(value, _SKIP) or type(value) in (str, bytes):
-            return
-        if id(value) in seen:  # a container reached twice (or holding itself): walked once
+        if depth >= _DEPTH or id(value) in seen:  # a container reached twice: walked once
             return
         seen.add(id(value))
-        if isinstance(value, dict):
-            for k, v in list(value.items()):
-                yield from self._visit(f"{where}[{k!r}]", v, depth + 1, seen, budget)
-        elif isinstance(value, (list, tuple, collections.deque)):
-            for i, v in enumerate(list(value)):
-                yield from self._visit(f"{where}[{i}]", v, depth + 1, seen, budget)
-        elif isinstance(value, (set, frozenset)):
-            for v in list(value):
-                yield from self._visit(f"{where}{{...}}", v, depth + 1, seen, budget)
-        elif isinstance(getattr(value, "__dict__", None), dict):
-            top = type(value).__module__.partition(".")[0]
-            if top != "torch" and top not in sys.stdlib_module_names:
-                for k, v in list(vars(value).items()):
-                    yield from self._visit(f"{where}.{k}", v, depth + 1, seen, budget)
+        for place, child in _children(where, value):
+            yield from self._visit(place, child, depth + 1, seen, budget)
 
     def left(self) -> list[str]:
         """Where stand-ins are now that were not there before: ``"mod.REGISTRY['k'] (a meta
@@ -127,6 +113,23 @@ class GlobalScan:
             else:
                 found.append(f"{where} (the capture's stand-in copy of a {type(value).__name__})")
         return found
+
+
+def _children(where: str, value: Any) -> list[tuple[str, Any]]:
+    """What a container or a plain object holds, each with its place; nothing for the rest."""
+    if isinstance(value, _SKIP) or type(value) in (str, bytes):
+        return []
+    if isinstance(value, dict):
+        return [(f"{where}[{k!r}]", v) for k, v in list(value.items())]
+    if isinstance(value, (list, tuple, collections.deque)):
+        return [(f"{where}[{i}]", v) for i, v in enumerate(list(value))]
+    if isinstance(value, (set, frozenset)):
+        return [(f"{where}{{...}}", v) for v in list(value)]
+    attrs = getattr(value, "__dict__", None)
+    top = type(value).__module__.partition(".")[0]
+    if not isinstance(attrs, dict) or top == "torch" or top in sys.stdlib_module_names:
+        return []
+    return [(f"{where}.{k}", v) for k, v in list(attrs.items())]
 
 
 def global_standins(label: str, mode: str, places: list[str]) -> str:

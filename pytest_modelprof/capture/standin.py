@@ -365,14 +365,7 @@ def fake_lazy_layers(module: nn.Module, fake: Any, device: torch.device) -> Iter
         paused.pop().__exit__(None, None, None)
         for handle in handles.pop(id(layer), []):
             handle.remove()  # materialised once: later calls run as any layer's
-        for table in (layer._parameters, layer._buffers):
-            for name, t in table.items():
-                if t is not None and t.is_meta:  # a fake tensor says its fake device
-                    with fake:
-                        out = torch.empty_strided(
-                            t.size(), t.stride(), dtype=t.dtype, device=device
-                        )
-                    table[name] = _like(t, out)
+        _meta_to_fake(layer, fake, device)
 
     for m in lazy:
         handles[id(m)] = [
@@ -387,6 +380,16 @@ def fake_lazy_layers(module: nn.Module, fake: Any, device: torch.device) -> Iter
         for pair in handles.values():
             for handle in pair:
                 handle.remove()
+
+
+def _meta_to_fake(layer: nn.Module, fake: Any, device: torch.device) -> None:
+    """``layer``'s own meta parameters and buffers replaced by fake ones on ``device``."""
+    for table in (layer._parameters, layer._buffers):
+        for name, t in table.items():
+            if t is not None and t.is_meta:  # a fake tensor says its fake device
+                with fake:
+                    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
+                table[name] = _like(t, out)
 
 
 _LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)
