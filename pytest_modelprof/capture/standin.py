@@ -384,7 +384,8 @@ def fake_lazy_layers(module: nn.Module, fake: Any, device: torch.device) -> Iter
 
 def _meta_to_fake(layer: nn.Module, fake: Any, device: torch.device) -> None:
     """``layer``'s own meta parameters and buffers replaced by fake ones on ``device``."""
-    for table in (layer._parameters, layer._buffers):
+    tables: tuple[dict[str, Any], ...] = (layer._parameters, layer._buffers)
+    for table in tables:
         for name, t in table.items():
             if t is not None and t.is_meta:  # a fake tensor says its fake device
                 with fake:
