@@ -215,12 +215,30 @@ def storage_key(storage: Any) -> int:
 
 # -- fake tensors answered from shapes (capture/metacache.py) -------------------------------------
 
-__all__ += ["fake_mode_below", "fake_parts", "fake_device", "new_fake_tensor", "fake_view"]
+__all__ += [
+    "fake_mode_below",
+    "fake_parts",
+    "fake_device",
+    "new_fake_tensor",
+    "fake_view",
+    "without_fake_mode",
+]
 
 
 def fake_mode_below() -> Any:
     """The ``FakeTensorMode`` an op reaches next from inside a dispatch mode, or None."""
     return torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE)
+
+
+def without_fake_mode() -> contextlib.AbstractContextManager[Any]:
+    """Ops in the block run on the real tensors they are given, past the active fake mode.
+
+    torch's own context manager, not a wrapper: an error of the real kernel then passes no
+    frame of this package (which would make it look like ours to ``capture/classify.py``).
+    """
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    return unset_fake_temporarily()
 
 
 def fake_parts(t: Any) -> tuple[Any, Any] | None:

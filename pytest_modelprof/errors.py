@@ -14,6 +14,8 @@ __all__ = [
     "SettingsError",
     "ReportError",
     "FormulaError",
+    "GlobalStateWarning",
+    "clause",
 ]
 
 
@@ -59,3 +61,14 @@ class ReportError(ModelprofError):
 
 class FormulaError(ModelprofError):
     """A cost formula that failed on an op or could not be registered; names whose it is."""
+
+
+class GlobalStateWarning(UserWarning):
+    """A forward left stand-in tensors (meta or fake) in module-level or class state."""
+
+
+def clause(text: object) -> str:
+    """``str(text)`` without its closing full stop, for a message that closes the sentence
+    itself (an exception's text may end with one or not; an ellipsis is kept)."""
+    words = str(text).strip()
+    return words[:-1] if words.endswith(".") and not words.endswith("..") else words

@@ -135,7 +135,14 @@ def _first_that_works(
         except ModelBuildError as refused:
             if not attempts:
                 raise
-            raise ModelBuildError(f"{refused} (tried before: {'; '.join(attempts)})") from refused
+            hint = (
+                " Or pass mode='fake': fake tensors run this model without its weights."
+                if _fake_runs(request, attempts)
+                else ""
+            )
+            raise ModelBuildError(
+                f"{str(refused).removesuffix('.')} (tried before: {'; '.join(attempts)}).{hint}"
+            ) from refused
         except CaptureFailed as failed:
             f = failed.failure
             where = f" ({f.op})" if f.op else ""
@@ -144,6 +151,21 @@ def _first_that_works(
             attempts.append(f"{mode}: {f.text} {failed.where}{where}")
             skip_fake = f.fake_cannot_help
     raise AssertionError("unreachable: a plan has at least one mode")  # pragma: no cover
+
+
+def _fake_runs(request: Request, attempts: list[str]) -> bool:
+    """Whether fake tensors capture the model: from the record when fake ran, else tried now.
+
+    A hint must suggest only what works; this runs on the way to an error only.
+    """
+    if any(a.startswith("fake:") and ": skipped" not in a for a in attempts):
+        return False  # it ran and failed
+    try:
+        with canonical_kernels():
+            run_once(request, "fake")
+    except Exception:
+        return False
+    return True
 
 
 def _final_error(
@@ -168,8 +190,8 @@ def _final_error(
         )
     if f.kind == "limitation":
         hint = (
-            " Try mode='fake' (no data needed; transformers' attention masks pass there)."
-            if mode == "meta" and not f.fake_cannot_help
+            " Try mode='fake': fake tensors run this model without its weights."
+            if mode == "meta" and _fake_runs(request, attempts)
             else " Try mode='real' on a machine that holds the model."
             if mode in ("meta", "fake")
             else ""

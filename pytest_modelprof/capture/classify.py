@@ -24,6 +24,7 @@ import torch
 
 from pytest_modelprof._compat import fake_fallback_errors, view_base
 from pytest_modelprof._tensors import flat_tensors
+from pytest_modelprof.errors import clause
 
 __all__ = ["Failure", "FailureKind", "classify", "PROBE_LIMIT_BYTES"]
 
@@ -72,9 +73,10 @@ class Failure:
 
 
 def short(exc: BaseException, limit: int = 300) -> str:
-    """``Type: first line of the message``, capped at ``limit`` characters."""
+    """``Type: first line of the message`` (without its full stop: ours follows), capped at
+    ``limit`` characters."""
     message = str(exc).strip()
-    text = f"{type(exc).__name__}: {message.splitlines()[0] if message else ''}"
+    text = f"{type(exc).__name__}: {clause(message.splitlines()[0]) if message else ''}"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -9,7 +9,7 @@ from torch.overrides import TorchFunctionMode
 
 from pytest_modelprof._compat import op_schema
 from pytest_modelprof._tensors import flat_tensors
-from pytest_modelprof.errors import FormulaError
+from pytest_modelprof.errors import FormulaError, clause
 
 __all__ = ["OpSink", "RecurrentOnMeta", "record_recurrent"]
 
@@ -86,7 +86,7 @@ def record_recurrent(
     except Exception as exc:
         raise FormulaError(
             f"pricing {overload} as one op on meta tensors failed with "
-            f"{type(exc).__name__}: {exc}. This is a bug in pytest-modelprof, not in your "
+            f"{type(exc).__name__}: {clause(exc)}. This is a bug in pytest-modelprof, not in your "
             "model or its inputs; please report it (with this message)."
         ) from exc
     finally:

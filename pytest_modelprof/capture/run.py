@@ -10,6 +10,7 @@ training step runs). A failure leaves this module as :class:`CaptureFailed` carr
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from pytest_modelprof._tensors import (
 from pytest_modelprof.capture import plan
 from pytest_modelprof.capture.classify import Failure, classify, short
 from pytest_modelprof.capture.kernels import value_checks_off
+from pytest_modelprof.capture.leaks import GlobalScan, global_standins, python_random_states
 from pytest_modelprof.capture.plan import (
     TRAINING_GRAPH_NOTE,
     Mode,
@@ -42,13 +44,19 @@ from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.capture.standin import (
     cloned_standins,
     empty_standins,
+    fake_lazy_layers,
     random_standins,
     standin_copy,
     tensor_bytes,
 )
 from pytest_modelprof.capture.tracer import Tracer
 from pytest_modelprof.costs.registry import CostRegistry
-from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
+from pytest_modelprof.errors import (
+    GlobalStateWarning,
+    ModelBuildError,
+    ModelInputError,
+    ModelprofError,
+)
 from pytest_modelprof.models._meta import AllocationLimitExceeded, allocation_budget
 from pytest_modelprof.models._spec import BUILD_NOTE
 from pytest_modelprof.schema import CaptureMode
@@ -107,10 +115,13 @@ def run_once(request: Request, mode: CaptureMode) -> Captured:
     error: BaseException | None = None
     with ExitStack() as stack:
         stack.enter_context(torch.random.fork_rng(devices=_rng_devices(request, mode)))
+        stack.enter_context(python_random_states())
         fake = FakeTensorMode(allow_non_fake_inputs=True) if mode == "fake" else None
         module, run_device, more = _standin(request, mode, source, fake)
+        scan = GlobalScan(module) if mode != "real" else None
         if fake is not None:
             stack.enter_context(fake)
+            stack.enter_context(fake_lazy_layers(module, fake, run_device))
         elif mode == "meta":
             # Tensors the forward creates without a device (masks, position ids) join the
             # meta tensors instead of landing on the CPU.
@@ -126,6 +137,9 @@ def run_once(request: Request, mode: CaptureMode) -> Captured:
             raise
         except Exception as exc:
             error = exc
+    left = scan.left() if scan is not None else []
+    if left:
+        warnings.warn(global_standins(request.subject.label, mode, left), GlobalStateWarning, 2)
     if error is not None:
         inputs = flat_tensors([args, kwargs])
         failure = classify(error, mode, inputs, _probe_device(request, source))
@@ -198,8 +212,7 @@ def _check_real_size(
     raise ModelBuildError(
         f"{request.subject.label}: real tensors would {verb} {format_bytes(needed)} of "
         f"weights on {device}, more than the {format_bytes(limit)} that "
-        "mode='auto' allocates on its own. Pass mode='real' to allow it, or mode='fake' to "
-        "count without data."
+        "mode='auto' allocates on its own. Pass mode='real' to allow it."
     )
 
 

@@ -23,17 +23,18 @@ import copy as _copy
 import sys
 import types
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules.lazy import LazyModuleMixin
 from torch.utils.hooks import RemovableHandle
 
-from pytest_modelprof._compat import module_registries, registries_state
+from pytest_modelprof._compat import module_registries, registries_state, without_fake_mode
 
-__all__ = ["standin_copy", "StandinFactory"]
+__all__ = ["standin_copy", "StandinFactory", "fake_lazy_layers"]
 
 StandinFactory = Callable[[torch.Tensor], torch.Tensor]
 """Makes the stand-in for one tensor (a parameter is wrapped as a parameter afterwards)."""
@@ -55,6 +56,7 @@ _SHARED = (
     type,
     RemovableHandle,
 )
+_META = torch.device("meta")
 # Beyond this nesting depth Python state is shared (a guard against very deep object graphs).
 _MAX_DEPTH = 16
 
@@ -282,11 +284,15 @@ def empty_standins(
 ) -> StandinFactory:
     """Data-less stand-ins on ``device``: meta tensors, or fake ones made in the mode ``fake``.
 
-    Lazy (uninitialised) parameters stay real and empty: they cannot wrap a fake tensor.
+    Lazy (uninitialised) parameters stay uninitialised: they cannot wrap a fake tensor (with
+    ``fake`` they are on meta, and :func:`fake_lazy_layers` makes them fake once they have
+    their shapes).
     """
 
+    lazy_device = _META if fake is not None else device  # see fake_lazy_layers
+
     def make(t: torch.Tensor) -> torch.Tensor:
-        lazy = _uninitialized(t, device)
+        lazy = _uninitialized(t, lazy_device)
         if lazy is not None:
             return lazy
         target = _target_dtype(t, dtype)
@@ -329,6 +335,61 @@ def random_standins(device: torch.device, dtype: torch.dtype | None) -> StandinF
         return _like(t, out)
 
     return make
+
+
+@contextlib.contextmanager
+def fake_lazy_layers(module: nn.Module, fake: Any, device: torch.device) -> Iterator[None]:
+    """Lazy layers of ``module`` (a fake stand-in) materialise on meta, then become fake.
+
+    Inside fake mode torch's ``materialize`` cannot run (an uninitialised buffer refuses fake
+    dispatch, and the ``.data`` it assigns would leave a plain meta tensor that no fake input
+    can meet). So fake mode pauses around a lazy layer's own initialisation hook (its stand-ins
+    are on meta: nothing is allocated), and right after it each new tensor becomes a fake one
+    of the same shape on ``device``.
+    """
+    lazy = [
+        m
+        for m in module.modules()
+        if isinstance(m, LazyModuleMixin) and m.has_uninitialized_params()
+    ]
+    paused: list[Any] = []
+    handles: dict[int, list[RemovableHandle]] = {}
+
+    def before(layer: nn.Module, args: Any) -> None:
+        pause = without_fake_mode()
+        pause.__enter__()
+        paused.append(pause)
+
+    def after(layer: nn.Module, args: Any) -> None:
+        paused.pop().__exit__(None, None, None)
+        for handle in handles.pop(id(layer), []):
+            handle.remove()  # materialised once: later calls run as any layer's
+        _meta_to_fake(layer, fake, device)
+
+    for m in lazy:
+        handles[id(m)] = [
+            m.register_forward_pre_hook(before, prepend=True),
+            m.register_forward_pre_hook(after),
+        ]
+    try:
+        yield
+    finally:
+        while paused:  # a lazy initialisation that raised
+            paused.pop().__exit__(None, None, None)
+        for pair in handles.values():
+            for handle in pair:
+                handle.remove()
+
+
+def _meta_to_fake(layer: nn.Module, fake: Any, device: torch.device) -> None:
+    """``layer``'s own meta parameters and buffers replaced by fake ones on ``device``."""
+    parameters, buffers, _ = module_registries(layer)
+    for table in (parameters, buffers):
+        for name, t in table.items():
+            if t is not None and t.is_meta:  # a fake tensor says its fake device
+                with fake:
+                    out = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=device)
+                table[name] = _like(t, out)
 
 
 _LAZY = (nn.parameter.UninitializedParameter, nn.parameter.UninitializedBuffer)

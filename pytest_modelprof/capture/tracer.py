@@ -23,8 +23,10 @@ from torch.utils.hooks import RemovableHandle
 from pytest_modelprof._compat import (
     TorchDispatchMode,
     WeakTensorKeyDictionary,
+    fake_mode_below,
     has_data,
     own_meta_rule,
+    without_fake_mode,
 )
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture import metacache
@@ -40,6 +42,7 @@ from pytest_modelprof.capture.ops import (
 from pytest_modelprof.capture.record import Capture, ModuleCall, OpRecord, Phase
 from pytest_modelprof.capture.recurrent import RecurrentOnMeta
 from pytest_modelprof.capture.sites import NO_SITE, CallSites
+from pytest_modelprof.capture.values import KnownValues
 from pytest_modelprof.costs.registry import CostRegistry
 
 __all__ = ["Tracer", "tensor_meta"]
@@ -64,15 +67,26 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs = kwargs or {}
         key, out = metacache.lookup(func, args, kwargs)  # meta kernels: once per signature
         if out is None:
+            # On fake tensors, inputs and what is computed from them alone keep their values.
+            values = self.tracer.values if fake_mode_below() is not None else None
+            known = values is not None and values.known(args, kwargs)
             try:
                 out = func(*args, **kwargs)
             except Exception:
-                # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
-                # _grouped_mm and float32): our own shape rule, on tensors without data only.
-                rule = own_meta_rule(func)
-                if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
-                    raise
-                out = rule(*args, **kwargs)
+                if not known:
+                    # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
+                    # _grouped_mm and float32): our own shape rule, on tensors without data.
+                    rule = own_meta_rule(func)
+                    if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                        raise
+                    out = rule(*args, **kwargs)
+                # else: what fake tensors refuse for want of data (.item()), on known values
+            if values is not None:
+                if known and values.computable(out, args, kwargs):
+                    with without_fake_mode():
+                        out = func(*args, **kwargs)
+                else:
+                    values.forget_written(func, args, kwargs)
             if key is not None:
                 metacache.remember(key, out, (args, kwargs))
         if not self.tracer.paused:
@@ -97,6 +111,7 @@ class Tracer:
         self.paused = False  # ops the tracer itself runs (RecurrentOnMeta) are not the model's
         # False inside running_only: every op and module call runs, none is recorded.
         self._counting = True
+        self.values = KnownValues()  # on fake tensors: what keeps real values
         self._has_recurrent = any(isinstance(m, nn.RNNBase) for m in model.modules())
         # The line of model code that called each forward op, so a report can name it.
         self._sites = CallSites()

@@ -39,7 +39,7 @@ from torch import nn
 from pytest_modelprof import _compat
 from pytest_modelprof._tensors import Inputs, as_inputs, call_model, flat_tensors, map_tensors
 from pytest_modelprof.compile_health import BreakReason, CompileHealth
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, clause
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = ["analyze_compile", "user_location"]
@@ -237,8 +237,8 @@ def _inductor(model: nn.Module, inputs: Inputs, dynamic: bool | None) -> tuple[i
             first = time.perf_counter() - start
         except Exception as exc:  # Inductor errors are many and version-specific
             raise ModelprofError(
-                f"Inductor could not compile {type(model).__name__}: {exc}. Inductor on CPU "
-                "needs a working C++ compiler (g++ or clang++ on PATH); drop inductor=True "
+                f"Inductor could not compile {type(model).__name__}: {clause(exc)}. Inductor on "
+                "CPU needs a working C++ compiler (g++ or clang++ on PATH); drop inductor=True "
                 "(--inductor) to count graphs and breaks only"
             ) from exc
         start = time.perf_counter()

@@ -3,9 +3,9 @@
 No cache class is assumed: the model creates its own cache on the prefill (``use_cache=True``,
 as transformers' ``generate`` does) and gets it back on the decode step under the name its
 forward declares (``cache`` in transformers >= 5.2x, ``past_key_values`` before, and in most
-hand-written decoders). Its bytes are the tensors reachable from the returned object, each
-one once: sliding windows, grouped or multi-query heads, compressed latents and layers that
-share a cache come out as the model allocates them.
+hand-written decoders). Its bytes are the storages behind the tensors reachable from the
+returned object, each storage once: sliding windows, grouped or multi-query heads, compressed
+latents and layers that share a cache come out as the model allocates them.
 """
 
 from __future__ import annotations
@@ -106,17 +106,16 @@ def _children(obj: Any) -> list[Any]:
 
 
 def cache_bytes(cache: Any) -> int:
-    """Bytes of the tensors ``cache`` holds, each distinct one once (works on meta).
+    """Bytes of the storages behind the tensors ``cache`` holds, each storage once (works on meta).
 
-    A tensor's own bytes, not its storage's: a cache that keeps a slice of a larger tensor (a
-    sliding window cut from the prompt's keys) holds that slice; the rest is freed once the
-    next step replaces the slice.
+    The storage, not the tensor: a cache that keeps a view of part of a larger tensor keeps the
+    whole of it alive (transformers' sliding-window layer keeps its last ``window - 1`` tokens as
+    a view of the ``window`` tokens it attended). Zero-dimensional tensors (a layer's window
+    size or position as a scalar) are bookkeeping, not keys or values, and are left out.
     """
-    seen: set[tuple[Any, ...]] = set()
-    total = 0
+    storages: dict[int, int] = {}
     for t in _tensors(cache, set()):
-        key = (storage_key(t.untyped_storage()), t.storage_offset(), tuple(t.shape), t.stride())
-        if key not in seen:
-            seen.add(key)
-            total += t.numel() * t.element_size()
-    return total
+        if t.dim() > 0:
+            storage = t.untyped_storage()
+            storages[storage_key(storage)] = storage.nbytes()
+    return sum(storages.values())

@@ -1,11 +1,11 @@
 """``profile_llm``: a prefill and one decode step of a causal LM, counted on meta tensors.
 
-Three passes over one meta build (nothing allocated, so a 70B decoder at 32k context takes
+Passes over one meta build (nothing allocated, so a 70B decoder at 32k context takes
 seconds): a counted prefill of the prompt into an empty cache; an uncounted prefill of
-``context - 1`` tokens, which fills the cache exactly as the model fills it (on meta nothing is
-computed, only shapes); and a counted decode step of one token per sequence. Counting is the
-one ATen capture (:class:`~pytest_modelprof.capture.tracer.Tracer`); the KV cache is measured
-from the tensors the model's cache object holds after the step.
+``context - 2`` tokens and one decode step, which fill the cache exactly as the model fills it
+(on meta nothing is computed, only shapes); and a counted decode step of one token per
+sequence. Counting is the one ATen capture (:class:`~pytest_modelprof.capture.tracer.Tracer`);
+the KV cache is measured from the storages the model's cache object keeps after the step.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pytest_modelprof.capture.standin import empty_standins, standin_copy
 from pytest_modelprof.capture.tracer import Tracer
 from pytest_modelprof.costs.registry import CostRegistry
 from pytest_modelprof.costs.user import active_registry
-from pytest_modelprof.errors import ModelBuildError, ModelForwardError, ModelInputError
+from pytest_modelprof.errors import ModelBuildError, ModelForwardError, ModelInputError, clause
 from pytest_modelprof.llm.cache import accepts, cache_argument, cache_bytes, returned_cache
 from pytest_modelprof.llm.costs import Decode, KVCache, LLMCosts, Prefill, Weights
 from pytest_modelprof.llm.roofline import roofline
@@ -83,17 +83,27 @@ def profile_llm(
         with counted.tracing():
             _forward(module, label, "prefill", input_ids=ids, **use_cache, **keep)
         prefill = counted.finish()
+        # The cache at context - 1 as a decode step leaves it (not as a prefill does: a
+        # sliding window cut from a long prompt keeps the prompt's storage until a step
+        # replaces it), so that the counted step's growth is what one more token adds.
+        filled = context - 2 if context > 2 else context - 1
         filler = Tracer(module, reg)
         with filler.running_only():
             out = _forward(
                 module,
                 label,
                 "cache fill",
-                input_ids=torch.zeros(batch, context - 1, dtype=torch.long),
+                input_ids=torch.zeros(batch, filled, dtype=torch.long),
                 **use_cache,
                 **keep,
             )
-        cache = returned_cache(out, label, module)
+            cache = returned_cache(out, label, module)
+            if filled < context - 1:
+                ids = torch.zeros(batch, 1, dtype=torch.long)
+                out = _forward(
+                    module, label, "cache fill", input_ids=ids, **{arg: cache}, **use_cache
+                )
+                cache = _cache_after(out, cache)
         before = cache_bytes(cache)
         counted = Tracer(module, reg)
         ids = torch.zeros(batch, 1, dtype=torch.long)
@@ -157,7 +167,7 @@ def _meta_module(subject: Subject, dtype: torch.dtype | None) -> nn.Module:
         except Exception as exc:
             raise ModelBuildError(
                 f"{subject.label}: building the model on meta tensors failed: "
-                f"{type(exc).__name__}: {exc}. Check the builder arguments "
+                f"{type(exc).__name__}: {clause(exc)}. Check the builder arguments "
                 f"({subject.arch_kwargs})."
             ) from exc
         if dtype is not None:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
+from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError, clause
 from pytest_modelprof.models._hf_config import build_config
 from pytest_modelprof.models._hf_inputs import (
     CLASS_KEY,
@@ -257,9 +257,9 @@ def _build(
             raise  # the engine retries on the CPU: the constructor may read tensor values
         raise ModelBuildError(
             f"model {name!r}: transformers cannot build {cls_name} from {type(cfg).__name__}"
-            f"({_fields(kwargs)}): {type(exc).__name__}: {exc}. This is the model's own error "
-            f"(raised inside transformers {_version()}; building {cls_name} by hand from that "
-            "config fails the same way), not pytest-modelprof's: try other --arch fields or "
+            f"({_fields(kwargs)}): {type(exc).__name__}: {clause(exc)}. This is the model's own "
+            f"error (raised inside transformers {_version()}; building {cls_name} by hand from "
+            "that config fails the same way), not pytest-modelprof's: try other --arch fields or "
             "another transformers version"
         ) from exc
     if others:

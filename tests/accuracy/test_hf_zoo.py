@@ -14,7 +14,8 @@ config's default widths otherwise. Each must
 
 ``MODELS_OWN_ERROR`` holds architectures transformers itself cannot build or run at this size;
 the profile's error must say the error is the model's own, and building or running the class by
-hand must fail with the same exception. The default run checks ``QUICK``; all of them::
+hand must fail with the same exception. Fake and real tensors must count the same FLOPs on every
+one, with and without an attention mask. The default run checks ``QUICK``; all of them::
 
     python -m pytest tests/accuracy/test_hf_zoo.py -m zoo -p no:randomly
 """
@@ -190,6 +191,52 @@ def test_params_exact_and_macs_match_flop_counter(arch: str) -> None:
     assert ours.total_macs == macs, (
         f"hf:{arch} ({ours.capture.mode}): ours {ours.total_macs:,} MACs, FlopCounterMode {macs:,}"
     )
+
+
+def masked(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """``kwargs`` with an all-ones attention mask beside each token-id input (None: no ids)."""
+    import torch
+
+    masks = {
+        k.replace("input_ids", "attention_mask"): torch.ones_like(v)
+        for k, v in kwargs.items()
+        if k in ("input_ids", "decoder_input_ids")
+    }
+    return {**kwargs, **masks} if masks else None
+
+
+# LLaVA's default config puts its image placeholder (32,000) past its text vocabulary (32,000
+# words): meta and fake tensors never index the embedding, real ones fail. LLaVA-1.5's
+# checkpoints have 32,064 words.
+REAL_RUNNABLE: dict[str, dict[str, Any]] = {
+    "llava": {**_TOWERS, "text_config": {"num_hidden_layers": 2, "vocab_size": 32_064}},
+}
+
+
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.zoo, id=a) for a in ZOO])
+def test_fake_and_real_tensors_count_the_same_flops(arch: str) -> None:
+    # transformers reads the values of attention masks (and of the masks it makes itself) to
+    # skip building them: on fake tensors those values are kept, so the same path runs.
+    # By name: each mode builds the model once (fake on meta), with its default inputs, then
+    # with the same inputs plus all-ones masks. (The quick run: tests/unit/test_profile_modes.py
+    # with small GPT-2, BERT, LLaMA and BART.)
+    import torch
+
+    from pytest_modelprof.models import resolve
+
+    fields = REAL_RUNNABLE.get(arch, ZOO[arch][1])
+    spec = resolve(f"hf:{arch}")
+    with torch.device("meta"):
+        built = spec.build(**fields)
+    args, kwargs = spec.example_inputs(device="cpu", module=built)
+    with_masks = masked(kwargs)
+    variants: dict[str, Any] = {"default inputs": None}
+    if with_masks is not None:
+        variants["all-ones masks"] = (args, with_masks)
+    for what, inputs in variants.items():
+        fake = profile_model(f"hf:{arch}", inputs=inputs, mode="fake", **fields)
+        real = profile_model(f"hf:{arch}", inputs=inputs, mode="real", **fields)
+        assert fake.total_flops == real.total_flops, (arch, what)
 
 
 @pytest.mark.parametrize(

@@ -13,11 +13,13 @@ reference, so a forward that writes into the user's container is seen.
 from __future__ import annotations
 
 import collections
+import random
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy
 import pytest
 import torch
 from torch import nn
@@ -25,7 +27,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.nn.utils import parametrize
 
 from pytest_modelprof._compat import module_registries
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import GlobalStateWarning, ModelprofError
 from pytest_modelprof.profile import profile_model
 
 # nn.Module's own containers of hooks (their names differ between torch versions).
@@ -517,3 +519,92 @@ def test_the_gates_measurements_run_a_copy(collector: str) -> None:
         layer = model[0]
         assert isinstance(layer, nn.LazyLinear)  # materialising turns it into a Linear
         assert layer.has_uninitialized_params()
+
+
+# -- Python state outside the module: random number generators, module globals, classes -------
+
+
+class DrawsPythonAndNumpyNumbers(nn.Module):
+    """Draws from Python's and NumPy's global generators, as data augmentation code does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = 1.0 + random.random() + float(numpy.random.rand())
+        return self.lin(x) * scale
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_profiling_leaves_pythons_and_numpys_random_state_alone(mode: str) -> None:
+    random.seed(1)
+    numpy.random.seed(1)
+    python_state, numpy_state = random.getstate(), numpy.random.get_state()
+    profile_model(DrawsPythonAndNumpyNumbers(), input_shape=(2, 8), mode=mode)  # type: ignore[arg-type]
+    assert random.getstate() == python_state
+    after = numpy.random.get_state()
+    assert numpy.array_equal(after[1], numpy_state[1]) and after[2:] == numpy_state[2:]
+
+
+def test_wav2vec2_training_graph_leaves_numpys_random_state_alone() -> None:
+    # In train mode wav2vec2 masks time steps drawn with NumPy's global generator.
+    transformers = pytest.importorskip("transformers")
+    config = transformers.Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        conv_dim=(16, 16),
+        conv_stride=(5, 2),
+        conv_kernel=(10, 3),
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        mask_time_prob=0.5,
+        mask_time_length=2,
+    )
+    model = transformers.Wav2Vec2Model(config)
+    numpy.random.seed(1)
+    state = numpy.random.get_state()
+    profile_model(model, input_shape=(1, 4000), include_backward=True)
+    assert numpy.array_equal(numpy.random.get_state()[1], state[1])
+
+
+_REGISTRY: dict[str, torch.Tensor] = {}
+
+
+class WritesGlobalState(nn.Module):
+    """Its forward keeps its last output in a module-level registry and on its class."""
+
+    last: torch.Tensor | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        _REGISTRY["last"] = h
+        type(self).last = h
+        return h
+
+
+@pytest.mark.parametrize("mode", ["meta", "fake"])
+def test_stand_in_tensors_left_in_global_state_are_reported(mode: str) -> None:
+    _REGISTRY.clear()
+    WritesGlobalState.last = None
+    with pytest.warns(GlobalStateWarning) as warned:
+        profile_model(WritesGlobalState(), input_shape=(2, 8), mode=mode)  # type: ignore[arg-type]
+    message = str(warned[0].message)
+    assert "_REGISTRY['last']" in message and "WritesGlobalState.last" in message
+    assert mode in message
+    _REGISTRY.clear()
+    WritesGlobalState.last = None
+
+
+def test_real_tensors_left_in_global_state_are_not_stand_ins() -> None:
+    _REGISTRY.clear()
+    profile_model(WritesGlobalState(), input_shape=(2, 8), mode="real")  # no warning: an error
+    assert not _REGISTRY["last"].is_meta
+    _REGISTRY.clear()
+    WritesGlobalState.last = None

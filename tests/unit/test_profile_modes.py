@@ -82,12 +82,67 @@ def test_hf_models_with_an_attention_mask_profile_in_the_default_mode(
     assert p.total_macs == no_mask.total_macs > 0
 
 
+@pytest.mark.parametrize("kind", ["gpt2", "bert", "llama"])
+@pytest.mark.parametrize("masked", [False, True])
+def test_fake_and_real_tensors_count_the_same_flops(kind: str, masked: bool) -> None:
+    # transformers reads an attention mask's values (no padding: no mask is built); on fake
+    # tensors it could not, built the mask, and counted its ops too.
+    model = _tiny(kind).eval()
+    inputs = _text_inputs() if masked else {"input_ids": _text_inputs()["input_ids"]}
+    fake = profile_model(model, inputs=inputs, mode="fake")
+    real = profile_model(model, inputs=inputs, mode="real")
+    assert (fake.total_flops, fake.total_macs) == (real.total_flops, real.total_macs)
+    assert fake.total_memory == real.total_memory
+
+
+def test_an_encoder_decoders_own_mask_counts_the_same_on_fake_tensors() -> None:
+    # BART's decoder makes a mask of ones itself and checks it: no input mask is needed.
+    tf: Any = transformers
+    config = tf.BartConfig(
+        encoder_layers=1,
+        decoder_layers=1,
+        d_model=64,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=128,
+        decoder_ffn_dim=128,
+        vocab_size=1000,
+    )
+    model = tf.BartForConditionalGeneration(config).eval()
+    ids = torch.randint(4, 1000, (1, 16))
+    inputs = {"input_ids": ids, "decoder_input_ids": ids}
+    fake = profile_model(model, inputs=inputs, mode="fake")
+    real = profile_model(model, inputs=inputs, mode="real")
+    assert fake.total_flops == real.total_flops
+
+
 def test_meta_only_failure_suggests_fake() -> None:
     with torch.device("meta"):
         model = _tiny("gpt2").eval()
     with pytest.raises(ModelprofError, match=r"mode='fake'") as info:
         profile_model(model, inputs=_text_inputs(), mode="meta")
     assert "item()" in str(info.value)
+
+
+class ReadsAWeightValue(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.lin(x)
+        return h * 2 if h.sum().item() > 0 else h  # a value of the weights: real tensors only
+
+
+def test_a_meta_failure_suggests_only_a_mode_that_runs_the_model() -> None:
+    with pytest.raises(ModelprofError) as info:
+        profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="meta")
+    message = str(info.value)
+    assert "mode='fake'" not in message  # fake tensors have no weight values either
+    assert "mode='real'" in message
+    with pytest.raises(ModelprofError, match="could not be profiled in fake mode"):
+        profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="fake")
+    assert profile_model(ReadsAWeightValue(), input_shape=(2, 8), mode="real").total_macs > 0
 
 
 # -- the model's own error, bad input, kernel limits, engine limits --------------------
@@ -176,6 +231,19 @@ def test_flex_attention_is_not_mistaken_for_data_dependence() -> None:
     assert "flex_attention" in text and "pytest-modelprof cannot capture" in text
 
 
+@pytest.mark.parametrize("mode", ["meta", "fake", "real"])
+def test_lazy_layers_profile_in_every_mode(mode: str) -> None:
+    # The layers get their shapes from the first input, in every mode alike.
+    model = nn.Sequential(nn.LazyLinear(16), nn.ReLU(), nn.LazyBatchNorm1d(), nn.LazyLinear(4))
+    p = profile_model(model, input_shape=(2, 8), mode=mode)  # type: ignore[arg-type]
+    assert p.capture.mode == mode
+    assert p.total_macs == 2 * (8 * 16 + 16 * 4)
+    assert p.total_params == 8 * 16 + 16 + 2 * 16 + 16 * 4 + 4
+    assert isinstance(model[0], nn.LazyLinear)  # the user's module is still lazy
+    trained = profile_model(model, input_shape=(2, 8), mode=mode, include_backward=True)  # type: ignore[arg-type]
+    assert trained.backward_macs > 0 and trained.total_params == p.total_params
+
+
 # -- no real weights for a fallback without a size check ---------------------------------
 
 
@@ -259,7 +327,8 @@ def test_a_modules_real_fallback_copies_its_weights_only_within_the_limit(
         profile_model(model, input_shape=(2, 1024))
     message = str(info.value)
     assert "more than the 1.0 MiB" in message
-    assert "mode='real'" in message and "mode='fake'" in message
+    assert "mode='real'" in message
+    assert "mode='fake'" not in message  # it fails the same way: boolean indexing on weights
     assert "tried before: meta:" in message  # the fallback was what needed the copy
     p = profile_model(model, input_shape=(2, 1024), mode="real")  # asked for: allowed
     assert p.capture.mode == "real" and p.total_macs == 2 * 1024 * 1024

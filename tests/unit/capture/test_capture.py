@@ -259,6 +259,11 @@ def test_compat_fake_tensor_apis_smoke() -> None:
         torch.device("cpu"),
     )
     assert made.untyped_storage().nbytes() == 40
+    with fake:
+        with _compat.without_fake_mode():
+            computed = real + 1  # the real kernel: a value, not a fake tensor
+        assert type(t + 1) is type(t)  # the fake mode is back
+    assert type(computed) is torch.Tensor and computed.tolist() == [2.0, 2.0]
     assert len(default_registry()) > 300
 
 

@@ -1,4 +1,4 @@
-"""The KV cache measured on meta equals the cache a real prefill + decode step fills on the CPU."""
+"""The KV cache measured on meta equals what a real prefill + decode steps keep alive on the CPU."""
 
 from __future__ import annotations
 
@@ -25,6 +25,15 @@ CASES: dict[str, dict[str, Any]] = {
     "hf:llama": SMALL,
     "hf:mistral": dict(SMALL, sliding_window=8),
     "hf:gemma2": dict(SMALL, sliding_window=8, head_dim=16),
+    # Multi-query attention: one K/V head shared by every query head.
+    "hf:falcon": dict(
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        vocab_size=500,
+        multi_query=True,
+        new_decoder_architecture=False,
+    ),
     "hf:deepseek_v3": dict(
         hidden_size=64,
         num_hidden_layers=2,
@@ -47,29 +56,49 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
-def _real_cache_nbytes(name: str, arch: dict[str, Any], context: int, batch: int) -> int:
-    """A real CPU prefill of context - 1 tokens and one decode step; nbytes of the cache."""
+def _held_storage_bytes(cache: Any) -> int:
+    """Bytes of the storages behind the keys and values a cache's layers hold, each storage once.
+
+    A sliding-window layer keeps a view of its last window - 1 tokens whose storage still holds
+    window tokens: the storage is what stays alive. Zero-dimensional tensors (a layer's window
+    size as an int64 scalar) are bookkeeping, not keys or values.
+    """
+    storages: dict[int, int] = {}
+    for layer in cache.layers:
+        for value in vars(layer).values():
+            if isinstance(value, torch.Tensor) and value.dim() > 0:
+                storage = value.untyped_storage()
+                storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+def _real_cache_nbytes(
+    name: str, arch: dict[str, Any], context: int, batch: int
+) -> tuple[int, int]:
+    """A real CPU prefill of context - 2 tokens, then two decode steps: the bytes the cache
+    keeps alive after the step to context - 1 and after the step to context."""
     torch.manual_seed(0)
     model = resolve(name).build(**arch).eval()
+    held = []
     with torch.no_grad():
-        ids = torch.randint(0, 500, (batch, context - 1))
-        out = model(input_ids=ids, use_cache=True)
+        out = model(input_ids=torch.randint(0, 500, (batch, context - 2)), use_cache=True)
         # transformers >= 5.2x names it ``cache``; earlier releases ``past_key_values``.
-        name = "cache" if getattr(out, "cache", None) is not None else "past_key_values"
-        cache = getattr(out, name)
-        model(input_ids=torch.randint(0, 500, (batch, 1)), use_cache=True, **{name: cache})
-    total = 0
-    for layer in cache.layers:  # every tensor a cache layer holds: keys, values, window size
-        total += sum(v.nbytes for v in vars(layer).values() if isinstance(v, torch.Tensor))
-    return total
+        arg = "cache" if getattr(out, "cache", None) is not None else "past_key_values"
+        cache = getattr(out, arg)
+        for _ in range(2):
+            ids = torch.randint(0, 500, (batch, 1))
+            cache = getattr(model(input_ids=ids, use_cache=True, **{arg: cache}), arg)
+            held.append(_held_storage_bytes(cache))
+    return held[0], held[1]
 
 
 @pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_kv_cache_bytes_on_meta_equal_a_real_prefill(name: str) -> None:
+def test_kv_cache_bytes_on_meta_equal_the_storage_a_real_cache_keeps(name: str) -> None:
     arch = CASES[name]
     context, batch = 20, 2  # beyond the sliding windows of 8
     meta = profile_llm(name, prompt=4, context=context, batch=batch, **arch)
-    real = _real_cache_nbytes(name, arch, context, batch)
-    assert real > 0
-    assert meta.kv_cache.bytes == real
+    before, after = _real_cache_nbytes(name, arch, context, batch)
+    assert after > 0
+    assert meta.kv_cache.bytes == after
+    assert meta.kv_cache.growth_per_token == (after - before) / batch

@@ -4,7 +4,8 @@ Each model is built by name (``hf:...``) from a small config on meta tensors. A 
 one new token per sequence with ``context - 1`` tokens already cached, so every attention layer
 multiplies one query against ``keys`` keys: ``QK^T`` and ``AV`` are ``heads * keys * head_dim``
 MACs each (``keys = context`` for global layers; a sliding-window layer keeps ``window - 1``
-tokens and attends those plus the new one: ``keys = window``). The LM head is ``d * vocab``.
+tokens and attends those plus the new one: ``keys = window``, and the storage its view of
+``window - 1`` tokens keeps alive holds ``window``). The LM head is ``d * vocab``.
 float32 throughout: 4 bytes a cache element.
 """
 
@@ -85,8 +86,9 @@ def test_mistral_sliding_window_beyond_the_window() -> None:
     )
     proj = 2 * d * d + 2 * d * kv * hd
     assert costs.decode.macs_per_token == layers * (proj + 3 * d * ffn + 2 * d * window) + d * vocab
-    # Each layer keeps window - 1 tokens, plus its window size as one int64 scalar tensor.
-    assert costs.kv_cache.bytes == layers * (2 * kv * hd * (window - 1) * F32 + 8)
+    # Each layer keeps a view of window - 1 tokens whose storage holds the window tokens the
+    # step attended; its window size as an int64 scalar is bookkeeping, not counted.
+    assert costs.kv_cache.bytes == layers * 2 * kv * hd * window * F32
     assert costs.kv_cache.growth_per_token == 0  # the window is full: the cache stops growing
 
 
@@ -103,7 +105,7 @@ def test_gemma2_alternating_local_and_global_layers() -> None:
     attention = local * 2 * heads * hd * window + full * 2 * heads * hd * L
     macs = layers * (proj + 3 * d * ffn) + attention + d * vocab  # LM head tied to embeddings
     assert costs.decode.macs_per_token == macs
-    kv_local = local * (2 * kv * hd * (window - 1) * F32 + 8)
+    kv_local = local * 2 * kv * hd * window * F32  # the storage behind the window - 1 view
     assert costs.kv_cache.bytes == kv_local + full * 2 * kv * hd * L * F32
 
 
