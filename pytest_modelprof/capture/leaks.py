@@ -68,46 +68,48 @@ class GlobalScan:
     def __init__(self, module: nn.Module) -> None:
         self._namespaces = _namespaces(module)
         self._copies = {id(m) for m in module.modules()}  # the stand-in copy's own modules
-        # Meta tensors already there before the capture are the user's, not ours; held, so
-        # that their ids are not reused.
-        self._before = {id(t): t for _, t in self._walk() if isinstance(t, torch.Tensor)}
+        # What is there before the capture was not put there by it: the user's meta tensors,
+        # and modules the model shares with its class (ultralytics' ``Conv.default_act``, one
+        # activation every layer uses). Held, so that their ids are not reused.
+        self._before = {id(v): v for _, v in self._walk()}
 
     def _walk(self) -> Iterator[tuple[str, Any]]:
-        """``(where, value)`` for each stand-in found: a tensor without data, a copied module."""
-        budget = [_MAX_ITEMS]
-        seen: set[int] = set()
-        for name, namespace in self._namespaces:
-            for key, value in list(namespace.items()):
-                yield from self._visit(f"{name}.{key}", value, 0, seen, budget)
+        """``(where, value)`` for each stand-in found: a tensor without data, a copied module.
 
-    def _visit(
-        self, where: str, value: Any, depth: int, seen: set[int], budget: list[int]
-    ) -> Iterator[tuple[str, Any]]:
-        if budget[0] <= 0:
-            return
-        budget[0] -= 1
-        if isinstance(value, torch.Tensor):  # every place that holds one is named
-            if not has_data(value):
-                yield where, value
-            return
-        if isinstance(value, nn.Module):
-            if id(value) in self._copies:
-                yield where, value
-            return
-        if depth >= _DEPTH or id(value) in seen:  # a container reached twice: walked once
-            return
-        seen.add(id(value))
-        for place, child in _children(where, value):
-            yield from self._visit(place, child, depth + 1, seen, budget)
+        Breadth first, so that the budget is spent on what lies near a global before what lies
+        deep below another (a global object whose graph reaches pytest's whole session would
+        otherwise use it up before a registry one level down)."""
+        budget = _MAX_ITEMS
+        seen: set[int] = set()
+        queue: collections.deque[tuple[str, Any, int]] = collections.deque(
+            (f"{name}.{key}", value, 0)
+            for name, namespace in self._namespaces
+            for key, value in list(namespace.items())
+        )
+        while queue and budget > 0:
+            where, value, depth = queue.popleft()
+            budget -= 1
+            if isinstance(value, torch.Tensor):  # every place that holds one is named
+                if not has_data(value):
+                    yield where, value
+                continue
+            if isinstance(value, nn.Module):
+                if id(value) in self._copies:
+                    yield where, value
+                continue
+            if depth >= _DEPTH or id(value) in seen:  # a container reached twice: walked once
+                continue
+            seen.add(id(value))
+            queue.extend((place, child, depth + 1) for place, child in _children(where, value))
 
     def left(self) -> list[str]:
         """Where stand-ins are now that were not there before: ``"mod.REGISTRY['k'] (a meta
         tensor of shape (2, 8))"``."""
         found: list[str] = []
         for where, value in self._walk():
+            if id(value) in self._before:
+                continue
             if isinstance(value, torch.Tensor):
-                if id(value) in self._before:
-                    continue
                 kind = "meta" if value.is_meta else "fake"
                 found.append(f"{where} (a {kind} tensor of shape {tuple(value.shape)})")
             else:

@@ -75,9 +75,11 @@ class _DispatchHook(TorchDispatchMode):  # type: ignore[no-untyped-call]
             except Exception:
                 if not known:
                     # A meta/fake kernel that refuses what the real kernel takes (torch 2.14's
-                    # _grouped_mm and float32): our own shape rule, on tensors without data.
+                    # _grouped_mm and float32): our own shape rule, unless every tensor holds
+                    # data (a real kernel's refusal). On fake tensors some may hold data: the
+                    # known values (offsets built from constants) beside stand-ins.
                     rule = own_meta_rule(func)
-                    if rule is None or any(has_data(t) for t in flat_tensors((args, kwargs))):
+                    if rule is None or all(has_data(t) for t in flat_tensors((args, kwargs))):
                         raise
                     out = rule(*args, **kwargs)
                 # else: what fake tensors refuse for want of data (.item()), on known values
@@ -286,7 +288,11 @@ class Tracer:
         in_meta = tuple(tensor_meta(t) for t in in_tensors)
         out_meta = tuple(tensor_meta(t) for t in out_tensors)
         call = OpCall(func, info, args, kwargs, out)
-        cost, family = price(call, (in_tensors, in_meta), (out_tensors, out_meta))
+        if fake_mode_below() is None:
+            cost, family = price(call, (in_tensors, in_meta), (out_tensors, out_meta))
+        else:  # a formula reading a known value (grouped offsets) reads it, not a fake of it
+            with without_fake_mode():
+                cost, family = price(call, (in_tensors, in_meta), (out_tensors, out_meta))
         reads = self._link_inputs(index, info, in_tensors, in_meta)
         bytes_written = self._link_outputs(index, call, out_tensors, out_meta)
 

@@ -596,7 +596,7 @@ def test_stand_in_tensors_left_in_global_state_are_reported(mode: str) -> None:
     with pytest.warns(GlobalStateWarning) as warned:
         profile_model(WritesGlobalState(), input_shape=(2, 8), mode=mode)  # type: ignore[arg-type]
     message = str(warned[0].message)
-    assert "_REGISTRY['last']" in message and "WritesGlobalState.last" in message
+    assert "_REGISTRY['last']" in message and "WritesGlobalState.last" in message, message
     assert mode in message
     _REGISTRY.clear()
     WritesGlobalState.last = None
