@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 __all__ = [
     "ModelprofError",
     "ModelNotFoundError",
@@ -16,6 +19,7 @@ __all__ = [
     "FormulaError",
     "GlobalStateWarning",
     "clause",
+    "did_you_mean",
 ]
 
 
@@ -72,3 +76,13 @@ def clause(text: object) -> str:
     itself (an exception's text may end with one or not; an ellipsis is kept)."""
     words = str(text).strip()
     return words[:-1] if words.endswith(".") and not words.endswith("..") else words
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+    """``"; did you mean 'max_flops_delta'?"`` for a near miss of ``word``, else ``""``.
+
+    The one spelling of a suggestion in every message: it follows the sentence that names the
+    culprit, and the caller ends the message with what to do.
+    """
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=cutoff)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
