@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.report.session import SessionReports
 
 __all__: list[str] = []
@@ -118,7 +118,7 @@ def error_row(
 ) -> GateRecord:
     """The error row of a gated test that failed before its gate judged it."""
     from pytest_modelprof.baseline.store import BaselinePaths
-    from pytest_modelprof.gate.record import error_record
+    from pytest_modelprof.results.record import error_record
 
     excinfo = call.excinfo
     if excinfo is None:  # failed without an exception (a strict xfail that passed)
@@ -193,7 +193,7 @@ class Gatherer:
             state.coverage.completed.add(report.nodeid)  # ran to the end, its gate included
         if payload is None:
             return
-        from pytest_modelprof.gate.record import records_from_json
+        from pytest_modelprof.results.record import records_from_json
 
         for record in records_from_json(payload):
             state.records.append(record)

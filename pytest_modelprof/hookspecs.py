@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
     from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
-    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.gate.settings import ProfileRequest
     from pytest_modelprof.schema import ModelProfile
 
@@ -39,7 +39,7 @@ def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
     """Called once per gated profile, on the xdist controller (or the only process); a gated
     test that failed before its gate judged it gives one record with status ``error``.
 
-    ``record`` is the results file's entry for the profile (``gate.record.ProfileResult``);
+    ``record`` is the results file's entry for the profile (``results.record.ProfileResult``);
     its ``checks`` are :class:`~pytest_modelprof.baseline.compare.Check` rows."""
 
 

@@ -50,7 +50,7 @@ from pytest_modelprof.gate.settings import (
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -369,7 +369,7 @@ def pytest_runtest_makereport(
             if not any(r.failed for r in state.records):
                 state.records.append(error_row(item, call, report))
         if state is not None and state.records:
-            from pytest_modelprof.gate.record import records_to_json
+            from pytest_modelprof.results.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
         if state is not None and state.judged:

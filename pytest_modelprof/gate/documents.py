@@ -10,7 +10,7 @@ from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
-from pytest_modelprof.gate.record import Status
+from pytest_modelprof.results.record import Status
 from pytest_modelprof.gate.results import (
     Document,
     ProfileResult,

@@ -23,7 +23,7 @@ from pytest_modelprof.baseline.store import (
 )
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
-from pytest_modelprof.gate.record import GateRecord, Status
+from pytest_modelprof.results.record import GateRecord, Status
 from pytest_modelprof.gate.settings import Limits, SessionSettings
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from pytest_modelprof import __version__
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.record import (
+from pytest_modelprof.results.record import (
     STATUS_ORDER,
     ProfileResult,
     SourceLocation,

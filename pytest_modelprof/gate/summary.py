@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pytest_modelprof.baseline.environment import cpu_only
 from pytest_modelprof.baseline.metrics import METRICS
-from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
+from pytest_modelprof.results.record import STATUS_ORDER, GateRecord
 from pytest_modelprof.textfit import fit_line
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.gate.report_settings import ReportSettings
     from pytest_modelprof.gate.results import RunResults, SourceLocation
 

@@ -10,7 +10,7 @@ import pytest
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
+from pytest_modelprof.results.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.gate.results import (
     CheckResult,
     ProfileResult,
