@@ -11,7 +11,7 @@ from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.results.record import Status
-from pytest_modelprof.gate.results import (
+from pytest_modelprof.results.document import (
     Document,
     ProfileResult,
     RunInfo,

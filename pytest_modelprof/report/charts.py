@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.document import baseline_layers
-from pytest_modelprof.gate.results import ProfileResult
+from pytest_modelprof.results.document import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
     num,

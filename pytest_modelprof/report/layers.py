@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pytest_modelprof.baseline.compare import format_change
-from pytest_modelprof.gate.results import ProfileResult
+from pytest_modelprof.results.document import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
     sign_css,

@@ -19,7 +19,7 @@ from pytest_modelprof.errors import ReportError
 if TYPE_CHECKING:
     from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.gate.report_settings import ReportSettings
-    from pytest_modelprof.gate.results import RunResults, SourceLocation
+    from pytest_modelprof.results.document import RunResults, SourceLocation
 
 __all__ = ["SessionReports", "write_outputs"]
 
@@ -76,7 +76,7 @@ class SessionReports:
 
     def add_location(self, nodeid: str, path: str, line0: int | None) -> None:
         """A test's ``report.location``: a rootdir-relative path and a 0-based line."""
-        from pytest_modelprof.gate.results import SourceLocation
+        from pytest_modelprof.results.document import SourceLocation
 
         if nodeid not in self.locations and line0 is not None:
             self.locations[nodeid] = SourceLocation(
@@ -85,7 +85,7 @@ class SessionReports:
 
     def results(self, exit_status: int | None = None) -> RunResults:
         """The results document of the run so far."""
-        from pytest_modelprof.gate.results import (
+        from pytest_modelprof.results.document import (
             collect_run_info,
             results_from_records,
         )

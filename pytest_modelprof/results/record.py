@@ -3,7 +3,7 @@ and the baseline it was judged against.
 
 :class:`ProfileResult` (also named :data:`GateRecord`) is what :func:`~.evaluate.evaluate`
 makes, what travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get,
-and what the results document (:mod:`pytest_modelprof.gate.results`) lists: one type, so a field
+and what the results document (:mod:`pytest_modelprof.results.document`) lists: one type, so a field
 added here reaches every reader. Torch-free (pydantic and the schema only).
 """
 

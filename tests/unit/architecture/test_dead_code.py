@@ -21,7 +21,7 @@ PACKAGE = ROOT / "pytest_modelprof"
 KNOWN = frozenset(
     {
         # An alias of Check; the package-wide naming pass deletes it with the other aliases.
-        "pytest_modelprof/gate/results.py: MetricResult",
+        "pytest_modelprof/results/document.py: MetricResult",
     }
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,7 +11,7 @@ from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.evaluate import evaluate
 from pytest_modelprof.results.record import GateRecord, records_from_json, records_to_json
-from pytest_modelprof.gate.results import (
+from pytest_modelprof.results.document import (
     CheckResult,
     ProfileResult,
     RunInfo,

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_modelprof.cli import main
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.results import RunResults, load_document
+from pytest_modelprof.results.document import RunResults, load_document
 from pytest_modelprof.report.comment import load_results
 
 

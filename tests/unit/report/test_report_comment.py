@@ -13,7 +13,7 @@ import pytest
 from report_samples import HOSTILE, hostile_results, no_live_markdown, outside_code_spans
 
 from pytest_modelprof.cli import main
-from pytest_modelprof.gate.results import RunResults
+from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.report.comment import (
     MAX_CHARS,
     MAX_FILE_BYTES,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from report_samples import EVIL, hostile_results, no_live_markdown, outside_code_spans
 
-from pytest_modelprof.gate.results import RunResults
+from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.report.github import (
     annotation_lines,
     append_step_summary,

@@ -10,7 +10,7 @@ from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.documents import compare_documents, merge_results
-from pytest_modelprof.gate.results import (
+from pytest_modelprof.results.document import (
     RESULTS_SCHEMA_VERSION,
     SCHEMA_PATH,
     RunInfo,
@@ -36,7 +36,7 @@ def test_committed_schema_is_current() -> None:
     committed = (REPO / SCHEMA_PATH).read_text()
     assert committed == results_json_schema(), (
         f"{SCHEMA_PATH} is stale; regenerate it: "
-        f"python -m pytest_modelprof.gate.results {SCHEMA_PATH}"
+        f"python -m pytest_modelprof.results.document {SCHEMA_PATH}"
     )
 
 

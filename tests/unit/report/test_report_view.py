@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from report_samples import EVIL, NASTY_MODULE
 
-from pytest_modelprof.gate.results import RunResults
+from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.report.view import build_view, headline
 
 

@@ -2,7 +2,7 @@
 
 :class:`RunResults` is what ``--modelprof-json`` writes, what ``modelprof merge`` joins across
 CI shards and what ``modelprof report`` re-renders. Its JSON Schema is committed at
-``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.gate.results``.
+``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.results.document``.
 
 Like every persisted document it is a frozen pydantic model with ``schema_version``, written
 deterministically (sorted keys, rounded floats, indent 2, trailing newline).
@@ -338,7 +338,7 @@ def results_json_schema() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_modelprof.gate.results [PATH]``: write the JSON Schema (or print it)."""
+    """``python -m pytest_modelprof.results.document [PATH]``: write the JSON Schema (or print it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = results_json_schema()
     if args:
