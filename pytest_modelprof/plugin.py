@@ -418,7 +418,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     kept = state.settings.prune and state.not_generated
     if not (state.records or state.stale or state.stale_unchecked or kept):
         return
-    from pytest_modelprof.gate.summary import problem_lines, summary_lines
+    from pytest_modelprof.report.summary import problem_lines, summary_lines
     from pytest_modelprof.textfit import fit_line
 
     tr = terminalreporter
@@ -509,7 +509,7 @@ def _renames(state: SessionState, config: pytest.Config) -> list[tuple[GateRecor
     if not state.stale or not any(r.status == "missing" for r in state.records):
         return []
     from pytest_modelprof.baseline.stale import stored_inputs
-    from pytest_modelprof.gate.summary import inputs_identity, renamed
+    from pytest_modelprof.report.summary import inputs_identity, renamed
 
     root = state.settings.baseline_dir
     identities = {}

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.results.document import ProfileResult, RunResults
-from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
+from pytest_modelprof.report.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,

@@ -11,7 +11,7 @@ from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.evaluate import evaluate
 from pytest_modelprof.results.document import RunInfo, results_from_records
 from pytest_modelprof.gate.settings import Limits, SessionSettings
-from pytest_modelprof.gate.summary import summary_lines
+from pytest_modelprof.report.summary import summary_lines
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view

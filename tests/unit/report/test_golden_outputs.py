@@ -20,7 +20,7 @@ import pytest
 from report_samples import make_results
 
 from pytest_modelprof.results.document import RunResults, load_document
-from pytest_modelprof.gate.summary import problem_lines, summary_lines
+from pytest_modelprof.report.summary import problem_lines, summary_lines
 from pytest_modelprof.report.comment import render_comment
 from pytest_modelprof.report.github import annotation_lines
 from pytest_modelprof.report.html import render_html
