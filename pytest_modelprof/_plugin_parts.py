@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.report.session import SessionReports
+    from pytest_modelprof.results.record import GateRecord
 
 __all__: list[str] = []
 

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
     from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
-    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.gate.settings import ProfileRequest
+    from pytest_modelprof.results.record import GateRecord
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [

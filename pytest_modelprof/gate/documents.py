@@ -10,7 +10,7 @@ from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
-from pytest_modelprof.results.record import Status
+from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.results.document import (
     Document,
     ProfileResult,
@@ -18,7 +18,7 @@ from pytest_modelprof.results.document import (
     RunResults,
     SourceLocation,
 )
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.results.record import Status
 from pytest_modelprof.schema import ModelProfile
 
 __all__ = ["compare_profiles", "compare_documents", "merge_results"]

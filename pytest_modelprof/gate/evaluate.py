@@ -23,8 +23,8 @@ from pytest_modelprof.baseline.store import (
 )
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
-from pytest_modelprof.results.record import GateRecord, Status
 from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.results.record import GateRecord, Status
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument

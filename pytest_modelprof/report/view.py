@@ -17,8 +17,6 @@ from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.compare import Check
-from pytest_modelprof.results.document import ProfileResult, RunResults
-from pytest_modelprof.report.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,
@@ -51,6 +49,8 @@ from pytest_modelprof.report.model import (
     SvgText,
 )
 from pytest_modelprof.report.stacks import stack_charts
+from pytest_modelprof.report.summary import environment_line, summary_columns, with_change
+from pytest_modelprof.results.document import ProfileResult, RunResults
 from pytest_modelprof.schema import describe_inputs
 from pytest_modelprof.textfit import plain
 

@@ -338,7 +338,8 @@ def results_json_schema() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_modelprof.results.document [PATH]``: write the JSON Schema (or print it)."""
+    """``python -m pytest_modelprof.results.document [PATH]``: write the JSON Schema (or print
+    it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = results_json_schema()
     if args:

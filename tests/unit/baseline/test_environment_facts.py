@@ -14,10 +14,10 @@ from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.judge import growth_checks
-from pytest_modelprof.results.record import GateRecord
 from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.report.summary import environment_line, problem_lines
 from pytest_modelprof.history.build import _environment_changes
+from pytest_modelprof.report.summary import environment_line, problem_lines
+from pytest_modelprof.results.record import GateRecord
 from pytest_modelprof.runtime.sweep import sweep
 from pytest_modelprof.schema import ModelProfile
 

@@ -10,7 +10,7 @@ import pytest
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.results.record import GateRecord, records_from_json, records_to_json
+from pytest_modelprof.gate.settings import Limits, SessionSettings
 from pytest_modelprof.results.document import (
     CheckResult,
     ProfileResult,
@@ -18,7 +18,7 @@ from pytest_modelprof.results.document import (
     RunResults,
     load_document,
 )
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.results.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.schema import ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]

@@ -8,9 +8,9 @@ from datetime import datetime, timezone
 
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.documents import compare_profiles
-from pytest_modelprof.results.document import RunInfo, RunResults, SourceLocation
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.machines import MACHINES
+from pytest_modelprof.results.document import RunInfo, RunResults, SourceLocation
 from pytest_modelprof.schema import (
     CaptureInfo,
     Environment,

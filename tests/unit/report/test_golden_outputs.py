@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 from report_samples import make_results
 
-from pytest_modelprof.results.document import RunResults, load_document
-from pytest_modelprof.report.summary import problem_lines, summary_lines
 from pytest_modelprof.report.comment import render_comment
 from pytest_modelprof.report.github import annotation_lines
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown, render_step_summary
+from pytest_modelprof.report.summary import problem_lines, summary_lines
 from pytest_modelprof.report.text import render_diff
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults, load_document
 
 DATA = Path(__file__).with_name("data")
 GOLDEN = DATA / "golden"

@@ -13,9 +13,9 @@ import jinja2
 import pytest
 from report_samples import EVIL, NASTY_MODULE
 
-from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.report.html import TEMPLATE, environment, render_html, template_dir
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from report_samples import layer, profile
 
-from pytest_modelprof.results.document import CheckResult, ProfileResult, RunResults
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import CheckResult, ProfileResult, RunResults
 from pytest_modelprof.runtime import NormalisedTiming
 
 BREAKS = [{"location": "model.py:12", "reason": "data-dependent if on a tensor"}]

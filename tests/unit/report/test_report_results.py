@@ -10,6 +10,9 @@ from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.documents import compare_documents, merge_results
+from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.report.markdown import render_markdown
+from pytest_modelprof.report.view import build_view
 from pytest_modelprof.results.document import (
     RESULTS_SCHEMA_VERSION,
     SCHEMA_PATH,
@@ -18,9 +21,6 @@ from pytest_modelprof.results.document import (
     load_document,
     results_json_schema,
 )
-from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.report.markdown import render_markdown
-from pytest_modelprof.report.view import build_view
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -7,9 +7,9 @@ from typing import Any
 from report_samples import layer, profile
 from torch import nn
 
-from pytest_modelprof.results.document import ProfileResult, RunResults
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import ProfileResult, RunResults
 from pytest_modelprof.runtime import NormalisedTiming
 from pytest_modelprof.runtime.sweep import sweep
 
