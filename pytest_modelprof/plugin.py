@@ -509,7 +509,7 @@ def _renames(state: SessionState, config: pytest.Config) -> list[tuple[GateRecor
     if not state.stale or not any(r.status == "missing" for r in state.records):
         return []
     from pytest_modelprof.baseline.stale import stored_inputs
-    from pytest_modelprof.report.summary import inputs_identity, renamed
+    from pytest_modelprof.gate.renames import inputs_identity, renamed
 
     root = state.settings.baseline_dir
     identities = {}

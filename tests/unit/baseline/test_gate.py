@@ -12,8 +12,9 @@ from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
+from pytest_modelprof.gate.renames import inputs_identity, renamed
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
-from pytest_modelprof.report.summary import inputs_identity, problem_lines, renamed, summary_lines
+from pytest_modelprof.report.summary import problem_lines, summary_lines
 from pytest_modelprof.results.record import GateRecord, records_from_json, records_to_json
 from pytest_modelprof.schema import LayerStats, ModelProfile, TensorSpec
 

@@ -9,7 +9,7 @@ import pytest
 from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.documents import compare_documents, merge_results
+from pytest_modelprof.gate.documents import compare_documents
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
@@ -21,6 +21,7 @@ from pytest_modelprof.results.document import (
     load_document,
     results_json_schema,
 )
+from pytest_modelprof.results.merge import merge_results
 
 REPO = Path(__file__).resolve().parents[3]
 
