@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.report_settings import ReportSettings
     from pytest_modelprof.results.document import RunResults, SourceLocation
+    from pytest_modelprof.results.outputs import ReportSettings
     from pytest_modelprof.results.record import GateRecord
 
 __all__ = ["SessionReports", "write_outputs"]
