@@ -41,7 +41,6 @@ def run(
         limits=Limits().with_values(limits, "marker on test_net"),
         session=settings,
         rootdir=tmp_path,
-        compile_health=profile.compile_health,
     )
 
 
