@@ -50,7 +50,7 @@ from pytest_modelprof.gate.settings import (
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.results.record import GateRecord
+    from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -504,7 +504,7 @@ def _shown(path: Path, config: pytest.Config) -> str:
         return str(path)
 
 
-def _renames(state: SessionState, config: pytest.Config) -> list[tuple[GateRecord, str]]:
+def _renames(state: SessionState, config: pytest.Config) -> list[tuple[ProfileResult, str]]:
     """Tests without a baseline whose model and inputs a stale baseline holds (a rename)."""
     if not state.stale or not any(r.status == "missing" for r in state.records):
         return []

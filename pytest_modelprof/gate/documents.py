@@ -10,14 +10,8 @@ from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.results.document import (
-    Document,
-    ProfileResult,
-    RunInfo,
-    RunResults,
-    SourceLocation,
-)
-from pytest_modelprof.results.record import Status
+from pytest_modelprof.results.document import Document, RunInfo, RunResults
+from pytest_modelprof.results.record import ProfileResult, SourceLocation, Status
 from pytest_modelprof.schema import ModelProfile
 
 __all__ = ["compare_profiles", "compare_documents"]

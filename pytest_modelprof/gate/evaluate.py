@@ -24,7 +24,7 @@ from pytest_modelprof.baseline.store import (
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
 from pytest_modelprof.gate.settings import Limits, SessionSettings
-from pytest_modelprof.results.record import GateRecord, Status
+from pytest_modelprof.results.record import ProfileResult, Status
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
@@ -43,7 +43,7 @@ __all__ = [
 class Outcome:
     """What the plugin does with one profile: the record, and a failure or a hint to print."""
 
-    record: GateRecord
+    record: ProfileResult
     failure: str | None = None
     hint: str | None = None
     comparison: Comparison | None = None
@@ -298,12 +298,12 @@ def evaluate(
 
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
-    ) -> GateRecord:
+    ) -> ProfileResult:
         measured = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
             measured["latency_ms"] = round(latency.current, 6)
-        return GateRecord(
+        return ProfileResult(
             nodeid=nodeid,
             name=name,
             model=profile.model,

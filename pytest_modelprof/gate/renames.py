@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from pytest_modelprof.results.record import GateRecord
+from pytest_modelprof.results.record import ProfileResult
 
 __all__ = ["inputs_identity", "renamed"]
 
@@ -22,8 +22,8 @@ def inputs_identity(model: str, inputs: Iterable[Mapping[str, object]]) -> str:
 
 
 def renamed(
-    records: Sequence[GateRecord], stale: Mapping[str, str]
-) -> list[tuple[GateRecord, str]]:
+    records: Sequence[ProfileResult], stale: Mapping[str, str]
+) -> list[tuple[ProfileResult, str]]:
     """(test without a baseline, stale baseline) pairs that hold the same model and inputs,
     each stale file used once; ``stale`` maps a stale file to its :func:`inputs_identity`."""
     free = dict(stale)

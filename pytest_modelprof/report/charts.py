@@ -27,7 +27,7 @@ from pytest_modelprof.report.model import (
     SvgRect,
     SvgText,
 )
-from pytest_modelprof.results.document import ProfileResult
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.schema import ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 

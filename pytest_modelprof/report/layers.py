@@ -26,7 +26,7 @@ from pytest_modelprof.report.model import (
     LayerRow,
     LayerTable,
 )
-from pytest_modelprof.results.document import ProfileResult
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.units import format_bytes, format_count
 
 #: The judge's words for a layer's change (anything else a file holds reads "changed").

@@ -16,7 +16,7 @@ from typing import Final
 from pytest_modelprof.baseline.compare import DASH, Check
 from pytest_modelprof.report._format import num
 from pytest_modelprof.report.model import Chart, LegendItem, SvgRect, SvgText
-from pytest_modelprof.results.document import ProfileResult
+from pytest_modelprof.results.record import ProfileResult
 
 __all__ = ["stack_charts"]
 

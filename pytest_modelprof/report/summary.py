@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 
 from pytest_modelprof.baseline.environment import cpu_only
 from pytest_modelprof.baseline.metrics import METRICS
-from pytest_modelprof.results.record import STATUS_ORDER, GateRecord
+from pytest_modelprof.results.record import STATUS_ORDER, ProfileResult
 from pytest_modelprof.textfit import fit_line
 
 __all__ = [
@@ -71,13 +71,13 @@ def environment_line(
     )
 
 
-def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
+def _columns(records: Sequence[ProfileResult]) -> list[tuple[str, str]]:
     return summary_columns(
         (row.metric, row.label, row.summary) for r in records for row in r.checks
     )
 
 
-def _cell(record: GateRecord, metric: str) -> str:
+def _cell(record: ProfileResult, metric: str) -> str:
     row = next((c for c in record.checks if c.metric == metric), None)
     if row is None:
         return "n/a"
@@ -110,7 +110,7 @@ def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
     ]
 
 
-def summary_lines(records: Sequence[GateRecord], width: int | None = None) -> list[str]:
+def summary_lines(records: Sequence[ProfileResult], width: int | None = None) -> list[str]:
     """The rows of the terminal summary table, regressions first, in at most ``width`` columns.
 
     Too wide, the test column is cut in the middle (down to 24), then metric columns are left
@@ -153,7 +153,7 @@ def _used(widths: Sequence[int]) -> int:
 
 
 def problem_lines(
-    records: Sequence[GateRecord], width: int | None = None, *, failures: bool = True
+    records: Sequence[ProfileResult], width: int | None = None, *, failures: bool = True
 ) -> list[str]:
     """Every failed limit and warning of the run under its test, then one line for the run if
     baselines come from another environment (:func:`environment_line`), wrapped to ``width``.

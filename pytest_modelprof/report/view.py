@@ -50,7 +50,8 @@ from pytest_modelprof.report.model import (
 )
 from pytest_modelprof.report.stacks import stack_charts
 from pytest_modelprof.report.summary import environment_line, summary_columns, with_change
-from pytest_modelprof.results.document import ProfileResult, RunResults
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.schema import describe_inputs
 from pytest_modelprof.textfit import plain
 

@@ -23,7 +23,6 @@ from typing import Any, Final, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_modelprof import __version__
-from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.results.record import (
@@ -38,10 +37,6 @@ __all__ = [
     "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
     "SCHEMA_PATH",
-    "CheckResult",
-    "MetricResult",
-    "SourceLocation",
-    "ProfileResult",
     "RunInfo",
     "RunResults",
     "Document",
@@ -59,11 +54,6 @@ SCHEMA_PATH: Final = "schemas/results.schema.json"
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-#: The row type under the names the first results schemas gave it: the same type as the judge's.
-CheckResult = Check
-MetricResult = Check
 
 
 class RunInfo(_Frozen):

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.results.document import ProfileResult, RunResults
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 
 __all__ = ["merge_results"]
 

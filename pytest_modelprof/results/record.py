@@ -1,10 +1,10 @@
 """The one record of one gated profile: what the gate decided, every check row, the profile
 and the baseline it was judged against.
 
-:class:`ProfileResult` (also named :data:`GateRecord`) is what :func:`~.evaluate.evaluate`
-makes, what travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get,
-and what the results document (:mod:`pytest_modelprof.results.document`) lists: one type, so a field
-added here reaches every reader. Torch-free (pydantic and the schema only).
+:class:`ProfileResult` is what :func:`pytest_modelprof.gate.evaluate.evaluate` makes, what
+travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get, and what the
+results document (:mod:`pytest_modelprof.results.document`) lists: one type, so a field added
+here reaches every reader. Torch-free (pydantic and the schema only).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ __all__ = [
     "STATUS_ORDER",
     "SourceLocation",
     "ProfileResult",
-    "GateRecord",
     "model_label",
     "error_record",
     "records_to_json",
@@ -87,10 +86,6 @@ class ProfileResult(_Frozen):
     def label(self) -> str:
         """``nodeid`` or ``nodeid@name``, as in the terminal summary."""
         return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
-
-
-#: The name the plugin's hooks and the gate used for :class:`ProfileResult`: the same type.
-GateRecord = ProfileResult
 
 
 def model_label(model: object) -> str:

@@ -5,6 +5,7 @@ detail and never diff the profile against the baseline themselves."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from report_samples import AFTER, BEFORE, NASTY_MODULE, baseline_of, profile
 
@@ -62,9 +63,7 @@ def test_the_layer_table_formats_the_row_and_nothing_else(results: RunResults) -
     # A row that names only the head: the table shows only the head, whatever the profile and
     # the baseline beside it hold.
     rows = [
-        c.model_copy(
-            update={"detail": {**c.detail, "layer_changes": c.detail["layer_changes"][:1]}}
-        )
+        replace(c, detail={**c.detail, "layer_changes": c.detail["layer_changes"][:1]})
         if c.metric == "flops"
         else c
         for c in regressed.checks

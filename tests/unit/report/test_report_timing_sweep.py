@@ -9,7 +9,8 @@ from torch import nn
 
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.view import build_view
-from pytest_modelprof.results.document import ProfileResult, RunResults
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime import NormalisedTiming
 from pytest_modelprof.runtime.sweep import sweep
 
