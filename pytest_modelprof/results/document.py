@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from pytest_modelprof import __version__
 from pytest_modelprof.baseline.document import BaselineDocument
@@ -31,7 +31,7 @@ from pytest_modelprof.results.record import (
     SourceLocation,
     Status,
 )
-from pytest_modelprof.schema import ModelProfile, dumps_deterministic
+from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION",
@@ -52,11 +52,7 @@ RESULTS_KIND: Final = "pytest-modelprof-results"
 SCHEMA_PATH: Final = "schemas/results.schema.json"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RunInfo(_Frozen):
+class RunInfo(Frozen):
     """Where and when the run happened; every field is optional except the tool versions."""
 
     started: datetime | None = None
@@ -75,7 +71,7 @@ class RunInfo(_Frozen):
     shards: int = 1
 
 
-class RunResults(_Frozen):
+class RunResults(Frozen):
     """The results of one pytest run (or of several shards merged)."""
 
     schema_version: int = RESULTS_SCHEMA_VERSION

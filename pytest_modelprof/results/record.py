@@ -13,11 +13,9 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.schema import Frozen, ModelProfile
 
 __all__ = [
     "Status",
@@ -44,18 +42,14 @@ STATUS_ORDER: Final[tuple[Status, ...]] = (
 )
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SourceLocation(_Frozen):
+class SourceLocation(Frozen):
     """Where a test is defined: a path relative to the rootdir (with ``/``) and a 1-based line."""
 
     path: str
     line: int
 
 
-class ProfileResult(_Frozen):
+class ProfileResult(Frozen):
     """One gated profile of one test: its status, the check rows, the profile and the baseline."""
 
     nodeid: str
