@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.report.session import SessionReports
+    from pytest_modelprof.results.record import ProfileResult
 
 __all__: list[str] = []
 
@@ -38,7 +38,7 @@ WORKER_OUTPUT_KEY = "modelprof_collected"
 class SessionState:
     settings: SessionSettings
     cache: ProfileCache | None = None
-    records: list[GateRecord] = field(default_factory=list)
+    records: list[ProfileResult] = field(default_factory=list)
     coverage: RunCoverage | None = None  # what the run looked at (None: the gate is disabled)
     stale: list[Path] = field(default_factory=list)
     not_generated: list[Path] = field(default_factory=list)  # unused, but their test exists
@@ -52,7 +52,7 @@ class SessionState:
 class ItemState:
     spec: MarkerSpec | None = None
     profiles: TestProfiles | None = None
-    records: list[GateRecord] = field(default_factory=list)
+    records: list[ProfileResult] = field(default_factory=list)
     judged: bool = False  # the gate judged every profile (it may still have failed the test)
     message: str | None = None  # our failure as written, before it was fitted to the terminal
 
@@ -115,10 +115,10 @@ def session_metrics(config: pytest.Config) -> MetricTable:
 
 def error_row(
     item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
-) -> GateRecord:
+) -> ProfileResult:
     """The error row of a gated test that failed before its gate judged it."""
     from pytest_modelprof.baseline.store import BaselinePaths
-    from pytest_modelprof.gate.record import error_record
+    from pytest_modelprof.results.record import error_record
 
     excinfo = call.excinfo
     if excinfo is None:  # failed without an exception (a strict xfail that passed)
@@ -193,7 +193,7 @@ class Gatherer:
             state.coverage.completed.add(report.nodeid)  # ran to the end, its gate included
         if payload is None:
             return
-        from pytest_modelprof.gate.record import records_from_json
+        from pytest_modelprof.results.record import records_from_json
 
         for record in records_from_json(payload):
             state.records.append(record)
@@ -211,7 +211,7 @@ class Reports:
         self.error: str | None = None
 
     @pytest.hookimpl
-    def pytest_modelprof_record(self, record: GateRecord) -> None:
+    def pytest_modelprof_record(self, record: ProfileResult) -> None:
         self.collector.add_record(record)
 
     @pytest.hookimpl

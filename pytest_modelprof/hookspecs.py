@@ -11,8 +11,8 @@ if TYPE_CHECKING:
 
     from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
-    from pytest_modelprof.gate.record import GateRecord
     from pytest_modelprof.gate.settings import ProfileRequest
+    from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
@@ -35,11 +35,11 @@ def pytest_modelprof_profile(
 
 
 @pytest.hookspec()
-def pytest_modelprof_record(config: pytest.Config, record: GateRecord) -> None:
+def pytest_modelprof_record(config: pytest.Config, record: ProfileResult) -> None:
     """Called once per gated profile, on the xdist controller (or the only process); a gated
     test that failed before its gate judged it gives one record with status ``error``.
 
-    ``record`` is the results file's entry for the profile (``gate.record.ProfileResult``);
+    ``record`` is the results file's entry for the profile (``results.record.ProfileResult``);
     its ``checks`` are :class:`~pytest_modelprof.baseline.compare.Check` rows."""
 
 

@@ -50,7 +50,7 @@ from pytest_modelprof.gate.settings import (
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import TestProfiles
-    from pytest_modelprof.gate.record import GateRecord
+    from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
 __all__: list[str] = []
@@ -369,7 +369,7 @@ def pytest_runtest_makereport(
             if not any(r.failed for r in state.records):
                 state.records.append(error_row(item, call, report))
         if state is not None and state.records:
-            from pytest_modelprof.gate.record import records_to_json
+            from pytest_modelprof.results.record import records_to_json
 
             setattr(report, REPORT_ATTR, records_to_json(state.records))
         if state is not None and state.judged:
@@ -418,7 +418,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     kept = state.settings.prune and state.not_generated
     if not (state.records or state.stale or state.stale_unchecked or kept):
         return
-    from pytest_modelprof.gate.summary import problem_lines, summary_lines
+    from pytest_modelprof.report.summary import problem_lines, summary_lines
     from pytest_modelprof.textfit import fit_line
 
     tr = terminalreporter
@@ -504,12 +504,12 @@ def _shown(path: Path, config: pytest.Config) -> str:
         return str(path)
 
 
-def _renames(state: SessionState, config: pytest.Config) -> list[tuple[GateRecord, str]]:
+def _renames(state: SessionState, config: pytest.Config) -> list[tuple[ProfileResult, str]]:
     """Tests without a baseline whose model and inputs a stale baseline holds (a rename)."""
     if not state.stale or not any(r.status == "missing" for r in state.records):
         return []
     from pytest_modelprof.baseline.stale import stored_inputs
-    from pytest_modelprof.gate.summary import inputs_identity, renamed
+    from pytest_modelprof.gate.renames import inputs_identity, renamed
 
     root = state.settings.baseline_dir
     identities = {}

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
+    "Frozen",
     "describe_inputs",
     "Bottleneck",
     "CaptureMode",
@@ -39,11 +40,13 @@ Bottleneck = Literal["compute-bound", "memory-bound", "none"]
 FLOAT_DIGITS = 6
 
 
-class _Frozen(BaseModel):
+class Frozen(BaseModel):
+    """The base of every persisted document's models: immutable, unknown fields refused."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class TensorSpec(_Frozen):
+class TensorSpec(Frozen):
     """One model input: positional (``name=None``) or keyword (``name="input_ids"``)."""
 
     name: str | None = None
@@ -59,7 +62,7 @@ def describe_inputs(specs: list[TensorSpec]) -> str:
     )
 
 
-class CaptureInfo(_Frozen):
+class CaptureInfo(Frozen):
     """Which tensors the capture ran on and why; ``attempts`` lists the modes that failed first."""
 
     mode: CaptureMode
@@ -69,7 +72,7 @@ class CaptureInfo(_Frozen):
     warmup: bool = False
 
 
-class Environment(_Frozen):
+class Environment(Frozen):
     """Where the profile was taken."""
 
     torch_version: str
@@ -79,7 +82,7 @@ class Environment(_Frozen):
     dtype: str
 
 
-class LayerStats(_Frozen):
+class LayerStats(Frozen):
     """Cost of the ops that ran directly in one module (its own scope, not its children)."""
 
     name: str
@@ -96,7 +99,7 @@ class LayerStats(_Frozen):
     output_shape: list[int] | None = None
 
 
-class OpFamilyStats(_Frozen):
+class OpFamilyStats(Frozen):
     """Aggregate of one op family (conv, matmul, norm, ...)."""
 
     family: str
@@ -107,7 +110,7 @@ class OpFamilyStats(_Frozen):
     share: float
 
 
-class OpCalls(_Frozen):
+class OpCalls(Frozen):
     """How often one ATen op ran in one layer, and the lines of model code that called it."""
 
     module: str  # the layer's name, as in ``layers`` ("(model)" for the model's own forward)
@@ -116,7 +119,7 @@ class OpCalls(_Frozen):
     sites: list[str] = []  # "net.py:12", first seen first; none for backward ops
 
 
-class UncountedOp(_Frozen):
+class UncountedOp(Frozen):
     """An ATen op that ran but has no cost formula: recorded, never silently zero."""
 
     op: str
@@ -126,7 +129,7 @@ class UncountedOp(_Frozen):
     memory: int = 0
 
 
-class PartitionSummary(_Frozen):
+class PartitionSummary(Frozen):
     """Headline numbers of the fused-subgraph partition (``analysis.partition``)."""
 
     num_subgraphs: int
@@ -141,7 +144,7 @@ class PartitionSummary(_Frozen):
     kind_counts: dict[str, int]
 
 
-class ModelProfile(_Frozen):
+class ModelProfile(Frozen):
     """Everything one capture measured. Totals include backward ops when ``include_backward``."""
 
     schema_version: int = PROFILE_SCHEMA_VERSION

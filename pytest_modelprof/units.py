@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
+__all__ = ["Number", "format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
+
+#: A figure: a count, bytes, a time or a ratio.
+Number = int | float
 
 # Decimal (SI) prefixes throughout: 1 MB = 10**6 bytes, as model cards and fvcore print them.
 _PREFIXES = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
-
 from pytest_modelprof.analysis.concurrency import Concurrency, CriticalPath
 from pytest_modelprof.machines import Machine
-from pytest_modelprof.schema import Bottleneck, PartitionSummary
+from pytest_modelprof.schema import Bottleneck, Frozen, PartitionSummary
 
 __all__ = ["Parallelism", "Subgraph", "PartitionReport"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Parallelism(_Frozen):
+class Parallelism(Frozen):
     """How much independent work the subgraph's main output offers a parallel machine."""
 
     output_elements: int  # elements of the largest tensor it writes: one thread each
@@ -26,7 +20,7 @@ class Parallelism(_Frozen):
     depthwise: bool = False  # a conv with one input channel per group
 
 
-class Subgraph(_Frozen):
+class Subgraph(Frozen):
     """One fused kernel: its ops (capture indices) and its cost after fusion."""
 
     id: int
@@ -54,7 +48,7 @@ class Subgraph(_Frozen):
         return self.bytes_read + self.bytes_written
 
 
-class PartitionReport(_Frozen):
+class PartitionReport(Frozen):
     """Every subgraph, in dependency order, with the concurrency and critical-path analysis."""
 
     machine: Machine

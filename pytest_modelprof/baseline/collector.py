@@ -20,11 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_modelprof.units import Number
+
 __all__ = ["Measure", "Collector", "EvidenceData", "any_limit"]
 
 #: A collector's evidence: plain JSON (numbers, strings, lists, dicts), kept in the baseline.
 EvidenceData = Mapping[str, Any]
-Number = int | float
 
 
 @dataclass(frozen=True)

@@ -132,18 +132,6 @@ class Check:
         """One line: ``FLOPs: 1.82 GFLOPs -> 2.1 GFLOPs (+15.4 %, limit max_flops_delta=+10 %)``."""
         return f"{self.label}: {self.reason}"
 
-    def __getitem__(self, key: str) -> Any:
-        """``row["verdict"]``: rows were plain dicts in ``GateRecord.checks`` before they were
-        this type, and ``pytest_modelprof_record`` hooks written then read them so."""
-        if key not in _FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Check:
-        """This row with ``update`` applied, as results files' rows were copied when they were
-        pydantic models."""
-        return replace(self, **(update or {}))
-
     def to_json(self) -> dict[str, Any]:
         """The row as a JSON object (the results document's ``checks`` entries)."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -159,8 +147,6 @@ class Check:
         )
         return row
 
-
-_FIELDS: Final = frozenset(f.name for f in fields(Check))
 
 
 def relative_change(current: float | None, baseline: float | None) -> float | None:

@@ -11,13 +11,19 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from pytest_modelprof._json import MAX_INT, JSONProblem, field_path, load_json
 from pytest_modelprof.baseline.metrics import active_metrics, metric_values
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import BaselineError
-from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dumps_deterministic
+from pytest_modelprof.schema import (
+    FLOAT_DIGITS,
+    Frozen,
+    ModelProfile,
+    TensorSpec,
+    dumps_deterministic,
+)
 
 __all__ = [
     "BASELINE_SCHEMA_VERSION",
@@ -60,11 +66,7 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
 MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class BaselineLayer(_Frozen):
+class BaselineLayer(Frozen):
     """The per-layer numbers the layer diff needs (a module's own ops, not its children)."""
 
     name: str
@@ -75,7 +77,7 @@ class BaselineLayer(_Frozen):
     memory: Count
 
 
-class BaselineOpFamily(_Frozen):
+class BaselineOpFamily(Frozen):
     """One op family's calls and costs, for the report's baseline-vs-current chart."""
 
     family: str
@@ -84,7 +86,7 @@ class BaselineOpFamily(_Frozen):
     memory: Count
 
 
-class BaselineEnvironment(_Frozen):
+class BaselineEnvironment(Frozen):
     """What produced the numbers; only fields that are the same on every worker and OS."""
 
     torch_version: str
@@ -100,7 +102,7 @@ class BaselineEnvironment(_Frozen):
     cpu_flags: str | None = None
 
 
-class BaselineDocument(_Frozen):
+class BaselineDocument(Frozen):
     """One committed baseline: the costs of one profiled model in one test."""
 
     schema_version: int = BASELINE_SCHEMA_VERSION

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_modelprof.baseline.collector import Collector
-from pytest_modelprof.baseline.metric import Metric, Number
+from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
-from pytest_modelprof.units import format_bytes, format_count, parse_bytes
+from pytest_modelprof.units import Number, format_bytes, format_count, parse_bytes
 
 __all__ = ["LLM", "LLM_METRICS"]
 

@@ -12,15 +12,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.tolerance import Tolerance
-from pytest_modelprof.units import parse_quantity
+from pytest_modelprof.units import Number, parse_quantity
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["Direction", "Number", "Metric", "MetricTable"]
+__all__ = ["Direction", "Metric", "MetricTable"]
 
 Direction = Literal["lower", "higher"]  # which way is *better*
-Number = int | float
 
 
 def _not_on_profile(profile: ModelProfile) -> None:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.llm_metrics import LLM, LLM_METRICS
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
-from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable, Number
+from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable
 from pytest_modelprof.baseline.predicted_metrics import PREDICTED, PREDICTED_METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
-from pytest_modelprof.units import format_bytes, format_count, parse_bytes, parse_ms
+from pytest_modelprof.units import Number, format_bytes, format_count, parse_bytes, parse_ms
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile

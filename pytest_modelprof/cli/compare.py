@@ -83,9 +83,9 @@ def _limit_names() -> list[str]:
 
 def _run_compare(args: argparse.Namespace) -> int:
     from pytest_modelprof.gate.documents import compare_documents
-    from pytest_modelprof.gate.results import load_document
     from pytest_modelprof.report.text import render_diff
     from pytest_modelprof.report.view import build_view
+    from pytest_modelprof.results.document import load_document
 
     limits = _compare_limits(args)
     results = compare_documents(

@@ -30,8 +30,8 @@ def _add_merge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_merge(args: argparse.Namespace) -> int:
-    from pytest_modelprof.gate.documents import merge_results
-    from pytest_modelprof.gate.results import RunResults, load_document
+    from pytest_modelprof.results.document import RunResults, load_document
+    from pytest_modelprof.results.merge import merge_results
 
     parts = []
     for name in args.files:

@@ -33,9 +33,9 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from pytest_modelprof.gate.results import RunResults, load_document
     from pytest_modelprof.report.text import render_diff
     from pytest_modelprof.report.view import build_view
+    from pytest_modelprof.results.document import RunResults, load_document
 
     doc = load_document(args.results)
     if not isinstance(doc, RunResults):

@@ -23,11 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from pytest_modelprof.analysis.partition import is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture, OpRecord
-from pytest_modelprof.schema import dumps_deterministic
+from pytest_modelprof.schema import Frozen, dumps_deterministic
 from pytest_modelprof.units import format_count
 
 __all__ = [
@@ -52,11 +50,7 @@ OUTPUT = "output"
 ROOT = "(model)"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class GraphNode(_Frozen):
+class GraphNode(Frozen):
     """A module scope or an op; ``input`` and ``output`` stand for the model's tensors."""
 
     id: int
@@ -76,7 +70,7 @@ class GraphNode(_Frozen):
     forward_ms: float | None = None
 
 
-class GraphEdge(_Frozen):
+class GraphEdge(Frozen):
     """Data flowing from ``source`` to ``target``; ``tensors`` counts the op-level edges merged."""
 
     source: int
@@ -86,7 +80,7 @@ class GraphEdge(_Frozen):
     via: str | None = None  # the view op the tensor last passed through (detail graph)
 
 
-class GraphStats(_Frozen):
+class GraphStats(Frozen):
     """Size and shape of the graph: roots, leaves, isolated nodes and degrees."""
 
     nodes: int
@@ -101,7 +95,7 @@ class GraphStats(_Frozen):
     dropped_ops: int = 0  # noise ops left out of the detail graph
 
 
-class GraphExport(_Frozen):
+class GraphExport(Frozen):
     """One graph document (``graph`` says which view)."""
 
     schema_version: int = GRAPH_SCHEMA_VERSION

@@ -23,12 +23,11 @@ from pytest_modelprof.baseline.store import (
 )
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
-from pytest_modelprof.gate.record import GateRecord, Status
 from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.results.record import ProfileResult, Status
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
-    from pytest_modelprof.compile_health import CompileHealth
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
@@ -44,7 +43,7 @@ __all__ = [
 class Outcome:
     """What the plugin does with one profile: the record, and a failure or a hint to print."""
 
-    record: GateRecord
+    record: ProfileResult
     failure: str | None = None
     hint: str | None = None
     comparison: Comparison | None = None
@@ -132,27 +131,20 @@ def _keep_timing(
 
 
 def _unpack(
-    profile: ModelProfile,
-    measured: Mapping[str, Any],
-    timing: dict[str, Any] | None,
-    sweep: dict[str, Any] | None,
-    fvcore: Any,
-    compile_health: CompileHealth | None,
+    profile: ModelProfile, measured: Mapping[str, Any]
 ) -> tuple[ModelProfile, dict[str, Any] | None, dict[str, Any] | None, Any]:
-    """The gate's own evidence out of the collectors' (the keyword arguments are older spellings
-    of the same); compile health joins the profile, where the compile metrics read it."""
+    """The gate's own evidence out of the collectors'; compile health joins the profile, where
+    the compile metrics read it."""
     from pytest_modelprof.gate.judge import FvcoreEvidence
 
-    timing = measured.get("timing", timing)
-    sweep = measured.get("sweep", sweep)
-    if "fvcore" in measured:
-        fvcore = FvcoreEvidence(**measured["fvcore"])
+    timing = measured.get("timing")
+    sweep = measured.get("sweep")
+    fvcore = FvcoreEvidence(**measured["fvcore"]) if "fvcore" in measured else None
     if "compile" in measured:
         from pytest_modelprof.compile_health import CompileHealth
 
-        compile_health = CompileHealth.model_validate(measured["compile"])
-    if compile_health is not None:
-        profile = profile.model_copy(update={"compile_health": compile_health})
+        health = CompileHealth.model_validate(measured["compile"])
+        profile = profile.model_copy(update={"compile_health": health})
     return profile, timing, sweep, fvcore
 
 
@@ -248,10 +240,6 @@ def evaluate(
     limits: Limits,
     session: SessionSettings,
     rootdir: Path,
-    timing: dict[str, Any] | None = None,
-    sweep: dict[str, Any] | None = None,
-    fvcore: Any = None,
-    compile_health: CompileHealth | None = None,
     evidence: Mapping[str, Any] | None = None,
     paths: BaselinePaths | None = None,
 ) -> Outcome:
@@ -259,17 +247,15 @@ def evaluate(
 
     ``evidence`` is what the collectors measured, by collector name
     (:func:`pytest_modelprof.gate.collect.collect`): it gives the measured metrics their
-    values. ``timing``, ``sweep`` and ``fvcore`` (also taken from ``evidence``) add rows of
-    their own; ``compile_health`` joins the profile, where the compile metrics read it.
+    values; its ``timing``, ``sweep`` and ``fvcore`` add rows of their own, and its
+    ``compile`` health joins the profile, where the compile metrics read it.
     ``paths`` says where the run's baselines are (:class:`BaselinePaths`; by default every
     test has its usual path).
     """
     from pytest_modelprof.baseline.document import BaselineDocument
 
     measured = dict(evidence or {})
-    profile, timing, sweep, fvcore = _unpack(
-        profile, measured, timing, sweep, fvcore, compile_health
-    )
+    profile, timing, sweep, fvcore = _unpack(profile, measured)
 
     paths = paths or BaselinePaths(session.baseline_dir)
     rel = paths.relpath(nodeid, name)
@@ -312,12 +298,12 @@ def evaluate(
 
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
-    ) -> GateRecord:
+    ) -> ProfileResult:
         measured = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
             measured["latency_ms"] = round(latency.current, 6)
-        return GateRecord(
+        return ProfileResult(
             nodeid=nodeid,
             name=name,
             model=profile.model,

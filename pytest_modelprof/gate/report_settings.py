@@ -1,4 +1,5 @@
-"""Report settings: which files a run writes, and the GitHub job summary switch.
+"""Report settings resolved from the options: which files a run writes, and the GitHub job
+summary switch (:class:`~pytest_modelprof.results.outputs.ReportSettings`).
 
 Each is a ``--modelprof-<key>`` flag with a ``modelprof_<key>`` ini twin; CLI over ini. Standard
 library only: the plugin resolves these at start-up.
@@ -7,17 +8,16 @@ library only: the plugin resolves these at start-up.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.settings import _given, _why, cli_flag, ini_key
+from pytest_modelprof.results.outputs import ReportSettings
 
 __all__ = [
     "REPORT_KEYS",
     "GITHUB_MODES",
-    "ReportSettings",
     "check_report_path",
     "resolve_reports",
 ]
@@ -31,29 +31,6 @@ _REPORT_SUFFIXES: Final = {
     "json": (".json",),
     "markdown": (".md", ".markdown"),
 }
-
-
-@dataclass(frozen=True)
-class ReportSettings:
-    """Which reports a run writes; paths are absolute."""
-
-    html: Path | None = None
-    json: Path | None = None
-    markdown: Path | None = None
-    github: bool = True  # job summary and annotations when GitHub's variables are set
-    artifact_url: str | None = None
-
-    @property
-    def any_file(self) -> bool:
-        """Whether any report file was asked for."""
-        return any(p is not None for p in (self.html, self.json, self.markdown))
-
-    def active(self, env: Mapping[str, str]) -> bool:
-        """Whether the run has anything to collect for the reports."""
-        on_github = self.github and (
-            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
-        )
-        return self.any_file or on_github
 
 
 def check_report_path(key: str, value: str) -> str:

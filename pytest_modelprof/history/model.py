@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "HISTORY_SCHEMA_VERSION",
@@ -18,17 +18,13 @@ __all__ = [
 HISTORY_SCHEMA_VERSION = 1
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # Fields are declared in alphabetical order: pydantic writes them in declaration order, so its
 # JSON writer (Rust: a third of the time of json.dumps with an indent, for thousands of points)
 # gives sorted keys, like schema.dumps_deterministic; floats are rounded to FLOAT_DIGITS where
 # they are made (history.build). A test checks both.
 
 
-class CommitRow(_Frozen):
+class CommitRow(Frozen):
     """A commit that changed at least one of the baselines shown, in history order."""
 
     date: str  # committer date, UTC, ISO 8601
@@ -37,7 +33,7 @@ class CommitRow(_Frozen):
     subject: str
 
 
-class Point(_Frozen):
+class Point(Frozen):
     """A metric's value in one committed version of a baseline."""
 
     change: float | None = None  # relative delta; None at the first point and from zero
@@ -48,7 +44,7 @@ class Point(_Frozen):
     value: int | float
 
 
-class MetricSeries(_Frozen):
+class MetricSeries(Frozen):
     """One metric of one test over its committed versions."""
 
     direction: str  # "lower" or "higher" is better
@@ -57,7 +53,7 @@ class MetricSeries(_Frozen):
     points: list[Point]
 
 
-class TestHistory(_Frozen):
+class TestHistory(Frozen):
     """One profile (test and ``name=``), followed through renames."""
 
     model: str
@@ -70,7 +66,7 @@ class TestHistory(_Frozen):
     versions: int
 
 
-class Step(_Frozen):
+class Step(Frozen):
     """A change of one metric between two consecutive versions (the largest-steps table)."""
 
     after: int | float
@@ -85,7 +81,7 @@ class Step(_Frozen):
     worse: bool
 
 
-class Coverage(_Frozen):
+class Coverage(Frozen):
     """How much history was read: all of it, or what a shallow clone holds."""
 
     commits_seen: int  # commits that changed a file under ``paths``
@@ -97,7 +93,7 @@ class Coverage(_Frozen):
     since: str | None
 
 
-class HistoryDocument(_Frozen):
+class HistoryDocument(Frozen):
     """``modelprof history``: every test's metrics over the commits that changed them."""
 
     commits: list[CommitRow]

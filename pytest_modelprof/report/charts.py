@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.document import baseline_layers
-from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
     num,
@@ -28,6 +27,7 @@ from pytest_modelprof.report.model import (
     SvgRect,
     SvgText,
 )
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.schema import ModelProfile
 from pytest_modelprof.units import format_bytes, format_count
 

@@ -2,10 +2,10 @@
 
 In a pull request from a fork the gate runs the fork's workflow, so its artifact is the fork's
 own text. The trusted comment job therefore never posts a file from the artifact: it reads the
-results JSON, validates it against :class:`~pytest_modelprof.gate.results.RunResults`, caps every
-size (the file, each string, the rows of a test, the tests, the comment) and renders it with the
-Markdown renderer, which escapes every text. The comment carries no link from the file; the
-workflow adds its own (the run and the HTML report artifact).
+results JSON, validates it against :class:`~pytest_modelprof.results.document.RunResults`,
+caps every size (the file, each string, the rows of a test, the tests, the comment) and renders
+it with the Markdown renderer, which escapes every text. The comment carries no link from the
+file; the workflow adds its own (the run and the HTML report artifact).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any, Final
 from pytest_modelprof._json import JSONProblem, load_json
 from pytest_modelprof.baseline.compare import FAILING
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.results import RESULTS_KIND, RunResults
 from pytest_modelprof.report.markdown import fit, render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RESULTS_KIND, RunResults
 
 __all__ = [
     "MAX_CHARS",

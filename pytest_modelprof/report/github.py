@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report._format import short
 from pytest_modelprof.report.markdown import MAX_CODE
 from pytest_modelprof.report.view import headline
+from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.textfit import plain
 
 __all__ = [

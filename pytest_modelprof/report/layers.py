@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from pytest_modelprof.baseline.compare import format_change
-from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
     sign_css,
@@ -27,6 +26,7 @@ from pytest_modelprof.report.model import (
     LayerRow,
     LayerTable,
 )
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.units import format_bytes, format_count
 
 #: The judge's words for a layer's change (anything else a file holds reads "changed").

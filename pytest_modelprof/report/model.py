@@ -260,5 +260,5 @@ class ReportView:
     empty: str
     artifact_url: str = ""
     environment: str = ""
-    """One line when baselines come from another environment (see ``gate.summary``)."""
+    """One line when baselines come from another environment (see ``report.summary``)."""
     generator: str = field(default="pytest-modelprof")

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.record import GateRecord
-    from pytest_modelprof.gate.report_settings import ReportSettings
-    from pytest_modelprof.gate.results import RunResults, SourceLocation
+    from pytest_modelprof.results.document import RunResults
+    from pytest_modelprof.results.outputs import ReportSettings
+    from pytest_modelprof.results.record import ProfileResult, SourceLocation
 
 __all__ = ["SessionReports", "write_outputs"]
 
@@ -67,16 +67,16 @@ class SessionReports:
     rootdir: Path
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     started: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
-    records: list[GateRecord] = field(default_factory=list)
+    records: list[ProfileResult] = field(default_factory=list)
     locations: dict[str, SourceLocation] = field(default_factory=dict)
 
-    def add_record(self, record: GateRecord) -> None:
+    def add_record(self, record: ProfileResult) -> None:
         """One gated profile (called on the controller only)."""
         self.records.append(record)
 
     def add_location(self, nodeid: str, path: str, line0: int | None) -> None:
         """A test's ``report.location``: a rootdir-relative path and a 0-based line."""
-        from pytest_modelprof.gate.results import SourceLocation
+        from pytest_modelprof.results.record import SourceLocation
 
         if nodeid not in self.locations and line0 is not None:
             self.locations[nodeid] = SourceLocation(
@@ -85,10 +85,7 @@ class SessionReports:
 
     def results(self, exit_status: int | None = None) -> RunResults:
         """The results document of the run so far."""
-        from pytest_modelprof.gate.results import (
-            collect_run_info,
-            results_from_records,
-        )
+        from pytest_modelprof.results.document import collect_run_info, results_from_records
 
         profiles = [r.profile for r in self.records if r.profile is not None]
         run = collect_run_info(

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from pytest_modelprof.baseline.compare import DASH, Check
-from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import num
 from pytest_modelprof.report.model import Chart, LegendItem, SvgRect, SvgText
+from pytest_modelprof.results.record import ProfileResult
 
 __all__ = ["stack_charts"]
 

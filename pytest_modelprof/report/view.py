@@ -1,6 +1,6 @@
 """The one view model behind every diff report: numbers formatted, rows ordered, charts laid out.
 
-:func:`build_view` turns a :class:`~pytest_modelprof.gate.results.RunResults` into a
+:func:`build_view` turns a :class:`~pytest_modelprof.results.document.RunResults` into a
 :class:`ReportView` made only of strings (and tuples of them). The HTML, Markdown, GitHub and
 terminal renderers lay it out and never format a number themselves, so the four agree.
 Charts are computed here too, as SVG primitives in a fixed coordinate system; the template only
@@ -17,8 +17,6 @@ from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.compare import Check
-from pytest_modelprof.gate.results import ProfileResult, RunResults
-from pytest_modelprof.gate.summary import environment_line, summary_columns, with_change
 from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,
@@ -51,6 +49,9 @@ from pytest_modelprof.report.model import (
     SvgText,
 )
 from pytest_modelprof.report.stacks import stack_charts
+from pytest_modelprof.report.summary import environment_line, summary_columns, with_change
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.schema import describe_inputs
 from pytest_modelprof.textfit import plain
 

@@ -35,7 +35,6 @@ from datetime import datetime, timezone
 from typing import Any, Final, Literal, TextIO, get_args
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
@@ -54,7 +53,7 @@ from pytest_modelprof.runtime.timing import (
     time_forward,
     time_training_step,
 )
-from pytest_modelprof.schema import dumps_deterministic
+from pytest_modelprof.schema import Frozen, dumps_deterministic
 
 __all__ = [
     "OptimizerName",
@@ -83,11 +82,7 @@ ProgressFn = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while measuring."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RuntimeStats(_Frozen):
+class RuntimeStats(Frozen):
     """Summary of the timed rounds of one phase, in milliseconds."""
 
     mean_ms: float
@@ -104,7 +99,7 @@ class RuntimeStats(_Frozen):
                    median_ms=stats.median, rounds=stats.rounds)
 
 
-class RuntimeSection(_Frozen):
+class RuntimeSection(Frozen):
     """Forward alone, backward alone (its forward untimed), and a whole optimizer step."""
 
     forward: RuntimeStats
@@ -112,7 +107,7 @@ class RuntimeSection(_Frozen):
     training_step: RuntimeStats
 
 
-class MemoryBreakdown(_Frozen):
+class MemoryBreakdown(Frozen):
     """What the peak was made of (bytes); the four parts add up to ``peak_bytes``."""
 
     parameters: int  # weights and buffers
@@ -121,7 +116,7 @@ class MemoryBreakdown(_Frozen):
     activations: int  # inputs, saved tensors and temporaries
 
 
-class MemorySection(_Frozen):
+class MemorySection(Frozen):
     """Peak memory of one training step, and its parts."""
 
     peak_bytes: int
@@ -142,14 +137,14 @@ class MemorySection(_Frozen):
         )
 
 
-class FlopsSection(_Frozen):
+class FlopsSection(Frozen):
     """Counted FLOPs of one forward pass, in total and per op family (families with FLOPs)."""
 
     total: int
     breakdown: dict[str, int]
 
 
-class HardwareInfo(_Frozen):
+class HardwareInfo(Frozen):
     """The machine and the torch build the figures come from."""
 
     cpu: str
@@ -160,7 +155,7 @@ class HardwareInfo(_Frozen):
     gpu_memory_bytes: int | None
 
 
-class BenchReport(_Frozen):
+class BenchReport(Frozen):
     """The ``modelprof bench --json`` document."""
 
     runtime: RuntimeSection

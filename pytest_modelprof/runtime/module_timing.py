@@ -25,13 +25,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._tensors import as_inputs, call_model, module_device
 from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import CudaEventTimer, timer_for
+from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "ROOT_LABEL",
@@ -48,11 +48,7 @@ ROOT_LABEL = "(model)"
 _Round = dict[str, tuple[float, float, int]]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ModuleTime(_Frozen):
+class ModuleTime(Frozen):
     """One module path: its time per forward, averaged over the timed rounds (ms)."""
 
     path: str
@@ -68,7 +64,7 @@ class ModuleTime(_Frozen):
         return self.path or ROOT_LABEL
 
 
-class ModuleTimings(_Frozen):
+class ModuleTimings(Frozen):
     """Every module that ran, in first-call order; the model itself (``""``) comes first."""
 
     rounds: int

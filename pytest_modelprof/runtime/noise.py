@@ -39,13 +39,13 @@ from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict
 
 from pytest_modelprof.runtime.timing import (
     TimingStats,
     summarize,
 )
 from pytest_modelprof.runtime.timing import quantile as _quantile_sorted
+from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "CALIBRATION_VERSION",
@@ -86,15 +86,11 @@ Verdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
 GateAction = Literal["ok", "warn", "fail"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(math.fsum(math.log(v) for v in values) / len(values))
 
 
-class NormalisedTiming(_Frozen):
+class NormalisedTiming(Frozen):
     """One session's rotating rounds of the model and the calibration workloads.
 
     ``normalised`` (model time in calibration units: the mean of the fastest ``quantile``
@@ -250,7 +246,7 @@ def _statistic(side: _Side, q: float) -> float:
     return top / bottom
 
 
-class LatencyComparison(_Frozen):
+class LatencyComparison(Frozen):
     """The verdict on current vs baseline timings, with its evidence."""
 
     verdict: Verdict
@@ -298,7 +294,7 @@ class LatencyComparison(_Frozen):
         )
 
 
-class GateDecision(_Frozen):
+class GateDecision(Frozen):
     """What the pytest layer does with a timing result: nothing, a warning line, or a failure.
 
     ``reasons`` are the texts to show (each with baseline -> current ms, change, limit and

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import torch
-from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
@@ -34,6 +33,7 @@ from pytest_modelprof.runtime.sweep_inputs import (
     label_of,
 )
 from pytest_modelprof.runtime.timing import TimingStats, time_forward
+from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "SHAPE_AXES",
@@ -56,11 +56,7 @@ __all__ = [
 GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SweepPoint(_Frozen):
+class SweepPoint(Frozen):
     """The model measured at one value of one axis."""
 
     axis: str
@@ -86,7 +82,7 @@ class SweepPoint(_Frozen):
         return None if value is None else float(value)
 
 
-class GrowthFit(_Frozen):
+class GrowthFit(Frozen):
     """``metric ~ value ** exponent``: least-squares slope in log-log space.
 
     ``tail_exponent`` is the slope between the last two points: where a mix of linear and
@@ -100,7 +96,7 @@ class GrowthFit(_Frozen):
     points: int
 
 
-class SweepSeries(_Frozen):
+class SweepSeries(Frozen):
     """One axis swept, the others held at the base point."""
 
     axis: str
@@ -110,7 +106,7 @@ class SweepSeries(_Frozen):
     module_fits: dict[str, GrowthFit]  # per top-level module, of its FLOPs only
 
 
-class SweepResult(_Frozen):
+class SweepResult(Frozen):
     """Every series of a sweep; ``base`` is the point the other axes were held at."""
 
     model: str
@@ -129,7 +125,7 @@ class SweepResult(_Frozen):
         return self.series_for(axis).fits[metric].exponent
 
 
-class GrowthViolation(_Frozen):
+class GrowthViolation(Frozen):
     """A fitted exponent above its limit."""
 
     axis: str

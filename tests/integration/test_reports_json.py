@@ -9,7 +9,7 @@ import pytest
 from modelprof_testing import Project
 from report_testing import EVIL_ID, regressing_project
 
-from pytest_modelprof.gate.results import SCHEMA_PATH, RunResults
+from pytest_modelprof.results.document import SCHEMA_PATH, RunResults
 
 REPO = Path(__file__).resolve().parents[2]
 

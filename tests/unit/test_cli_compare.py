@@ -177,8 +177,8 @@ def test_an_error_row_of_the_new_run_fails_the_compare(
 ) -> None:
     # A results file whose test failed before its gate judged it (a marker typo) holds an error
     # row without a profile: compare must not drop it and call the red run green.
-    from pytest_modelprof.gate.record import error_record
-    from pytest_modelprof.gate.results import RunInfo, results_from_records
+    from pytest_modelprof.results.document import RunInfo, results_from_records
+    from pytest_modelprof.results.record import error_record
 
     message = "marker on t.py::test_typo: unknown argument max_flop_delta"
     old = make_results()

@@ -18,12 +18,7 @@ PACKAGE = ROOT / "pytest_modelprof"
 # Names known to be dead and kept for now ("path: name"), each with its reason. The list is
 # checked for entries that are no longer dead, so it cannot hide a name that dies again, and
 # this file is not a reader (naming a name here does not use it).
-KNOWN = frozenset(
-    {
-        # An alias of Check; the package-wide naming pass deletes it with the other aliases.
-        "pytest_modelprof/gate/results.py: MetricResult",
-    }
-)
+KNOWN: frozenset[str] = frozenset()
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 

@@ -185,7 +185,7 @@ def test_modules_fall_into_their_folders() -> None:
     assert _folder("pytest_modelprof.compile") == "compile"
     assert _folder("pytest_modelprof.schema") == "schema"
     # Two modules of two folders that import each other are one folder loop.
-    modules = {"pytest_modelprof.baseline.document": {"pytest_modelprof.compile.health"},
+    modules = {"pytest_modelprof.baseline.document": {"pytest_modelprof.compile.analyze"},
                "pytest_modelprof.compile.gate": {"pytest_modelprof.baseline.compare"}}
     folders = {_folder(m): {_folder(t) for t in ts} for m, ts in modules.items()}
     assert _cycles(folders) == [["baseline", "compile"]]
@@ -226,12 +226,15 @@ def test_the_package_scan_finds_a_folder_without_init(tmp_path: Path) -> None:
 
 
 def test_the_gate_and_the_cli_are_packages() -> None:
-    for package in ("gate", "cli", "exports", "report", "baseline", "capture", "costs"):
+    for package in ("gate", "cli", "exports", "report", "results", "baseline", "capture", "costs"):
         assert (PACKAGE / package / "__init__.py").is_file(), package
     loose = sorted(p.name for p in PACKAGE.glob("*.py"))
     for moved in ("gate.py", "results.py", "settings.py", "sweep.py", "fvcore_compare.py",
                   "graph_export.py", "export.py", "cli.py"):
         assert moved not in loose
+    gate = sorted(p.name for p in (PACKAGE / "gate").glob("*.py"))
+    for moved in ("record.py", "results.py", "summary.py"):  # now in results/ and report/
+        assert moved not in gate
 
 
 def _imports_of(prefix: str) -> dict[str, set[str]]:
@@ -279,3 +282,42 @@ def test_nothing_below_the_engine_imports_it() -> None:
         "pytest_modelprof.compile",
     )
     assert _reaching(below, ("pytest_modelprof.profile",)) == []
+
+
+def _reaching_typed(prefixes: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
+    """Like :func:`_reaching`, with the imports under ``if TYPE_CHECKING:`` too."""
+    modules = _modules()
+    known = set(modules)
+    found = []
+    for name, path in sorted(modules.items()):
+        if not any(name == p or name.startswith(p + ".") for p in prefixes):
+            continue
+        found += [
+            f"{name} -> {t}"
+            for t in sorted(_imports(path, name, known, type_only=True))
+            if any(t == x or t.startswith(x + ".") for x in targets)
+        ]
+    return found
+
+
+def test_the_results_sit_below_the_gate_and_the_reports() -> None:
+    # The record, the results document and merging live in results/: the gate makes them, the
+    # reports read them, and neither the reports nor the results reach up into the gate (not
+    # even for a type), nor the results into the renderers.
+    gate, report = "pytest_modelprof.gate", "pytest_modelprof.report"
+    assert _reaching_typed(("pytest_modelprof.report",), (gate,)) == []
+    assert _reaching_typed(("pytest_modelprof.results",), (gate, report)) == []
+    assert _reaching(("pytest_modelprof.gate",), (report,)) == []
+
+
+def test_the_upward_import_check_finds_one(tmp_path: Path) -> None:
+    # The check itself can fail: a type-only import of the gate in a report module is named.
+    module = tmp_path / "view.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from pytest_modelprof.gate.judge import judge\n"
+    )
+    known = {"pytest_modelprof.gate.judge"}
+    assert _imports(module, "pytest_modelprof.report.view", known, type_only=True) == known
+    assert _imports(module, "pytest_modelprof.report.view", known) == set()

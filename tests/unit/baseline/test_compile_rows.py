@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from pytest_modelprof.compile.gate import compile_wanted
-from pytest_modelprof.compile.health import BreakReason, CompileHealth
+from pytest_modelprof.compile_health import BreakReason, CompileHealth
 from pytest_modelprof.gate.evaluate import Outcome, evaluate
 from pytest_modelprof.gate.settings import Limits, SessionSettings
 from pytest_modelprof.schema import ModelProfile
@@ -41,7 +41,6 @@ def run(
         limits=Limits().with_values(limits, "marker on test_net"),
         session=settings,
         rootdir=tmp_path,
-        compile_health=profile.compile_health,
     )
 
 
@@ -60,8 +59,8 @@ def test_the_budget_names_the_break_without_a_baseline(
     assert out.failure is not None  # a budget holds while updating, too
     assert "graph breaks: 1 is over budget max_graph_breaks=0" in out.failure
     assert "new graph break: pkg/model.py:12: Unsupported Tensor.item() call" in out.failure
-    (row,) = [c for c in out.record.checks if c["metric"] == "graph_breaks"]
-    assert row["detail"]["new_breaks"] == [BRANCH.model_dump()]
+    (row,) = [c for c in out.record.checks if c.metric == "graph_breaks"]
+    assert row.detail["new_breaks"] == [BRANCH.model_dump()]
 
 
 def test_the_delta_names_only_the_breaks_the_baseline_lacks(
@@ -77,8 +76,8 @@ def test_the_delta_names_only_the_breaks_the_baseline_lacks(
     assert "graph breaks: 1 \u2192 2" in out.failure
     assert "new graph break since the baseline: pkg/model.py:12:" in out.failure
     assert "anchors.py" not in out.failure.split("graph breaks:")[1].split("\n")[0]
-    (row,) = [c for c in out.record.checks if c["metric"] == "graph_breaks"]
-    assert row["verdict"] == "regressed" and row["detail"]["baseline_graphs"] == 2
+    (row,) = [c for c in out.record.checks if c.metric == "graph_breaks"]
+    assert row.verdict == "regressed" and row.detail["baseline_graphs"] == 2
     # The same number of breaks, one moved: the count holds, so the gate passes.
     moved = BreakReason(reason="Data dependent operator", location="pkg/anchors.py:7")
     assert run(make_profile(compile_health=health(moved)), tmp_path, limits).failure is None

@@ -14,10 +14,10 @@ from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.judge import growth_checks
-from pytest_modelprof.gate.record import GateRecord
 from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.gate.summary import environment_line, problem_lines
 from pytest_modelprof.history.build import _environment_changes
+from pytest_modelprof.report.summary import environment_line, problem_lines
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime.sweep import sweep
 from pytest_modelprof.schema import ModelProfile
 
@@ -79,7 +79,7 @@ def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile)
         # Another CPU lets the CPU's counts off, as for instructions; memory does not run on it.
         assert rows["toy_bytes"].verdict == "warning"
         assert rows["memory"].verdict == "regressed"
-        record = GateRecord(
+        record = ProfileResult(
             nodeid="t.py::t",
             model="m",
             status="regressed",

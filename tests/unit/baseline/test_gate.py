@@ -12,9 +12,10 @@ from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
-from pytest_modelprof.gate.record import GateRecord, records_from_json, records_to_json
+from pytest_modelprof.gate.renames import inputs_identity, renamed
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
-from pytest_modelprof.gate.summary import inputs_identity, problem_lines, renamed, summary_lines
+from pytest_modelprof.report.summary import problem_lines, summary_lines
+from pytest_modelprof.results.record import ProfileResult, records_from_json, records_to_json
 from pytest_modelprof.schema import LayerStats, ModelProfile, TensorSpec
 
 MakeProfile = Callable[..., ModelProfile]
@@ -144,7 +145,7 @@ def test_named_profiles_get_their_own_files(tmp_path: Path, make_profile: MakePr
 
 
 def test_records_round_trip() -> None:
-    record = GateRecord(
+    record = ProfileResult(
         nodeid="t::x",
         name="n",
         model="m",
@@ -173,7 +174,7 @@ def _flops_row(current: str, delta: str = "\u2013") -> list[Check]:
 
 def test_summary_puts_regressions_first() -> None:
     rows = [
-        GateRecord(
+        ProfileResult(
             nodeid="t::a",
             model="m",
             status="ok",
@@ -181,7 +182,7 @@ def test_summary_puts_regressions_first() -> None:
             metrics={"flops": 1e9},
             checks=_flops_row("1 GFLOPs"),
         ),
-        GateRecord(
+        ProfileResult(
             nodeid="t::b",
             model="m",
             status="regressed",
@@ -191,7 +192,7 @@ def test_summary_puts_regressions_first() -> None:
             failed=True,
             checks=_flops_row("2 GFLOPs", "+1 GFLOPs (+100.0 %)"),
         ),
-        GateRecord(
+        ProfileResult(
             nodeid="t::c",
             model="m",
             status="missing",
@@ -211,17 +212,17 @@ def test_another_environment_is_one_line_per_run_on_a_pass_too() -> None:
     # Two passing tests on another torch, one also on another torchvision.
     torch_change, vision_change = "torch 2.99.0 \u2192 2.14.1", "torchvision 0.99 \u2192 0.29.1"
     rows = [
-        GateRecord(
+        ProfileResult(
             nodeid="t::a", model="m", status="ok", baseline_path="a", environment=[torch_change]
         ),
-        GateRecord(
+        ProfileResult(
             nodeid="t::b",
             model="m",
             status="ok",
             baseline_path="b",
             environment=[torch_change, vision_change],
         ),
-        GateRecord(nodeid="t::c", model="m", status="ok", baseline_path="c"),
+        ProfileResult(nodeid="t::c", model="m", status="ok", baseline_path="c"),
     ]
     (line,) = problem_lines(rows)
     assert line.startswith(
@@ -310,14 +311,14 @@ def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
         for m in ("flops", "params", "memory", "peak", "ai", "subgraphs")
     ]
     rows = [
-        GateRecord(
+        ProfileResult(
             nodeid="tests/models/test_zoo.py::test_a_rather_long_test_name[resnet50]",
             model="m",
             status="regressed",
             baseline_path="a",
             checks=checks,
         ),
-        GateRecord(
+        ProfileResult(
             nodeid="tests/models/test_zoo.py::test_b",
             model="m",
             status="ok",
@@ -334,7 +335,7 @@ def test_the_summary_table_fits_its_width_and_names_what_it_left_out() -> None:
 
 
 def test_failed_limits_are_left_to_pytest_and_warnings_wrap() -> None:
-    row = GateRecord(
+    row = ProfileResult(
         nodeid="t::a",
         model="m",
         status="regressed",
@@ -352,7 +353,7 @@ def test_a_missing_baseline_and_a_stale_one_with_the_same_inputs_are_a_rename(
     make_profile: MakeProfile,
 ) -> None:
     inputs = [{"shape": [1, 3, 8, 8], "dtype": "float32", "name": None}]
-    missing = GateRecord(
+    missing = ProfileResult(
         nodeid="t.py::test_new",
         model="Net",
         status="missing",

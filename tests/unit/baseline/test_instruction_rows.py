@@ -52,7 +52,7 @@ def _run(
 
 
 def _row(outcome: Outcome) -> dict[str, object]:
-    return next(c for c in outcome.record.checks if c["metric"] == "instructions")
+    return next(c for c in outcome.record.checks if c.metric == "instructions")
 
 
 def test_growth_beyond_the_tolerance_fails_naming_both_counts(
@@ -60,21 +60,21 @@ def test_growth_beyond_the_tolerance_fails_naming_both_counts(
 ) -> None:
     profile = make_profile()
     assert _run(tmp_path, profile, _counts(631_529), update=True).failure is None
-    assert _row(_run(tmp_path, profile, _counts(635_000)))["verdict"] == "ok"  # +0.55 %
+    assert _row(_run(tmp_path, profile, _counts(635_000))).verdict == "ok"  # +0.55 %
     grown = _run(tmp_path, profile, _counts(1_155_146))
     assert grown.failure is not None
     row = _row(grown)
-    assert row["verdict"] == "regressed"
+    assert row.verdict == "regressed"
     # 631,529 -> 1,155,146: the figures and the limit, in the failure message too.
-    assert "631,529 instructions \u2192 1.155 M instructions" in str(row["reason"])
-    assert "limit +1.0 %" in str(row["reason"])
+    assert "631,529 instructions \u2192 1.155 M instructions" in str(row.reason)
+    assert "limit +1.0 %" in str(row.reason)
     assert "631,529 instructions" in grown.failure
 
 
 def test_a_budget_holds_without_a_baseline(tmp_path: Path, make_profile: MakeProfile) -> None:
     outcome = _run(tmp_path, make_profile(), _counts(2_000_000), limits="max_instructions=1.5M")
     assert outcome.failure is not None
-    assert "over budget max_instructions=1.5 M instructions" in str(_row(outcome)["reason"])
+    assert "over budget max_instructions=1.5 M instructions" in str(_row(outcome).reason)
 
 
 def test_another_cpu_warns_and_names_it(tmp_path: Path, make_profile: MakeProfile) -> None:
@@ -86,10 +86,10 @@ def test_another_cpu_warns_and_names_it(tmp_path: Path, make_profile: MakeProfil
         make_profile(memory=200_000),
         _counts(700_000, cpu="Intel Xeon", flags="avx2 avx512f fma"),
     )
-    assert _row(other)["verdict"] == "warning"
-    assert f"cpu {CPU} \u2192 Intel Xeon" in str(_row(other)["reason"])
-    memory = next(c for c in other.record.checks if c["metric"] == "memory")
-    assert memory["verdict"] == "regressed"
+    assert _row(other).verdict == "warning"
+    assert f"cpu {CPU} \u2192 Intel Xeon" in str(_row(other).reason)
+    memory = next(c for c in other.record.checks if c.metric == "memory")
+    assert memory.verdict == "regressed"
     before = BaselineDocument.from_json((tmp_path / "baselines" / "t" / "test_t.json").read_text())
     after = before.model_copy(
         update={
@@ -126,4 +126,4 @@ def test_a_limit_without_a_measurement_is_unmeasured(
     tmp_path: Path, make_profile: MakeProfile
 ) -> None:
     outcome = _run(tmp_path, make_profile(), None)
-    assert _row(outcome)["verdict"] == "unmeasured"
+    assert _row(outcome).verdict == "unmeasured"

@@ -10,11 +10,11 @@ from torch import nn
 
 from pytest_modelprof import profile_model
 from pytest_modelprof.gate.documents import compare_profiles
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
 
 
 class SmallCNN(nn.Module):

@@ -9,12 +9,12 @@ from pathlib import Path
 from pytest_modelprof.baseline.metrics import METRICS, Metric
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.results import RunInfo, results_from_records
 from pytest_modelprof.gate.settings import Limits, SessionSettings
-from pytest_modelprof.gate.summary import summary_lines
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
+from pytest_modelprof.report.summary import summary_lines
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunInfo, results_from_records
 from pytest_modelprof.schema import LayerStats, ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]

@@ -8,7 +8,7 @@ from pathlib import Path
 from pytest_modelprof.gate.documents import compare_profiles
 from pytest_modelprof.gate.evaluate import evaluate
 from pytest_modelprof.gate.settings import Limits, SessionSettings
-from pytest_modelprof.gate.summary import summary_lines
+from pytest_modelprof.report.summary import summary_lines
 from pytest_modelprof.schema import ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from report_samples import make_results
 
-from pytest_modelprof.gate.results import RunResults
+from pytest_modelprof.results.document import RunResults
 
 
 @pytest.fixture

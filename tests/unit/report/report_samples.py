@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.documents import compare_profiles
-from pytest_modelprof.gate.results import RunInfo, RunResults, SourceLocation
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.machines import MACHINES
+from pytest_modelprof.results.document import RunInfo, RunResults
+from pytest_modelprof.results.record import SourceLocation
 from pytest_modelprof.schema import (
     CaptureInfo,
     Environment,
@@ -102,8 +104,7 @@ def hostile_results() -> RunResults:
     results = make_results()
     tests = []
     for t in results.tests:
-        checks = [c.model_copy(update={"label": HOSTILE, "reason": HOSTILE,
-                                       "limit": HOSTILE, "delta_text": HOSTILE})
+        checks = [replace(c, label=HOSTILE, reason=HOSTILE, limit=HOSTILE, delta_text=HOSTILE)
                   for c in t.checks]
         tests.append(t.model_copy(update={
             "checks": checks, "nodeid": HOSTILE, "model": HOSTILE,

@@ -10,8 +10,8 @@ import pytest
 
 from pytest_modelprof.cli import main
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.results import RunResults, load_document
 from pytest_modelprof.report.comment import load_results
+from pytest_modelprof.results.document import RunResults, load_document
 
 
 def _deep(results: RunResults, levels: int) -> str:

@@ -13,7 +13,6 @@ import pytest
 from report_samples import HOSTILE, hostile_results, no_live_markdown, outside_code_spans
 
 from pytest_modelprof.cli import main
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.comment import (
     MAX_CHARS,
     MAX_FILE_BYTES,
@@ -24,6 +23,7 @@ from pytest_modelprof.report.comment import (
 )
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_modelprof.gate.record import error_record, model_label
-from pytest_modelprof.gate.results import SCHEMA_PATH, RunInfo, RunResults, results_from_records
 from pytest_modelprof.report.github import annotation_lines
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown, render_step_summary
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import SCHEMA_PATH, RunInfo, RunResults, results_from_records
+from pytest_modelprof.results.record import error_record, model_label
 
 REPO = Path(__file__).resolve().parents[3]
 MESSAGE = "modelprof: Broken: the model's forward raised ValueError: boom\n  at nets.py:11"

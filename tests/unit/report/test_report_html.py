@@ -13,9 +13,9 @@ import jinja2
 import pytest
 from report_samples import EVIL, NASTY_MODULE
 
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.html import TEMPLATE, environment, render_html, template_dir
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -108,7 +108,7 @@ def test_templates_render_from_an_installed_wheel(tmp_path: Path, results: RunRe
         import pytest_modelprof
         from pytest_modelprof.report.html import render_html, template_dir
         from pytest_modelprof.report.view import build_view
-        from pytest_modelprof.gate.results import RunResults
+        from pytest_modelprof.results.document import RunResults
 
         results = RunResults.from_json(open(sys.argv[1]).read())
         print(pytest_modelprof.__file__)

@@ -5,16 +5,17 @@ detail and never diff the profile against the baseline themselves."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from report_samples import AFTER, BEFORE, NASTY_MODULE, baseline_of, profile
 
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.gate.documents import compare_documents, compare_profiles
-from pytest_modelprof.gate.results import RESULTS_SCHEMA_VERSION, RunResults, load_document
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RESULTS_SCHEMA_VERSION, RunResults, load_document
 
 
 def _flops_row(checks: list[Check]) -> Check:
@@ -62,9 +63,7 @@ def test_the_layer_table_formats_the_row_and_nothing_else(results: RunResults) -
     # A row that names only the head: the table shows only the head, whatever the profile and
     # the baseline beside it hold.
     rows = [
-        c.model_copy(
-            update={"detail": {**c.detail, "layer_changes": c.detail["layer_changes"][:1]}}
-        )
+        replace(c, detail={**c.detail, "layer_changes": c.detail["layer_changes"][:1]})
         if c.metric == "flops"
         else c
         for c in regressed.checks

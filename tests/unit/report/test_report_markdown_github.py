@@ -6,7 +6,6 @@ from pathlib import Path
 
 from report_samples import EVIL, hostile_results, no_live_markdown, outside_code_spans
 
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.github import (
     annotation_lines,
     append_step_summary,
@@ -15,6 +14,7 @@ from pytest_modelprof.report.github import (
 )
 from pytest_modelprof.report.markdown import code, render_markdown, render_step_summary
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
 
 
 def test_code_spans_survive_any_text() -> None:

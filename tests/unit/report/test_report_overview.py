@@ -8,17 +8,19 @@ from typing import Any
 
 from report_samples import layer, profile
 
-from pytest_modelprof.gate.results import CheckResult, ProfileResult, RunResults
+from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime import NormalisedTiming
 
 BREAKS = [{"location": "model.py:12", "reason": "data-dependent if on a tensor"}]
 
 
-def _compile_row(metric: str, label: str, current: float) -> CheckResult:
-    return CheckResult(
+def _compile_row(metric: str, label: str, current: float) -> Check:
+    return Check(
         metric=metric,
         label=label,
         kind="delta",

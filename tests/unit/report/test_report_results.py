@@ -9,8 +9,11 @@ import pytest
 from report_samples import AFTER, BEFORE, baseline_of
 
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.documents import compare_documents, merge_results
-from pytest_modelprof.gate.results import (
+from pytest_modelprof.gate.documents import compare_documents
+from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.report.markdown import render_markdown
+from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import (
     RESULTS_SCHEMA_VERSION,
     SCHEMA_PATH,
     RunInfo,
@@ -18,9 +21,7 @@ from pytest_modelprof.gate.results import (
     load_document,
     results_json_schema,
 )
-from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.report.markdown import render_markdown
-from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.merge import merge_results
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -36,7 +37,7 @@ def test_committed_schema_is_current() -> None:
     committed = (REPO / SCHEMA_PATH).read_text()
     assert committed == results_json_schema(), (
         f"{SCHEMA_PATH} is stale; regenerate it: "
-        f"python -m pytest_modelprof.gate.results {SCHEMA_PATH}"
+        f"python -m pytest_modelprof.results.document {SCHEMA_PATH}"
     )
 
 
@@ -114,7 +115,7 @@ def test_merge_joins_shards(results: RunResults) -> None:
 
 def test_a_results_file_of_schema_version_2_still_loads(tmp_path: Path) -> None:
     # Written by pytest-modelprof before the row and record types became one:
-    # its rows were CheckResult models and its tests lacked metrics / baseline_metrics.
+    # its rows were pydantic models and its tests lacked metrics / baseline_metrics.
     path = Path(__file__).with_name("data") / "results-v2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2

@@ -7,9 +7,10 @@ from typing import Any
 from report_samples import layer, profile
 from torch import nn
 
-from pytest_modelprof.gate.results import ProfileResult, RunResults
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.view import build_view
+from pytest_modelprof.results.document import RunResults
+from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime import NormalisedTiming
 from pytest_modelprof.runtime.sweep import sweep
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from report_samples import EVIL, NASTY_MODULE
 
-from pytest_modelprof.gate.results import RunResults
 from pytest_modelprof.report.view import build_view, headline
+from pytest_modelprof.results.document import RunResults
 
 
 def test_sections_put_regressions_first(results: RunResults) -> None:

@@ -1,10 +1,10 @@
 """The one record of one gated profile: what the gate decided, every check row, the profile
 and the baseline it was judged against.
 
-:class:`ProfileResult` (also named :data:`GateRecord`) is what :func:`~.evaluate.evaluate`
-makes, what travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get,
-and what the results document (:mod:`pytest_modelprof.gate.results`) lists: one type, so a field
-added here reaches every reader. Torch-free (pydantic and the schema only).
+:class:`ProfileResult` is what :func:`pytest_modelprof.gate.evaluate.evaluate` makes, what
+travels on the test report under xdist, what ``pytest_modelprof_record`` hooks get, and what the
+results document (:mod:`pytest_modelprof.results.document`) lists: one type, so a field added
+here reaches every reader. Torch-free (pydantic and the schema only).
 """
 
 from __future__ import annotations
@@ -13,18 +13,15 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.schema import Frozen, ModelProfile
 
 __all__ = [
     "Status",
     "STATUS_ORDER",
     "SourceLocation",
     "ProfileResult",
-    "GateRecord",
     "model_label",
     "error_record",
     "records_to_json",
@@ -45,18 +42,14 @@ STATUS_ORDER: Final[tuple[Status, ...]] = (
 )
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class SourceLocation(_Frozen):
+class SourceLocation(Frozen):
     """Where a test is defined: a path relative to the rootdir (with ``/``) and a 1-based line."""
 
     path: str
     line: int
 
 
-class ProfileResult(_Frozen):
+class ProfileResult(Frozen):
     """One gated profile of one test: its status, the check rows, the profile and the baseline."""
 
     nodeid: str
@@ -87,10 +80,6 @@ class ProfileResult(_Frozen):
     def label(self) -> str:
         """``nodeid`` or ``nodeid@name``, as in the terminal summary."""
         return self.nodeid if self.name is None else f"{self.nodeid}@{self.name}"
-
-
-#: The name the plugin's hooks and the gate used for :class:`ProfileResult`: the same type.
-GateRecord = ProfileResult
 
 
 def model_label(model: object) -> str:

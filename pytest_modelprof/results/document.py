@@ -2,7 +2,7 @@
 
 :class:`RunResults` is what ``--modelprof-json`` writes, what ``modelprof merge`` joins across
 CI shards and what ``modelprof report`` re-renders. Its JSON Schema is committed at
-``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.gate.results``.
+``schemas/results.schema.json``; regenerate it with ``python -m pytest_modelprof.results.document``.
 
 Like every persisted document it is a frozen pydantic model with ``schema_version``, written
 deterministically (sorted keys, rounded floats, indent 2, trailing newline).
@@ -20,28 +20,23 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from pytest_modelprof import __version__
-from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
-from pytest_modelprof.gate.record import (
+from pytest_modelprof.results.record import (
     STATUS_ORDER,
     ProfileResult,
     SourceLocation,
     Status,
 )
-from pytest_modelprof.schema import ModelProfile, dumps_deterministic
+from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
     "SCHEMA_PATH",
-    "CheckResult",
-    "MetricResult",
-    "SourceLocation",
-    "ProfileResult",
     "RunInfo",
     "RunResults",
     "Document",
@@ -57,16 +52,7 @@ RESULTS_KIND: Final = "pytest-modelprof-results"
 SCHEMA_PATH: Final = "schemas/results.schema.json"
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-#: The row type under the names the first results schemas gave it: the same type as the judge's.
-CheckResult = Check
-MetricResult = Check
-
-
-class RunInfo(_Frozen):
+class RunInfo(Frozen):
     """Where and when the run happened; every field is optional except the tool versions."""
 
     started: datetime | None = None
@@ -85,7 +71,7 @@ class RunInfo(_Frozen):
     shards: int = 1
 
 
-class RunResults(_Frozen):
+class RunResults(Frozen):
     """The results of one pytest run (or of several shards merged)."""
 
     schema_version: int = RESULTS_SCHEMA_VERSION
@@ -338,7 +324,8 @@ def results_json_schema() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pytest_modelprof.gate.results [PATH]``: write the JSON Schema (or print it)."""
+    """``python -m pytest_modelprof.results.document [PATH]``: write the JSON Schema (or print
+    it)."""
     args = list(sys.argv[1:] if argv is None else argv)
     text = results_json_schema()
     if args:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from pytest_modelprof.baseline.environment import cpu_only
 from pytest_modelprof.baseline.metrics import METRICS
-from pytest_modelprof.gate.record import STATUS_ORDER, GateRecord
+from pytest_modelprof.results.record import STATUS_ORDER, ProfileResult
 from pytest_modelprof.textfit import fit_line
 
 __all__ = [
@@ -15,8 +15,6 @@ __all__ = [
     "summary_columns",
     "with_change",
     "environment_line",
-    "inputs_identity",
-    "renamed",
 ]
 
 MIN_TEST_WIDTH = 24  # the test column shrinks (cut in the middle) down to this, then columns go
@@ -73,13 +71,13 @@ def environment_line(
     )
 
 
-def _columns(records: Sequence[GateRecord]) -> list[tuple[str, str]]:
+def _columns(records: Sequence[ProfileResult]) -> list[tuple[str, str]]:
     return summary_columns(
         (row.metric, row.label, row.summary) for r in records for row in r.checks
     )
 
 
-def _cell(record: GateRecord, metric: str) -> str:
+def _cell(record: ProfileResult, metric: str) -> str:
     row = next((c for c in record.checks if c.metric == metric), None)
     if row is None:
         return "n/a"
@@ -112,7 +110,7 @@ def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
     ]
 
 
-def summary_lines(records: Sequence[GateRecord], width: int | None = None) -> list[str]:
+def summary_lines(records: Sequence[ProfileResult], width: int | None = None) -> list[str]:
     """The rows of the terminal summary table, regressions first, in at most ``width`` columns.
 
     Too wide, the test column is cut in the middle (down to 24), then metric columns are left
@@ -155,7 +153,7 @@ def _used(widths: Sequence[int]) -> int:
 
 
 def problem_lines(
-    records: Sequence[GateRecord], width: int | None = None, *, failures: bool = True
+    records: Sequence[ProfileResult], width: int | None = None, *, failures: bool = True
 ) -> list[str]:
     """Every failed limit and warning of the run under its test, then one line for the run if
     baselines come from another environment (:func:`environment_line`), wrapped to ``width``.
@@ -188,34 +186,3 @@ def problem_lines(
     if width is None:
         return lines
     return [out for line in lines for out in fit_line(line, width)]
-
-
-def inputs_identity(model: str, inputs: Iterable[Mapping[str, object]]) -> str:
-    """``"SmallCNN 1×3×16×16 float32"``: what a profile measured, to match a renamed test's
-    missing baseline with the stale one it left behind (``inputs`` as stored in JSON)."""
-    shown = []
-    for spec in inputs:
-        shape = spec.get("shape")
-        dims = "\u00d7".join(str(d) for d in shape) if isinstance(shape, list) else "?"
-        name = f"{spec['name']}=" if spec.get("name") else ""
-        shown.append(f"{name}{dims} {spec.get('dtype')}")
-    return f"{model} {', '.join(shown)}"
-
-
-def renamed(
-    records: Sequence[GateRecord], stale: Mapping[str, str]
-) -> list[tuple[GateRecord, str]]:
-    """(test without a baseline, stale baseline) pairs that hold the same model and inputs,
-    each stale file used once; ``stale`` maps a stale file to its :func:`inputs_identity`."""
-    free = dict(stale)
-    pairs = []
-    for r in sorted(records, key=lambda r: r.label):
-        if r.status != "missing" or r.profile is None:
-            continue
-        inputs = [spec.model_dump(mode="json") for spec in r.profile.inputs]
-        identity = inputs_identity(r.model, inputs)
-        match = next((path for path, ident in free.items() if ident == identity), None)
-        if match is not None:
-            pairs.append((r, match))
-            del free[match]
-    return pairs
