@@ -36,7 +36,7 @@ from pytest_modelprof.cli import bisect as bisect_command
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
-from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
+from pytest_modelprof.errors import ModelNotFoundError, ModelprofError, did_you_mean
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -102,6 +102,24 @@ def _unknown_command(words: Sequence[str]) -> str | None:
     return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
 
 
+def _unknown_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Exit 2 naming the words the command does not take, with "did you mean" for a mistyped
+    flag and the command's own usage (argparse would print the top level's)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices.get(getattr(args, "command", None) or "")
+    if command is None:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    flags = [f for a in command._actions for f in a.option_strings if f.startswith("--")]
+    flag = next((w for w in extra if w.startswith("-")), None)
+    if flag is None:
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+    word = flag.split("=", 1)[0]
+    command.error(f"unknown option {word!r}{did_you_mean(word, flags)} (see '{command.prog} "
+                  "--help')")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``modelprof`` with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     parser = build_parser()
@@ -112,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {unknown}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        args = parser.parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        if extra:
+            _unknown_options(parser, args, extra)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if getattr(args, "run", None) is None:

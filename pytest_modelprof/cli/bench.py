@@ -11,6 +11,7 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     PROG,
     Command,
+    add_option,
     out,
     parse_arch,
     parse_device,
@@ -19,14 +20,13 @@ from pytest_modelprof.cli._common import (
     parse_top,
     resolve_names,
 )
+from pytest_modelprof.fit.options import OPTIMIZER_ARGS
 
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun
 
 __all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
 
-# Torch-free copy of runtime.bench.OPTIMIZERS: building the parser must not import torch.
-OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")
 
 #: Quoted in --help; measured by benchmarks/bench_module_timing.py (figures in BENCHMARKS.md).
 HOOK_OVERHEAD = (
@@ -60,9 +60,10 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed rounds per measurement (default: 20)")
     p.add_argument("--warmup", type=parse_top, default=3, metavar="N",
                    help="untimed rounds before them (default: 3)")
-    p.add_argument("--optimizer", choices=OPTIMIZER_CHOICES, default="sgd",
-                   help="optimizer of the training step and of the memory measurement: sgd "
-                        "(momentum 0.9, default), adam or adamw")
+    add_option(p, "--optimizer", choices=tuple(OPTIMIZER_ARGS), default="sgd-momentum",
+               help="optimizer of the training step and of the memory measurement: "
+                    f"{', '.join(OPTIMIZER_ARGS)} (sgd: torch.optim.SGD's defaults, no momentum; "
+                    "default sgd-momentum, 0.9)")
     p.add_argument("--threads", type=parse_positive, metavar="N",
                    help="torch intra-op threads while measuring (default: torch's own setting)")
     p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
@@ -78,8 +79,8 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
                    help="measured calls per phase for --instructions, after 10 unmeasured ones "
                         "(default: 5; the figure is per call)")
-    p.add_argument("--json", action="store_true",
-                   help="print only the JSON document to stdout (progress stays on stderr); "
+    add_option(p, "--json",
+               help="print only the JSON document to stdout (progress stays on stderr); "
                         "keys: runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,"
                         "max_ms,median_ms,rounds}, memory.peak_bytes, memory.breakdown.{"
                         "parameters,gradients,optimizer_state,activations}, flops.total, "

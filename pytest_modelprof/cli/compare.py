@@ -15,6 +15,7 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     add_report_outputs,
     out,
     parse_top,
@@ -39,6 +40,8 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=parse_top, default=10, metavar="N",
                    help="layer changes shown per profile (default: 10)")
     add_report_outputs(p)
+    add_option(p, "--json", help="print the comparison as a results document to stdout instead "
+               "of the text")
 
 
 
@@ -92,7 +95,11 @@ def _run_compare(args: argparse.Namespace) -> int:
         load_document(args.old), load_document(args.new), limits, new_source=args.new
     )
     width = max(60, shutil.get_terminal_size((100, 24)).columns)
-    out(render_diff(build_view(results, title="modelprof compare"), top=args.top, width=width))
+    if args.json:
+        out(results.to_json())
+    else:
+        out(render_diff(build_view(results, title="modelprof compare"), top=args.top,
+                        width=width))
     write_reports(results, args)
     # An error row (a test of the new run that failed before its gate judged it) is red too.
     red = any(t.failed or t.status in ("regressed", "error") for t in results.tests)

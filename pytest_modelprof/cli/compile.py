@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_device, parse_shape
+from pytest_modelprof.cli._common import (
+    EXIT_OK,
+    Command,
+    add_option,
+    out,
+    parse_device,
+    parse_shape,
+)
 
 __all__ = ["COMMAND", "parse_batch_sizes"]
 
@@ -35,8 +42,8 @@ def _add_compile_arguments(p: argparse.ArgumentParser) -> None:
                         "(needs a C++ compiler; takes seconds to minutes)")
     p.add_argument("--device", type=parse_device, default=None,
                    help="device to build and run on (default: cpu)")
-    p.add_argument("--json", action="store_true",
-                   help="print graphs, graph_breaks, break_reasons, recompiles (and with "
+    add_option(p, "--json",
+               help="print graphs, graph_breaks, break_reasons, recompiles (and with "
                         "--inductor kernels, compile_s) as JSON")
 
 

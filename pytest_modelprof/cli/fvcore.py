@@ -14,6 +14,7 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     note,
     out,
     parse_names,
@@ -36,7 +37,7 @@ def _add_fvcore_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: 0.05); exit 1 above it")
     p.add_argument("--verbose", "-v", action="store_true",
                    help="also list fvcore's count per operator for each model")
-    p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
+    add_option(p, "--json", help="print the comparisons as JSON")
 
 
 

@@ -12,6 +12,7 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
     add_capture_arguments,
+    add_option,
     capture_of,
     note,
     out,
@@ -30,7 +31,7 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("json", "txt", "dot"), default="txt",
                    help="json (a document), txt (nodes, edges, stats) or dot (Graphviz); "
                         "default: txt")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    add_option(p, "--output", help="write to FILE instead of stdout")
     p.add_argument("--timed", action="store_true",
                    help="also run the model on real tensors and put each module's measured "
                         "forward time (forward_ms, children included, hooks included) on its "

@@ -9,13 +9,14 @@ from pytest_modelprof.cli._common import (
     DTYPES,
     EXIT_OK,
     Command,
+    add_option,
+    machine_of,
     note,
     out,
     parse_arch,
     parse_device,
     parse_dtype,
     parse_input_dtype,
-    parse_machine,
     parse_shape,
     parse_top,
     resolve_names,
@@ -49,12 +50,13 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
     p.add_argument("--backward", action="store_true",
                    help="include the backward pass of a sum-of-outputs loss")
-    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
-                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
-                        "(a preset such as a100-bf16, or a number; default: generic, 10)")
-    p.add_argument("--precision", choices=PRECISION_CHOICES, metavar="PRECISION",
-                   help="with --machine GPU: predict the GPU time at this precision: "
-                   f"{', '.join(PRECISION_CHOICES)} (default amp: fp16 autocast)")
+    add_option(p, "--machine", metavar="NAME|BALANCE",
+               help="hardware whose FLOPs/byte balance at --precision splits compute- from "
+                    "memory-bound, and the GPU time is predicted on: h100, a100-80gb, rtx4090, "
+                    "... (a wrong name lists them all), or a balance in FLOPs/byte (default: 10)")
+    add_option(p, "--precision", choices=PRECISION_CHOICES,
+               help=f"with --machine NAME: {', '.join(PRECISION_CHOICES)} (default amp: fp16 "
+                    "autocast)")
     p.add_argument("--batch", type=parse_top, metavar="N",
                    help="batch size: the first dimension of the model's default input")
     p.add_argument("--kernels", choices=("eager", "fused"), default="eager",
@@ -72,11 +74,9 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--verbose", "-v", action="store_true",
                    help="show every module as a tree with the totals of its subtree")
     p.add_argument("--showshape", action="store_true", help="add each layer's output shape")
-    p.add_argument("--output", "-o", metavar="FILE",
-                   help="also write the profile to FILE.json (full document) or FILE.csv "
-                        "(one row per layer)")
-    p.add_argument("--json", action="store_true",
-                   help="print the JSON document to stdout instead of the report")
+    add_option(p, "--output", help="also write the profile to FILE.json (full document) or "
+               "FILE.csv (one row per layer)")
+    add_option(p, "--json")
 
 
 
@@ -170,17 +170,17 @@ def _with_batch(args: argparse.Namespace, shape: Any) -> Any:
 
 
 def _prediction_gpu(args: argparse.Namespace) -> str | None:
-    """The GPU to predict on: ``--machine`` when it names one of the GPU presets."""
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.machines import GPUS
+    """The GPU to predict on: ``--machine`` when it names one (not a bare balance)."""
+    from pytest_modelprof.errors import SettingsError
+    from pytest_modelprof.machines import MACHINES
 
-    name: str | None = args.machine.name if args.machine is not None else None
-    if name in GPUS:
-        return name
+    name: str | None = args.machine
+    if name is not None and name.strip().lower() in MACHINES:
+        return name.strip().lower()
     if args.precision is not None:
-        raise ModelprofError(
-            f"--precision {args.precision} predicts a GPU time and needs --machine naming a "
-            f"GPU ({', '.join(GPUS)}); got {name or 'no --machine'}"
+        raise SettingsError(
+            f"--precision {args.precision} is that of a machine's peak and needs --machine "
+            f"naming one ({', '.join(MACHINES)}); got {name or 'no --machine'}"
         )
     return None
 
@@ -205,7 +205,7 @@ def _run_profile(args: argparse.Namespace) -> int:
         mode=args.mode,
         include_backward=args.backward,
         strict=args.strict,
-        machine=args.machine,
+        machine=machine_of(args),
         # None: capture again only if the first forward initialised lazy state (YOLO).
         warmup=False if args.no_warmup else None,
         **arch,
@@ -252,7 +252,7 @@ COMMAND = Command(
   modelprof profile resnet18 --input-shape 1,3,64,64 --top 5 --showshape
   modelprof profile vit_b_16 --verbose                 # every module, as a tree
   modelprof profile mobilenet_v2 --output mnv2.json    # or .csv: one row per layer
-  modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
+  modelprof profile resnet50 --machine a100-80gb --precision bf16 --dtype bfloat16
   modelprof profile hf:dinov2 --arch image_size=518 --json > dino.json
   modelprof profile timm:convnext_tiny                 # any timm.list_models() name
   modelprof profile timm:resnet50 --machine rtx4090 --batch 256 --precision amp

@@ -12,6 +12,7 @@ from pytest_modelprof.cli._common import (
     EXIT_USAGE,
     PROG,
     Command,
+    add_option,
     out,
     parse_arch,
     parse_shape,
@@ -84,7 +85,7 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                    help="timed rounds per point (default 10)")
     p.add_argument("--max-flops-growth-exponent", type=float, metavar="K",
                    help="exit 1 when FLOPs grow faster than value**K along any axis")
-    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    add_option(p, "--json", help="print the sweep as JSON")
 
 
 def _progress(timed: bool, rounds: int) -> Callable[[str], None]:
