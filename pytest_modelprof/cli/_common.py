@@ -149,6 +149,25 @@ def parse_arch(text: str) -> tuple[str, Any]:
 
 
 
+# A comma that starts another KEY=VALUE (a value may hold commas itself: a list, a dict).
+_NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
+
+
+def parse_arch_list(text: str) -> list[tuple[str, Any]]:
+    """``num_hidden_layers=2,hidden_size=64`` -> ``[("num_hidden_layers", 2), ...]``."""
+    return [parse_arch(part) for part in _NEXT_PAIR.split(text)]
+
+
+def parse_positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
+    return value
+
+
 def parse_top(text: str) -> int:
     try:
         value = int(text)
@@ -250,6 +269,20 @@ OPTIONS: dict[str, Option] = dict([
     _option("--capacity", type=parse_capacity, metavar="BYTES",
             help="memory to fit into, e.g. 24GB (default: the --machine's)"),
     _option("--optimizer", metavar="NAME", help="optimizer of the training step"),
+    _option("--input-shape", type=parse_shape, metavar="SHAPE",
+            help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)"),
+    _option("--dtype", type=parse_dtype, metavar="DTYPE",
+            help=f"cast weights and inputs to {', '.join(DTYPES)}"),
+    _option("--device", type=parse_device, metavar="DEVICE",
+            help="where to build and run the model: cpu, cuda, cuda:1"),
+    _option("--top", type=parse_top, metavar="N", help="rows to show (0 hides them)"),
+    _option("--arch", type=parse_arch_list, action="extend", default=[],
+            metavar="KEY=VALUE[,...]",
+            help="builder keyword arguments, repeatable or comma-separated "
+                 "(e.g. --arch num_hidden_layers=4,hidden_size=256)"),
+    _option("--mode", help="tensors to capture on"),
+    _option("--rounds", type=parse_positive, metavar="N", help="timed rounds"),
+    _option("--verbose", "-v", action="store_true", help="say more"),
 ])
 
 #: What a command may word its own way: the spelling, type and kind stay the table's.
@@ -292,14 +325,15 @@ def write_reports(results: Any, args: argparse.Namespace) -> None:
 def add_capture_arguments(p: argparse.ArgumentParser) -> None:
     """The options that say what to capture: shared by ``partition`` and ``graph``."""
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
-    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
-                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    add_option(p, "--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+               help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "image_size=518)")
 
 
 

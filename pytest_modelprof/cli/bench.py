@@ -13,10 +13,7 @@ from pytest_modelprof.cli._common import (
     Command,
     add_option,
     out,
-    parse_arch,
-    parse_device,
-    parse_dtype,
-    parse_shape,
+    parse_positive,
     parse_top,
     resolve_names,
 )
@@ -36,28 +33,18 @@ HOOK_OVERHEAD = (
 )
 
 
-def parse_positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
-    return value
-
-
 def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
     p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="batch size: replaces the first dimension of the input shape")
-    p.add_argument("--device", type=parse_device, default="cpu", metavar="DEVICE",
-                   help="where to build and run the model: cpu (default), cuda, cuda:1")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)} (default: float32)")
-    p.add_argument("--rounds", type=parse_positive, default=20, metavar="N",
-                   help="timed rounds per measurement (default: 20)")
+    add_option(p, "--device", default="cpu", metavar="DEVICE",
+               help="where to build and run the model: cpu (default), cuda, cuda:1")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)} (default: float32)")
+    add_option(p, "--rounds", default=20,
+               help="timed rounds per measurement (default: 20)")
     p.add_argument("--warmup", type=parse_top, default=3, metavar="N",
                    help="untimed rounds before them (default: 3)")
     add_option(p, "--optimizer", choices=tuple(OPTIMIZER_ARGS), default="sgd-momentum",
@@ -66,11 +53,12 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
                     "default sgd-momentum, 0.9)")
     p.add_argument("--threads", type=parse_positive, metavar="N",
                    help="torch intra-op threads while measuring (default: torch's own setting)")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch num_classes=10)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="list the N modules with the most forward time of their own "
-                        "(default: 10; 0 skips timing modules)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "num_classes=10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="list the N modules with the most forward time of their own "
+                    "(default: 10; 0 skips timing modules)")
     p.add_argument("--instructions", action="store_true",
                    help="also count the CPU instructions per call of the forward, backward and "
                         "training step under valgrind's callgrind (needs valgrind; starting it "

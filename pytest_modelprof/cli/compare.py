@@ -18,7 +18,6 @@ from pytest_modelprof.cli._common import (
     add_option,
     add_report_outputs,
     out,
-    parse_top,
     write_reports,
 )
 
@@ -37,8 +36,8 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%, strict_ops=true; "
                         "a latency limit (max_latency_ms=5, timing_strict=true) is judged from "
                         "the timing rounds of two baseline or results files")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="layer changes shown per profile (default: 10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="layer changes shown per profile (default: 10)")
     add_report_outputs(p)
     add_option(p, "--json", help="print the comparison as a results document to stdout instead "
                "of the text")

@@ -16,9 +16,8 @@ from pytest_modelprof.cli._common import (
     capture_of,
     note,
     out,
-    parse_device,
 )
-from pytest_modelprof.cli.bench import HOOK_OVERHEAD, parse_positive
+from pytest_modelprof.cli.bench import HOOK_OVERHEAD
 from pytest_modelprof.errors import ModelprofError
 
 __all__ = ["COMMAND"]
@@ -36,10 +35,10 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
                    help="also run the model on real tensors and put each module's measured "
                         "forward time (forward_ms, children included, hooks included) on its "
                         "node (module graph only)")
-    p.add_argument("--rounds", type=parse_positive, default=10, metavar="N",
-                   help="with --timed: timed forwards to average over (default: 10)")
-    p.add_argument("--device", type=parse_device, default="cpu", metavar="DEVICE",
-                   help="with --timed: where to run the model (default: cpu)")
+    add_option(p, "--rounds", default=10,
+               help="with --timed: timed forwards to average over (default: 10)")
+    add_option(p, "--device", default="cpu", metavar="DEVICE",
+               help="with --timed: where to run the model (default: cpu)")
 
 
 

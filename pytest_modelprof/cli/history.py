@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out, parse_top
+from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out
 
 __all__ = ["COMMAND", "parse_metrics"]
 
@@ -34,8 +34,8 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="start at this commit (its versions are the first points)")
     p.add_argument("--test", action="append", default=[], metavar="ID",
                    help="only this test (a node id; repeatable)")
-    p.add_argument("--top", type=parse_top, default=20, metavar="N",
-                   help="rows of the largest-steps table (default: 20)")
+    add_option(p, "--top", default=20, metavar="N",
+               help="rows of the largest-steps table (default: 20)")
     add_option(p, "--json", help="print the history document (schema_version 1) to stdout")
     add_option(p, "--output", metavar="FILE.json", help="write the history document to FILE")
     add_option(p, "--markdown", help="write the history as Markdown")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_modelprof.cli._common import (
     EXIT_OK,
@@ -12,25 +11,14 @@ from pytest_modelprof.cli._common import (
     add_option,
     machine_of,
     out,
-    parse_arch,
-    parse_dtype,
+    parse_positive,
 )
-from pytest_modelprof.cli.bench import parse_positive
 from pytest_modelprof.cli.profile import PRECISION_CHOICES as PRECISIONS
 
 if TYPE_CHECKING:
     from pytest_modelprof.machines import Machine
 
-__all__ = ["COMMAND", "parse_arch_list"]
-
-# A comma that starts another KEY=VALUE (a value may hold commas itself: a list, a dict).
-_NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
-
-
-def parse_arch_list(text: str) -> list[tuple[str, Any]]:
-    """``num_hidden_layers=2,hidden_size=64`` -> ``[("num_hidden_layers", 2), ...]``."""
-    return [parse_arch(part) for part in _NEXT_PAIR.split(text)]
-
+__all__ = ["COMMAND"]
 
 def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a causal LM: hf:ARCH, hf:FOLDER (config.json), or "
@@ -48,12 +36,11 @@ def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
                     "fp16/bf16 tensor-core peak)")
     add_option(p, "--capacity", help="memory to fit weights + KV cache into, e.g. 80GB "
                "(default: the --machine's)")
-    p.add_argument("--dtype", type=parse_dtype, default=None, metavar="DTYPE",
-                   help="weights and cache dtype (default: the model's, float32 for hf: "
-                        "configs; serving usually runs bfloat16)")
-    p.add_argument("--arch", type=parse_arch_list, action="append", default=[],
-                   metavar="KEY=VALUE[,KEY=VALUE...]",
-                   help="config fields / builder keywords, repeatable or comma-separated")
+    add_option(p, "--dtype", default=None, metavar="DTYPE",
+               help="weights and cache dtype (default: the model's, float32 for hf: "
+                    "configs; serving usually runs bfloat16)")
+    add_option(p, "--arch", help="config fields / builder keywords, repeatable or "
+               "comma-separated")
     p.add_argument("--allow-longer", action="store_true",
                    help="count a context beyond the config's max_position_embeddings")
     add_option(p, "--json", help="print prefill, decode, kv_cache, weights (and roofline) as JSON")
@@ -75,7 +62,7 @@ def _run_llm(args: argparse.Namespace) -> int:
 
     from pytest_modelprof.llm import format_llm, profile_llm
 
-    arch = {k: v for pairs in args.arch for k, v in pairs}
+    arch = dict(args.arch)
     costs = profile_llm(
         args.model,
         prompt=args.prompt,

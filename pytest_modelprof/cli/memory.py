@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -16,10 +15,8 @@ from pytest_modelprof.cli._common import (
     Command,
     add_option,
     out,
-    parse_arch,
-    parse_shape,
+    parse_positive,
 )
-from pytest_modelprof.cli.bench import parse_positive
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, SHARDS
 
@@ -28,12 +25,6 @@ if TYPE_CHECKING:
     from pytest_modelprof.fit.verdict import Fit
 
 __all__ = ["COMMAND", "render_memory"]
-
-
-def parse_arch_list(text: str) -> list[tuple[str, Any]]:
-    """``a=1,b=2`` (or one ``KEY=VALUE``) -> pairs; a comma inside a value (a dict) is kept."""
-    parts = re.split(r",(?=\s*[A-Za-z_]\w*\s*=)", text)
-    return [parse_arch(part) for part in parts]
 
 
 def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,12 +71,7 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="sequence length of a text model's token ids",
     )
-    p.add_argument(
-        "--input-shape",
-        type=parse_shape,
-        metavar="SHAPE",
-        help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)",
-    )
+    add_option(p, "--input-shape")
     p.add_argument(
         "--devices",
         type=parse_positive,
@@ -112,18 +98,16 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the search for the largest batch that fits (one estimate only)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--mode",
         choices=("auto", "fake", "meta"),
         default="auto",
         help="tensors without data to run on (default auto: fake, then meta)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--arch",
-        type=parse_arch_list,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE[,...]",
         help="builder keyword arguments, repeatable or comma-separated "
         "(e.g. --arch num_hidden_layers=4,hidden_size=256)",
     )
@@ -195,7 +179,7 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
             file=sys.stderr,
         )
     capacities = _capacities(args)
-    arch = dict(pair for pairs in args.arch for pair in pairs)
+    arch = dict(args.arch)
     cache: dict[int, MemoryEstimate] = {}
 
     def at(batch: int | None) -> MemoryEstimate:

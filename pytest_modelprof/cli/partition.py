@@ -16,7 +16,6 @@ from pytest_modelprof.cli._common import (
     capture_of,
     machine_of,
     out,
-    parse_top,
 )
 from pytest_modelprof.cli.profile import PRECISION_CHOICES
 
@@ -32,8 +31,8 @@ def _add_partition_arguments(p: argparse.ArgumentParser) -> None:
     add_option(p, "--precision", choices=PRECISION_CHOICES,
                help=f"with --machine NAME: {', '.join(PRECISION_CHOICES)} (default amp: fp16 "
                     "autocast)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="show the N subgraphs with the most FLOPs (default: 10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="show the N subgraphs with the most FLOPs (default: 10)")
     add_option(p, "--json", help="print the full partition (every subgraph) as JSON instead")
 
 

@@ -13,11 +13,7 @@ from pytest_modelprof.cli._common import (
     machine_of,
     note,
     out,
-    parse_arch,
-    parse_device,
-    parse_dtype,
     parse_input_dtype,
-    parse_shape,
     parse_top,
     resolve_names,
 )
@@ -30,8 +26,8 @@ PRECISION_CHOICES = ("fp32", "tf32", "amp", "amp-bf16", "fp16", "bf16")
 
 def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
     p.add_argument("--seq-len", type=parse_top, metavar="N",
                    help="tokens per sequence of a model whose first input is token ids "
                         "(hf:gpt2 ...: default 128; a model without a default input gets "
@@ -41,13 +37,13 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                         "dtype; with --input-shape or --seq-len")
     p.add_argument("--seconds", type=float, metavar="N",
                    help="seconds of 16 kHz raw audio (hf:wav2vec2, hf:hubert ...; default 1)")
-    p.add_argument("--device", type=parse_device, metavar="DEVICE",
-                   help="device for real-tensor captures (cpu, cuda; with --mode real or when "
-                        "auto falls back); meta forces meta tensors")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
-    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
-                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    add_option(p, "--device", metavar="DEVICE",
+               help="device for real-tensor captures (cpu, cuda; with --mode real or when "
+                    "auto falls back); meta forces meta tensors")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    add_option(p, "--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+               help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
     p.add_argument("--backward", action="store_true",
                    help="include the backward pass of a sum-of-outputs loss")
     add_option(p, "--machine", metavar="NAME|BALANCE",
@@ -64,15 +60,16 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    "fusing compiler")
     p.add_argument("--strict", action="store_true",
                    help="fail (exit 2) when an op without a cost formula ran")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "image_size=518)")
     p.add_argument("--no-warmup", action="store_true",
                    help="keep the first capture even if that forward initialised lazy state "
                         "(by default such a model, like YOLO, is captured a second time)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="show every module as a tree with the totals of its subtree")
+    add_option(p, "--top", default=10, metavar="N",
+               help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
+    add_option(p, "--verbose",
+               help="show every module as a tree with the totals of its subtree")
     p.add_argument("--showshape", action="store_true", help="add each layer's output shape")
     add_option(p, "--output", help="also write the profile to FILE.json (full document) or "
                "FILE.csv (one row per layer)")

@@ -17,7 +17,6 @@ from pytest_modelprof.cli._common import (
     Command,
     add_option,
     out,
-    parse_top,
     write_reports,
 )
 
@@ -28,8 +27,8 @@ def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", metavar="RESULTS.json", help="a results file (--modelprof-json)")
     add_option(p, "--html")
     add_option(p, "--markdown")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="layer changes printed per profile (default: 10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="layer changes printed per profile (default: 10)")
 
 
 

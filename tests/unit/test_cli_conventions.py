@@ -54,6 +54,20 @@ def test_every_option_follows_the_convention() -> None:
     assert broken == []
 
 
+#: Names that still mean different things in different commands (one size or a list of sizes
+#: to sweep; a relative tolerance or a limit; several metrics or one).
+UNSHARED = {"--batch", "--seq-len", "--tolerance", "--metric"}
+
+
+def test_an_option_of_several_commands_comes_from_the_table() -> None:
+    commands: dict[str, set[str]] = {}
+    for name, p in _subparsers().items():
+        for action in _options(p):
+            commands.setdefault(max(action.option_strings, key=len), set()).add(name)
+    shared = {flag for flag, where in commands.items() if len(where) > 1}
+    assert shared - set(_common.OPTIONS) - UNSHARED == set()
+
+
 def test_json_is_a_flag_and_a_file_is_output() -> None:
     p = _subparsers()
     OPTIONS = _common.OPTIONS
