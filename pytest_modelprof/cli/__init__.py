@@ -12,7 +12,6 @@ the same way. Heavy imports (torch) happen inside the commands, so ``--help`` an
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 
@@ -97,8 +96,7 @@ def _unknown_command(words: Sequence[str]) -> str | None:
     names = [c.name for c in COMMANDS]
     if words[0] in names:
         return None
-    close = difflib.get_close_matches(words[0], names, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; the commands are {', '.join(names)}"
+    hint = did_you_mean(words[0], names) or f"; the commands are {', '.join(names)}"
     return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
 
 
@@ -115,6 +113,7 @@ def _unknown_options(
     flag = next((w for w in extra if w.startswith("-")), None)
     if flag is None:
         command.error(f"unrecognized arguments: {' '.join(extra)}")
+        return
     word = flag.split("=", 1)[0]
     command.error(f"unknown option {word!r}{did_you_mean(word, flags)} (see '{command.prog} "
                   "--help')")

@@ -17,7 +17,7 @@ from pytest_modelprof.cli._common import (
     parse_top,
     resolve_names,
 )
-from pytest_modelprof.fit.options import OPTIMIZER_ARGS
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 
 __all__ = [
     "STEP_KEYS",
@@ -18,22 +19,13 @@ __all__ = [
     "PRECISIONS",
     "RECIPES",
     "SHARDS",
-    "OPTIMIZER_ARGS",
     "StepOptions",
-    "build_optimizer",
     "choose",
     "parse_optimizer",
 ]
 
-#: The optimizers ``memory`` and ``bench`` build, by name: the ``torch.optim`` class and what
-#: differs from its defaults (``sgd`` is torch's plain SGD; momentum is ``sgd-momentum``).
-OPTIMIZER_ARGS: dict[str, tuple[str, dict[str, float]]] = {
-    "sgd": ("SGD", {"lr": 1e-3}),
-    "sgd-momentum": ("SGD", {"lr": 1e-3, "momentum": 0.9}),
-    "adam": ("Adam", {"lr": 1e-3}),
-    "adamw": ("AdamW", {"lr": 1e-3}),
-}
-#: Optimizers: "none" runs forward and backward only (the gradients stay alive).
+#: Optimizers (:data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table ``bench`` uses
+#: too): "none" runs forward and backward only (the gradients stay alive).
 OPTIMIZERS = ("none", *OPTIMIZER_ARGS)
 #: How torch's optimizer runs its update: one tensor at a time, as grouped ``_foreach_`` ops
 #: (torch's default on a GPU: more temporaries at once), or one fused kernel per group.
@@ -77,15 +69,6 @@ def parse_optimizer(value: str) -> tuple[str, str | None]:
         choose("optimizer", name, OPTIMIZERS),
         choose("optimizer implementation", impl, OPTIMIZER_IMPLS) if impl else None,
     )
-
-
-def build_optimizer(name: str, params: Any, **impl: bool) -> Any:
-    """The ``torch.optim`` optimizer :data:`OPTIMIZER_ARGS` names, over ``params`` (``impl``:
-    ``foreach=`` or ``fused=``, else torch's choice)."""
-    import torch
-
-    kind, args = OPTIMIZER_ARGS[choose("optimizer", name, tuple(OPTIMIZER_ARGS))]
-    return getattr(torch.optim, kind)(params, **args, **impl)
 
 
 def step_pairs(

@@ -29,8 +29,9 @@ from torch import nn
 from pytest_modelprof._compat import NoOverflowGradScaler, storage_key
 from pytest_modelprof._tensors import Inputs, backward, call_model, default_loss, flat_tensors
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.fit.options import StepOptions, build_optimizer
+from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.tracker import NEVER, Allocation, LifetimeTracker, module_scopes
+from pytest_modelprof.optimizers import build_optimizer
 from pytest_modelprof.runtime.memory import collector_paused, storage_bytes
 
 __all__ = [

@@ -76,7 +76,7 @@ __all__ = [
     "with_batch",
 ]
 
-#: The names of :data:`pytest_modelprof.fit.options.OPTIMIZER_ARGS`, the one table of optimizers.
+#: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
 OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw"]
 OPTIMIZERS: Final[tuple[str, ...]] = get_args(OptimizerName)
 
@@ -197,9 +197,9 @@ class BenchRun:
 # -- pieces -----------------------------------------------------------------------------------
 
 def make_optimizer(name: str, params: Sequence[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizer of :data:`~pytest_modelprof.fit.options.OPTIMIZER_ARGS` named ``name``
+    """The optimizer of :data:`~pytest_modelprof.optimizers.OPTIMIZER_ARGS` named ``name``
     (``sgd`` plain, ``sgd-momentum``, ``adam``, ``adamw``) over ``params``."""
-    from pytest_modelprof.fit.options import build_optimizer
+    from pytest_modelprof.optimizers import build_optimizer
 
     optimizer: torch.optim.Optimizer = build_optimizer(name, params)
     return optimizer

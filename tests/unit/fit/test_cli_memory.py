@@ -91,7 +91,7 @@ def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[
         (("--precision", "bf16mixed"), "did you mean 'bf16-mixed'"),
         (("--train", "--shard", "zero4", "--devices", "2"), "did you mean 'zero3'"),
         (("--machine", "h100-80gb"), "did you mean 'h100'?"),
-        (("--machine", "a100"), "did you mean 'a100-40gb' or 'a100-80gb'?"),
+        (("--machine", "a100"), "did you mean 'a100-80gb' or 'a100-40gb'?"),
         (("--capacity", "24 gigs"), "write e.g. 80GB"),
         (("--shard", "zero2", "--devices", "2"), "an inference estimate has none"),
         (("--train", "--devices", "4"), "without --shard"),

@@ -185,7 +185,7 @@ def test_the_whole_repository_and_no_torch(repo: GitRepo, tmp_path: Path) -> Non
     import sys
 
     code = ("import sys; from pytest_modelprof.cli import main; "
-            "assert main(['history', '.', '--json', sys.argv[1]]) == 0; "
+            "assert main(['history', '.', '--output', sys.argv[1]]) == 0; "
             "assert 'torch' not in sys.modules")
     out = tmp_path / "all.json"
     done = subprocess.run([sys.executable, "-c", code, str(out)], cwd=repo.root,

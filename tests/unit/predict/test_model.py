@@ -75,7 +75,7 @@ def test_prediction_errors_name_the_culprit() -> None:
     profile = profile_model(nn.Linear(8, 8), input_shape=(2, 8), mode="meta")
     with pytest.raises(PredictionError, match="unknown precision 'fp8'.*amp"):
         predict_profile(profile, "h100", precision="fp8")
-    with pytest.raises(PredictionError, match="unknown GPU 'h1000'"):
+    with pytest.raises(PredictionError, match="unknown machine 'h1000'; did you mean 'h100'"):
         predict_profile(profile, "h1000")
     loaded = type(profile).from_json(profile.to_json())
     with pytest.raises(PredictionError, match="profile the model again"):
