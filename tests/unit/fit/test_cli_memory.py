@@ -154,7 +154,9 @@ def test_the_default_batch_is_estimated_once(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(estimate, "estimate_memory", counted)
-    code, out, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--capacity", "1MB", "--json")
+    code, out, _ = _run(
+        capsys, "resnet18", "--input-shape", "1,3,32,32", "--capacity", "1MB", "--json"
+    )
     assert code == 0
     assert json.loads(out)["memory"]["fits"]["1 MB"]["largest_batch"] == 0  # 46 MB of weights
     assert batches == [None]  # not [None, 1]: batch 1 is the input's own

@@ -41,7 +41,9 @@ def test_a_narrow_gemm_loses_efficiency() -> None:
     wide = kernel_time(
         Kernel("conv", 1e12, 0.0, gemm_k=1 << 20, gemm_n=64), MACHINES["h100"], "amp", FLAT
     )
-    narrow = kernel_time(Kernel("conv", 1e12, 0.0, gemm_k=16, gemm_n=64), MACHINES["h100"], "amp", FLAT)
+    narrow = kernel_time(
+        Kernel("conv", 1e12, 0.0, gemm_k=16, gemm_n=64), MACHINES["h100"], "amp", FLAT
+    )
     # K = 16 = k_half: twice the time of an (almost) unbounded K
     assert narrow.compute_s / wide.compute_s == pytest.approx(2.0, rel=1e-4)
 

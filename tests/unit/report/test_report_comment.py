@@ -116,7 +116,8 @@ def test_it_runs_without_torch(results: RunResults, tmp_path: Path) -> None:
     blocked = ("torch", "torchvision", "jinja2", "pytest", "_pytest", "numpy")
     script = (f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
               "from pytest_modelprof.cli import main\n"
-              f"sys.exit(main(['comment', {str(path)!r}, '--output', {str(tmp_path / 'c.md')!r}]))\n")
+              f"sys.exit(main(['comment', {str(path)!r}, '--output', "
+              f"{str(tmp_path / 'c.md')!r}]))\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, check=False,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
