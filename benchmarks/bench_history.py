@@ -107,8 +107,8 @@ def main() -> None:
         generate(root, args.commits, args.baselines)
         made = time.perf_counter() - start
         out = Path(tmp) / "history.json"
-        cmd = [sys.executable, "-m", "pytest_modelprof.cli", "history", "baselines", "--json",
-               str(out)]
+        cmd = [sys.executable, "-m", "pytest_modelprof.cli", "history", "baselines",
+               "--output", str(out)]
         times, cpu = [], []
         for _ in range(args.repeat):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -33,7 +33,7 @@ ARCH = (
 )
 COMMAND = [
     "modelprof", "llm", "hf:llama", "--arch", ARCH, "--prompt", "4096", "--context", "32768",
-    "--dtype", "bfloat16", "--gpu", "h200-bf16", "--json",
+    "--dtype", "bfloat16", "--machine", "h200", "--precision", "bf16", "--json",
 ]
 
 PEER = """

@@ -1,10 +1,16 @@
-"""Machine-balance presets that decide compute- vs memory-bound (the roofline ridge point)."""
+"""The one table of hardware (:data:`MACHINES`): peak FLOP/s per precision, memory bandwidth and
+memory capacity per piece of hardware, named as the hardware is (``h100``, ``a100-40gb``,
+``rtx4090``). ``profile``, ``llm``, ``memory`` and the GPU-time prediction all read it; a
+:class:`Machine` is one entry's roofline at one precision (its balance decides compute- vs
+memory-bound)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Machine", "MACHINES", "resolve_machine"]
+from pytest_modelprof.errors import SettingsError, did_you_mean
+
+__all__ = ["GENERIC", "Machine", "MACHINES", "resolve_machine"]
 
 
 class Machine(BaseModel):
@@ -22,103 +28,11 @@ class Machine(BaseModel):
         return self.peak_flops / self.bandwidth
 
 
-# Dense datasheet peaks. "generic" keeps the 10 FLOPs/byte threshold of the profilers we replace.
-MACHINES: dict[str, Machine] = {
-    m.name: m
-    for m in [
-        Machine(name="generic", peak_flops=1e12, bandwidth=1e11),
-        Machine(name="cpu-avx512", peak_flops=3.0e12, bandwidth=2.0e11),
-        Machine(name="t4-fp16", peak_flops=65e12, bandwidth=320e9),
-        Machine(name="a100-fp32", peak_flops=19.5e12, bandwidth=2.039e12),
-        Machine(name="a100-bf16", peak_flops=312e12, bandwidth=2.039e12),
-        Machine(name="h100-bf16", peak_flops=989e12, bandwidth=3.35e12),
-        Machine(name="h200-bf16", peak_flops=989e12, bandwidth=4.8e12),
-        Machine(name="rtx4090-fp16", peak_flops=165e12, bandwidth=1.008e12),
-    ]
-}
+#: The balance a profile judges against when no machine is named: the 10 FLOPs/byte threshold
+#: of the profilers this one replaces (not a piece of hardware, so not in :data:`MACHINES`).
+GENERIC = Machine(name="generic", peak_flops=1e12, bandwidth=1e11)
 
-
-def resolve_machine(machine: str | float | Machine | None) -> Machine:
-    """A preset name, a bare balance in FLOPs/byte, or a :class:`Machine`."""
-    if machine is None:
-        return MACHINES["generic"]
-    if isinstance(machine, Machine):
-        return machine
-    if isinstance(machine, (int, float)) and not isinstance(machine, bool):
-        if machine <= 0:
-            raise ValueError(f"machine balance must be positive FLOPs/byte, got {machine}")
-        return Machine(
-            name=f"balance={machine:g}", peak_flops=float(machine) * 1e12, bandwidth=1e12
-        )
-    if isinstance(machine, str):
-        try:
-            return MACHINES[machine]
-        except KeyError:
-            if machine.strip().lower() in GPUS:  # a GPU by hardware name: its AMP roofline
-                return GPUS[machine.strip().lower()].machine("amp")
-            try:
-                return resolve_machine(float(machine))
-            except ValueError:
-                pass
-            known = ", ".join([*sorted(MACHINES), *GPUS])
-            raise ValueError(
-                f"unknown machine {machine!r}; use one of {known} or a balance in FLOPs/byte"
-            ) from None
-    raise TypeError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")
-
-
-# -- memory capacities ("Will it fit?", pytest_modelprof.fit) -----------------------------------
-
-__all__ += ["GPU_MEMORY", "resolve_capacity"]
-
-#: Total device memory per GPU preset, in bytes: the MiB nvidia-smi reports as the card's total
-#: (what the driver, the CUDA context and allocator fragmentation then take is not subtracted).
-GPU_MEMORY: dict[str, int] = {
-    name: mib * 2**20
-    for name, mib in {
-        "t4-16gb": 15_360,
-        "l4-24gb": 23_034,
-        "rtx4090-24gb": 24_564,
-        "a100-40gb": 40_960,
-        "l40s-48gb": 46_068,
-        "a100-80gb": 81_920,
-        "h100-80gb": 81_559,
-        "h200-141gb": 143_771,
-    }.items()
-}
-
-
-def resolve_capacity(gpu: str | int) -> tuple[str, int]:
-    """A GPU preset name or a byte count (``"24GB"``, ``"22GiB"``, ``25769803776``) ->
-    (label, bytes); an unknown name gets "did you mean"."""
-    import difflib
-
-    from pytest_modelprof.units import format_bytes, parse_bytes
-
-    if isinstance(gpu, int) and not isinstance(gpu, bool):
-        if gpu <= 0:
-            raise ValueError(f"a memory capacity must be positive bytes, got {gpu}")
-        return format_bytes(gpu), gpu
-    name = str(gpu).strip().lower()
-    if name in GPU_MEMORY:
-        return name, GPU_MEMORY[name]
-    try:
-        nbytes = int(parse_bytes(name))
-    except ValueError:
-        close = difflib.get_close_matches(name, list(GPU_MEMORY), n=3, cutoff=0.4)
-        hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise ValueError(
-            f"unknown GPU {gpu!r}; {hint}use one of {', '.join(GPU_MEMORY)} or a size in "
-            "bytes such as 24GB"
-        ) from None
-    if nbytes <= 0:
-        raise ValueError(f"a memory capacity must be positive bytes, got {gpu!r}")
-    return format_bytes(nbytes), nbytes
-
-
-# -- GPU specifications (predicted GPU time, pytest_modelprof.predict) --------------------------
-
-__all__ += ["GpuSpec", "GPUS", "PRECISIONS", "resolve_gpu"]
+__all__ += ["GpuSpec", "PRECISIONS", "machine_spec"]
 
 #: Precisions a prediction can assume: ``fp32`` (no tensor cores), ``tf32`` (fp32 tensors,
 #: tensor-core matmuls), ``amp`` (fp16 autocast over an fp32 model), ``amp-bf16`` (bf16
@@ -145,7 +59,7 @@ class GpuSpec(BaseModel):
     fp16_tensor: float = Field(gt=0, description="FLOP/s, dense, fp32 accumulate")
     bandwidth: float = Field(gt=0, description="bytes/s")
     sm_count: int = Field(gt=0)
-    memory_bytes: int = Field(gt=0)
+    memory_bytes: int = Field(gt=0, description="bytes, the card's total")
 
     def tensor_peak(self, precision: str) -> float:
         """Peak FLOP/s of a matmul or dense convolution at ``precision``."""
@@ -164,29 +78,32 @@ class GpuSpec(BaseModel):
 _GB = 10**9
 _GIB = 2**30
 _T = 1e12
+_MIB = 2**20
 # Datasheet figures (dense, no sparsity). Sources: NVIDIA's product briefs and architecture
-# whitepapers (Turing, Ampere GA100/GA102, Ada, Hopper, Blackwell).
-GPUS: dict[str, GpuSpec] = {
+# whitepapers (Turing, Ampere GA100/GA102, Ada, Hopper, Blackwell). Memory is the total
+# nvidia-smi reports where it was read off a card (MiB), else the datasheet's; what the
+# driver, the CUDA context and allocator fragmentation then take is not subtracted.
+MACHINES: dict[str, GpuSpec] = {
     g.name: g
     for g in [
         GpuSpec(name="t4", label="Tesla T4", fp32=8.1 * _T, tf32_tensor=8.1 * _T,
-                fp16_tensor=65 * _T, bandwidth=320 * _GB, sm_count=40, memory_bytes=16 * _GIB),
+                fp16_tensor=65 * _T, bandwidth=320 * _GB, sm_count=40, memory_bytes=15_360 * _MIB),
         GpuSpec(name="l4", label="L4", fp32=30.3 * _T, tf32_tensor=60 * _T,
-                fp16_tensor=121 * _T, bandwidth=300 * _GB, sm_count=58, memory_bytes=24 * _GIB),
+                fp16_tensor=121 * _T, bandwidth=300 * _GB, sm_count=58, memory_bytes=23_034 * _MIB),
         GpuSpec(name="a10", label="A10", fp32=31.2 * _T, tf32_tensor=62.5 * _T,
                 fp16_tensor=125 * _T, bandwidth=600 * _GB, sm_count=72, memory_bytes=24 * _GIB),
         GpuSpec(name="a100-40gb", label="A100 SXM 40 GB", fp32=19.5 * _T,
                 tf32_tensor=156 * _T, fp16_tensor=312 * _T, bandwidth=1555 * _GB, sm_count=108,
-                memory_bytes=40 * _GIB),
+                memory_bytes=40_960 * _MIB),
         GpuSpec(name="a100-80gb", label="A100 SXM 80 GB", fp32=19.5 * _T,
                 tf32_tensor=156 * _T, fp16_tensor=312 * _T, bandwidth=2039 * _GB, sm_count=108,
-                memory_bytes=80 * _GIB),
+                memory_bytes=81_920 * _MIB),
         GpuSpec(name="h100", label="H100 SXM 80 GB", fp32=67 * _T, tf32_tensor=494.5 * _T,
                 fp16_tensor=989.5 * _T, bandwidth=3350 * _GB, sm_count=132,
-                memory_bytes=80 * _GIB),
+                memory_bytes=81_559 * _MIB),
         GpuSpec(name="h200", label="H200 SXM 141 GB", fp32=67 * _T, tf32_tensor=494.5 * _T,
                 fp16_tensor=989.5 * _T, bandwidth=4800 * _GB, sm_count=132,
-                memory_bytes=141 * _GB),
+                memory_bytes=143_771 * _MIB),
         GpuSpec(name="b200", label="B200 180 GB", fp32=80 * _T, tf32_tensor=1100 * _T,
                 fp16_tensor=2250 * _T, bandwidth=8000 * _GB, sm_count=148,
                 memory_bytes=180 * _GB),
@@ -195,7 +112,7 @@ GPUS: dict[str, GpuSpec] = {
                 sm_count=82, memory_bytes=24 * _GIB),
         GpuSpec(name="rtx4090", label="GeForce RTX 4090", fp32=82.6 * _T,
                 tf32_tensor=82.6 * _T, fp16_tensor=165.2 * _T, bandwidth=1008 * _GB,
-                sm_count=128, memory_bytes=24 * _GIB),
+                sm_count=128, memory_bytes=24_564 * _MIB),
         GpuSpec(name="rtx5090", label="GeForce RTX 5090", fp32=104.8 * _T,
                 tf32_tensor=104.8 * _T, fp16_tensor=209.5 * _T, bandwidth=1792 * _GB,
                 sm_count=170, memory_bytes=32 * _GIB),
@@ -207,27 +124,54 @@ GPUS: dict[str, GpuSpec] = {
                 bandwidth=1792 * _GB, sm_count=188, memory_bytes=96 * _GIB),
         GpuSpec(name="l40s", label="L40S", fp32=91.6 * _T, tf32_tensor=183 * _T,
                 fp16_tensor=362 * _T, bandwidth=864 * _GB, sm_count=142,
-                memory_bytes=48 * _GIB),
+                memory_bytes=46_068 * _MIB),
     ]
 }
 
 
-def resolve_gpu(name: str | GpuSpec) -> GpuSpec:
-    """A GPU by hardware name (``rtx4090``, ``a100-40gb``, ``h100``); an unknown name says
-    which exist."""
-    import difflib
-
+def machine_spec(name: str | GpuSpec) -> GpuSpec:
+    """An entry of :data:`MACHINES` by its name; an unknown name gets "did you mean" and the
+    names there are."""
     if isinstance(name, GpuSpec):
         return name
     key = str(name).strip().lower()
-    # The older "<gpu>-<precision>" presets name the same hardware.
-    for suffix in ("-fp16", "-bf16", "-fp32"):
-        if key.endswith(suffix) and key.removesuffix(suffix) in GPUS:
-            key = key.removesuffix(suffix)
-    if key == "a100":
-        key = "a100-80gb"
-    if key in GPUS:
-        return GPUS[key]
-    close = difflib.get_close_matches(key, list(GPUS), n=3, cutoff=0.4)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise ValueError(f"unknown GPU {name!r}; {hint}use one of {', '.join(GPUS)}")
+    if key in MACHINES:
+        return MACHINES[key]
+    raise SettingsError(f"unknown machine {name!r}{_near(key)} (the machines: "
+                        f"{', '.join(MACHINES)})")
+
+
+def _near(key: str) -> str:
+    """"did you mean" for a name: the machines it extends or that extend it first (``h100-80gb``
+    and ``h100-bf16`` name the ``h100``, whose precision is separate; ``a100`` is one of two),
+    else the closest names."""
+    within = [n for n in MACHINES if key.startswith(n + "-") or n.startswith(key + "-")]
+    return did_you_mean(key, within, cutoff=0.0) if within else did_you_mean(
+        key, MACHINES, cutoff=0.5
+    )
+
+
+def resolve_machine(machine: str | float | Machine | None, precision: str = "amp") -> Machine:
+    """The roofline of a :data:`MACHINES` entry at ``precision`` (its matmul peak), a bare
+    balance in FLOPs/byte, or a :class:`Machine`; ``None`` is :data:`GENERIC`."""
+    if machine is None:
+        return GENERIC
+    if isinstance(machine, Machine):
+        return machine
+    if isinstance(machine, (int, float)) and not isinstance(machine, bool):
+        if not machine > 0:
+            raise SettingsError(f"machine balance must be positive FLOPs/byte, got {machine}")
+        return Machine(
+            name=f"balance={machine:g}", peak_flops=float(machine) * 1e12, bandwidth=1e12
+        )
+    if isinstance(machine, str):
+        try:
+            return resolve_machine(float(machine))
+        except ValueError:
+            pass
+        if precision not in PRECISIONS:
+            raise SettingsError(f"unknown precision {precision!r}"
+                                f"{did_you_mean(precision, PRECISIONS)} (the precisions: "
+                                f"{', '.join(PRECISIONS)})")
+        return machine_spec(machine).machine(precision)
+    raise TypeError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")

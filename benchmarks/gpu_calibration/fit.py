@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from pytest_modelprof.machines import GPUS, GpuSpec
+from pytest_modelprof.machines import MACHINES, GpuSpec
 from pytest_modelprof.predict.kernels import CLASSES, TENSOR_CORE_CLASSES, Kernel, eager_kernels
 from pytest_modelprof.predict.model import (
     CONSTANTS_FILE,
@@ -279,12 +279,12 @@ def main() -> int:
 
         fit_models = [m for m in sorted(fit_t) if key(fit_t, m) in feats]
         score_models = [m for m in sorted(score_t) if key(score_t, m) in feats]
-        fb = Batch([key(fit_t, m) for m in fit_models], feats, GPUS[fit_gpu])
+        fb = Batch([key(fit_t, m) for m in fit_models], feats, MACHINES[fit_gpu])
         measured = torch.tensor(
             [fit_t[m]["batch"] / fit_t[m]["sps"] for m in fit_models], dtype=torch.float64
         )
         params = fit(fb, measured, args.steps)
-        sb = Batch([key(score_t, m) for m in score_models], feats, GPUS[score_gpu])
+        sb = Batch([key(score_t, m) for m in score_models], feats, MACHINES[score_gpu])
         with torch.no_grad():
             fit_pred = torch.tensor([fit_t[m]["batch"] for m in fit_models]) / fb.seconds(params)
             pred_s = sb.seconds(params)
@@ -330,7 +330,7 @@ def main() -> int:
             scalar = sum(
                 kernel_time(
                     Kernel(CLASSES[int(r[0])], r[1], r[2], int(r[3]), int(r[4]), count=int(r[5])),
-                    GPUS[score_gpu],
+                    MACHINES[score_gpu],
                     PRECISION,
                     constants,
                 ).seconds

@@ -156,6 +156,7 @@ def cli_page() -> str:
         "|---|---|",
     ]
     lines += [f"| [`{c.name}`](#{c.name}) | {_cell(c.summary)} |" for c in COMMANDS]
+    lines += ["", *_convention()]
     for command in COMMANDS:
         p = sub.choices[command.name]
         usage = _usage(p)
@@ -178,6 +179,28 @@ def cli_page() -> str:
             "```",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _convention() -> list[str]:
+    """The options every command spells alike, and the machine table ``--machine`` names."""
+    from pytest_modelprof.machines import MACHINES
+    from pytest_modelprof.units import format_bytes
+
+    lines = [
+        "Every command spells an option the same way: `--json` prints the JSON document to "
+        "stdout, `--output FILE` (`-o`) writes a file, `--machine NAME` names the hardware "
+        "(`profile`, `partition`, `llm`, `memory`) with `--precision` separate, `--capacity` "
+        "is a memory size, and `--optimizer sgd` is torch's plain SGD (`sgd-momentum`: momentum "
+        "0.9). A mistyped option gets \"did you mean\" and the command's usage.",
+        "",
+        "| `--machine` | hardware | fp32 | tf32 | fp16/bf16 | bandwidth | memory |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, m in MACHINES.items():
+        peaks = " | ".join(f"{v / 1e12:g} TFLOP/s" for v in (m.fp32, m.tf32_tensor, m.fp16_tensor))
+        lines.append(f"| `{name}` | {m.label} | {peaks} | {m.bandwidth / 1e9:g} GB/s | "
+                     f"{format_bytes(m.memory_bytes)} |")
+    return lines
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:

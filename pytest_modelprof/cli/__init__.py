@@ -12,7 +12,6 @@ the same way. Heavy imports (torch) happen inside the commands, so ``--help`` an
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 
@@ -36,7 +35,7 @@ from pytest_modelprof.cli import bisect as bisect_command
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
-from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
+from pytest_modelprof.errors import ModelNotFoundError, ModelprofError, did_you_mean
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -97,9 +96,27 @@ def _unknown_command(words: Sequence[str]) -> str | None:
     names = [c.name for c in COMMANDS]
     if words[0] in names:
         return None
-    close = difflib.get_close_matches(words[0], names, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; the commands are {', '.join(names)}"
+    hint = did_you_mean(words[0], names) or f"; the commands are {', '.join(names)}"
     return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
+
+
+def _unknown_options(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]
+) -> None:
+    """Exit 2 naming the words the command does not take, with "did you mean" for a mistyped
+    flag and the command's own usage (argparse would print the top level's)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = sub.choices.get(getattr(args, "command", None) or "")
+    if command is None:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    flags = [f for a in command._actions for f in a.option_strings if f.startswith("--")]
+    flag = next((w for w in extra if w.startswith("-")), None)
+    if flag is None:
+        command.error(f"unrecognized arguments: {' '.join(extra)}")
+        return
+    word = flag.split("=", 1)[0]
+    command.error(f"unknown option {word!r}{did_you_mean(word, flags)} (see '{command.prog} "
+                  "--help')")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -112,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {unknown}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        args = parser.parse_args(words)
+        args, extra = parser.parse_known_args(words)
+        if extra:
+            _unknown_options(parser, args, extra)
     except SystemExit as exc:  # --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     if getattr(args, "run", None) is None:

@@ -52,14 +52,38 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 
 
-def parse_machine(text: str) -> Machine:
-    """A preset name (``a100-bf16``) or a balance in FLOPs per byte (``10``)."""
+def parse_machine(text: str) -> str:
+    """A name of the machine table (``h100``) or a balance in FLOPs per byte (``10``), checked
+    here so a typo is a usage error with "did you mean"; resolved by :func:`machine_of`."""
     from pytest_modelprof.machines import resolve_machine
 
     try:
-        return resolve_machine(text)
+        resolve_machine(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def machine_of(args: argparse.Namespace, default: str = "amp") -> Machine | None:
+    """The roofline of ``--machine`` at ``--precision`` (``None`` without ``--machine``)."""
+    from pytest_modelprof.machines import resolve_machine
+
+    if args.machine is None:
+        return None
+    return resolve_machine(args.machine, getattr(args, "precision", None) or default)
+
+
+def parse_capacity(text: str) -> int:
+    """A memory size such as ``24GB``, ``22GiB`` or ``25769803776``, in bytes."""
+    from pytest_modelprof.units import parse_bytes
+
+    try:
+        value = int(parse_bytes(text))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{exc}; write e.g. 80GB") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive size such as 80GB, got {text!r}")
+    return value
 
 
 
@@ -123,6 +147,25 @@ def parse_arch(text: str) -> tuple[str, Any]:
         value = raw.strip()
     return key, value
 
+
+
+# A comma that starts another KEY=VALUE (a value may hold commas itself: a list, a dict).
+_NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
+
+
+def parse_arch_list(text: str) -> list[tuple[str, Any]]:
+    """``num_hidden_layers=2,hidden_size=64`` -> ``[("num_hidden_layers", 2), ...]``."""
+    return [parse_arch(part) for part in _NEXT_PAIR.split(text)]
+
+
+def parse_positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
+    return value
 
 
 def parse_top(text: str) -> int:
@@ -194,11 +237,74 @@ def resolve_names(names: Sequence[str]) -> None:
 
 
 
+@dataclass(frozen=True)
+class Option:
+    """An option every command spells and parses alike; a command words its help."""
+
+    flags: tuple[str, ...]
+    kwargs: dict[str, Any]
+
+    @property
+    def is_flag(self) -> bool:
+        return self.kwargs.get("action") == "store_true"
+
+
+def _option(*flags: str, **kwargs: Any) -> tuple[str, Option]:
+    return flags[0], Option(flags, kwargs)
+
+
+#: The shared options by long flag. ``--json`` prints the command's JSON document to stdout; a
+#: file is ``--output``; hardware is ``--machine`` from :data:`pytest_modelprof.machines.MACHINES`
+#: with its precision separate (test: tests/unit/test_cli_conventions.py).
+OPTIONS: dict[str, Option] = dict([
+    _option("--json", action="store_true",
+            help="print the JSON document to stdout instead of the text report"),
+    _option("--output", "-o", metavar="FILE", help="write the result to FILE"),
+    _option("--html", metavar="FILE.html", help="write the HTML report"),
+    _option("--markdown", metavar="FILE.md", help="write the report as Markdown"),
+    _option("--machine", type=parse_machine, metavar="NAME",
+            help="hardware by its name: h100, h200, a100-40gb, a100-80gb, rtx4090, l4, ... (a "
+                 "wrong name lists them all)"),
+    _option("--precision", metavar="PRECISION", help="the precision of the computation"),
+    _option("--capacity", type=parse_capacity, metavar="BYTES",
+            help="memory to fit into, e.g. 24GB (default: the --machine's)"),
+    _option("--optimizer", metavar="NAME", help="optimizer of the training step"),
+    _option("--input-shape", type=parse_shape, metavar="SHAPE",
+            help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)"),
+    _option("--dtype", type=parse_dtype, metavar="DTYPE",
+            help=f"cast weights and inputs to {', '.join(DTYPES)}"),
+    _option("--device", type=parse_device, metavar="DEVICE",
+            help="where to build and run the model: cpu, cuda, cuda:1"),
+    _option("--top", type=parse_top, metavar="N", help="rows to show (0 hides them)"),
+    _option("--arch", type=parse_arch_list, action="extend", default=[],
+            metavar="KEY=VALUE[,...]",
+            help="builder keyword arguments, repeatable or comma-separated "
+                 "(e.g. --arch num_hidden_layers=4,hidden_size=256)"),
+    _option("--mode", help="tensors to capture on"),
+    _option("--rounds", type=parse_positive, metavar="N", help="timed rounds"),
+    _option("--verbose", "-v", action="store_true", help="say more"),
+])
+
+#: What a command may word its own way: the spelling, type and kind stay the table's.
+_WORDING = frozenset({"help", "metavar", "default", "choices", "required", "dest"})
+
+
+def add_option(p: argparse.ArgumentParser, flag: str, **wording: Any) -> argparse.Action:
+    """Add the shared option ``flag`` of :data:`OPTIONS` to ``p``; ``wording`` may set its
+    help, metavar, default, choices, required or dest."""
+    spec = OPTIONS[flag]
+    unknown = set(wording) - _WORDING
+    if unknown:
+        raise TypeError(f"{flag}: {', '.join(sorted(unknown))} are the table's, not a command's")
+    return p.add_argument(*spec.flags, **{**spec.kwargs, **wording})
+
+
+
 def add_report_outputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--html", metavar="FILE.html", help="write the HTML diff report")
-    p.add_argument("--markdown", metavar="FILE.md", help="write the diff report as Markdown")
-    p.add_argument("--json", metavar="FILE.json", dest="json_out",
-                   help="write the comparison as a results file (re-render it with 'report')")
+    add_option(p, "--html", help="write the HTML diff report")
+    add_option(p, "--markdown", help="write the diff report as Markdown")
+    add_option(p, "--output", metavar="FILE.json",
+               help="write the comparison as a results file (re-render it with 'report')")
 
 
 
@@ -210,7 +316,7 @@ def write_reports(results: Any, args: argparse.Namespace) -> None:
     def path(value: str | None) -> Path | None:
         return Path(value) if value else None
 
-    for written in write_outputs(results, html=path(args.html), json=path(args.json_out),
+    for written in write_outputs(results, html=path(args.html), json=path(args.output),
                                  markdown=path(args.markdown)):
         note(f"wrote {written}")
 
@@ -219,14 +325,15 @@ def write_reports(results: Any, args: argparse.Namespace) -> None:
 def add_capture_arguments(p: argparse.ArgumentParser) -> None:
     """The options that say what to capture: shared by ``partition`` and ``graph``."""
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
-    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
-                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    add_option(p, "--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+               help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "image_size=518)")
 
 
 

@@ -11,22 +11,19 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     PROG,
     Command,
+    add_option,
     out,
-    parse_arch,
-    parse_device,
-    parse_dtype,
-    parse_shape,
+    parse_positive,
     parse_top,
     resolve_names,
 )
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun
 
 __all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
 
-# Torch-free copy of runtime.bench.OPTIMIZERS: building the parser must not import torch.
-OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")
 
 #: Quoted in --help; measured by benchmarks/bench_module_timing.py (figures in BENCHMARKS.md).
 HOOK_OVERHEAD = (
@@ -36,40 +33,32 @@ HOOK_OVERHEAD = (
 )
 
 
-def parse_positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1; got {text!r}")
-    return value
-
-
 def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
     p.add_argument("--batch", type=parse_positive, metavar="N",
                    help="batch size: replaces the first dimension of the input shape")
-    p.add_argument("--device", type=parse_device, default="cpu", metavar="DEVICE",
-                   help="where to build and run the model: cpu (default), cuda, cuda:1")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)} (default: float32)")
-    p.add_argument("--rounds", type=parse_positive, default=20, metavar="N",
-                   help="timed rounds per measurement (default: 20)")
+    add_option(p, "--device", default="cpu", metavar="DEVICE",
+               help="where to build and run the model: cpu (default), cuda, cuda:1")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)} (default: float32)")
+    add_option(p, "--rounds", default=20,
+               help="timed rounds per measurement (default: 20)")
     p.add_argument("--warmup", type=parse_top, default=3, metavar="N",
                    help="untimed rounds before them (default: 3)")
-    p.add_argument("--optimizer", choices=OPTIMIZER_CHOICES, default="sgd",
-                   help="optimizer of the training step and of the memory measurement: sgd "
-                        "(momentum 0.9, default), adam or adamw")
+    add_option(p, "--optimizer", choices=tuple(OPTIMIZER_ARGS), default="sgd-momentum",
+               help="optimizer of the training step and of the memory measurement: "
+                    f"{', '.join(OPTIMIZER_ARGS)} (sgd: torch.optim.SGD's defaults, no momentum; "
+                    "default sgd-momentum, 0.9)")
     p.add_argument("--threads", type=parse_positive, metavar="N",
                    help="torch intra-op threads while measuring (default: torch's own setting)")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch num_classes=10)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="list the N modules with the most forward time of their own "
-                        "(default: 10; 0 skips timing modules)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "num_classes=10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="list the N modules with the most forward time of their own "
+                    "(default: 10; 0 skips timing modules)")
     p.add_argument("--instructions", action="store_true",
                    help="also count the CPU instructions per call of the forward, backward and "
                         "training step under valgrind's callgrind (needs valgrind; starting it "
@@ -78,8 +67,8 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
                    help="measured calls per phase for --instructions, after 10 unmeasured ones "
                         "(default: 5; the figure is per call)")
-    p.add_argument("--json", action="store_true",
-                   help="print only the JSON document to stdout (progress stays on stderr); "
+    add_option(p, "--json",
+               help="print only the JSON document to stdout (progress stays on stderr); "
                         "keys: runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,"
                         "max_ms,median_ms,rounds}, memory.peak_bytes, memory.breakdown.{"
                         "parameters,gradients,optimizer_state,activations}, flops.total, "

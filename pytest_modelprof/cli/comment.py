@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out
+from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, out
 
 __all__ = ["COMMAND"]
 
@@ -13,15 +13,15 @@ __all__ = ["COMMAND"]
 def _add_comment_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", metavar="RESULTS.json",
                    help="a results file (--modelprof-json), e.g. from a pull request's gate")
-    p.add_argument("--out", metavar="FILE.md", help="write the comment here (default: print it)")
+    add_option(p, "--output", metavar="FILE.md", help="write the comment here (default: print it)")
 
 
 def _run_comment(args: argparse.Namespace) -> int:
     from pytest_modelprof.report.comment import load_results, render_comment
 
     text = render_comment(load_results(args.results))
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
     else:
         out(text)
     return EXIT_OK
@@ -38,7 +38,7 @@ COMMAND = Command(
         "and no link is taken from it. Exit code 0 whatever the verdicts; 2 on a bad file."
     ),
     examples="""\
-  modelprof comment results.json --out comment.md
+  modelprof comment results.json --output comment.md
   modelprof comment modelprof-report/results.json""",
     add_arguments=_add_comment_arguments,
     run=_run_comment,

@@ -15,9 +15,9 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     add_report_outputs,
     out,
-    parse_top,
     write_reports,
 )
 
@@ -36,9 +36,11 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%, strict_ops=true; "
                         "a latency limit (max_latency_ms=5, timing_strict=true) is judged from "
                         "the timing rounds of two baseline or results files")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="layer changes shown per profile (default: 10)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="layer changes shown per profile (default: 10)")
     add_report_outputs(p)
+    add_option(p, "--json", help="print the comparison as a results document to stdout instead "
+               "of the text")
 
 
 
@@ -92,7 +94,11 @@ def _run_compare(args: argparse.Namespace) -> int:
         load_document(args.old), load_document(args.new), limits, new_source=args.new
     )
     width = max(60, shutil.get_terminal_size((100, 24)).columns)
-    out(render_diff(build_view(results, title="modelprof compare"), top=args.top, width=width))
+    if args.json:
+        out(results.to_json())
+    else:
+        out(render_diff(build_view(results, title="modelprof compare"), top=args.top,
+                        width=width))
     write_reports(results, args)
     # An error row (a test of the new run that failed before its gate judged it) is red too.
     red = any(t.failed or t.status in ("regressed", "error") for t in results.tests)

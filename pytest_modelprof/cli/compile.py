@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_device, parse_shape
+from pytest_modelprof.cli._common import (
+    EXIT_OK,
+    Command,
+    add_option,
+    out,
+)
 
 __all__ = ["COMMAND", "parse_batch_sizes"]
 
@@ -24,8 +29,8 @@ def parse_batch_sizes(text: str) -> list[int]:
 
 def _add_compile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="registry name, YOLO YAML, or import path (pkg.module:factory)")
-    p.add_argument("--input-shape", type=parse_shape, default=None, metavar="SHAPE",
-                   help="input shape such as 1,3,224,224 (default: the registry's)")
+    add_option(p, "--input-shape", default=None, metavar="SHAPE",
+               help="input shape such as 1,3,224,224 (default: the registry's)")
     p.add_argument("--batch", type=parse_batch_sizes, default=None, metavar="N,N,...",
                    help="batch sizes to run in order, counting recompiles after the first")
     p.add_argument("--dynamic", action="store_true",
@@ -33,10 +38,10 @@ def _add_compile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inductor", action="store_true",
                    help="also compile with Inductor, caches off, for kernels and compile_s "
                         "(needs a C++ compiler; takes seconds to minutes)")
-    p.add_argument("--device", type=parse_device, default=None,
-                   help="device to build and run on (default: cpu)")
-    p.add_argument("--json", action="store_true",
-                   help="print graphs, graph_breaks, break_reasons, recompiles (and with "
+    add_option(p, "--device", default=None,
+               help="device to build and run on (default: cpu)")
+    add_option(p, "--json",
+               help="print graphs, graph_breaks, break_reasons, recompiles (and with "
                         "--inductor kernels, compile_s) as JSON")
 
 

@@ -14,10 +14,10 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     note,
     out,
     parse_names,
-    parse_shape,
     parse_tolerance,
     resolve_names,
 )
@@ -29,14 +29,14 @@ def _add_fvcore_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", metavar="MODEL", help="model names (or use --models)")
     p.add_argument("--models", type=parse_names, action="append", default=[], metavar="A,B,...",
                    help="comma-separated model names")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input shape for every model (default: each model's own)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input shape for every model (default: each model's own)")
     p.add_argument("--tolerance", type=parse_tolerance, default=0.05, metavar="REL",
                    help="largest accepted |ours - fvcore| / fvcore, e.g. 0.05 or 5%% "
                         "(default: 0.05); exit 1 above it")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="also list fvcore's count per operator for each model")
-    p.add_argument("--json", action="store_true", help="print the comparisons as JSON")
+    add_option(p, "--verbose",
+               help="also list fvcore's count per operator for each model")
+    add_option(p, "--json", help="print the comparisons as JSON")
 
 
 

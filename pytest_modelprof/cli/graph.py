@@ -12,12 +12,12 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
     add_capture_arguments,
+    add_option,
     capture_of,
     note,
     out,
-    parse_device,
 )
-from pytest_modelprof.cli.bench import HOOK_OVERHEAD, parse_positive
+from pytest_modelprof.cli.bench import HOOK_OVERHEAD
 from pytest_modelprof.errors import ModelprofError
 
 __all__ = ["COMMAND"]
@@ -30,15 +30,15 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("json", "txt", "dot"), default="txt",
                    help="json (a document), txt (nodes, edges, stats) or dot (Graphviz); "
                         "default: txt")
-    p.add_argument("--output", "-o", metavar="FILE", help="write to FILE instead of stdout")
+    add_option(p, "--output", help="write to FILE instead of stdout")
     p.add_argument("--timed", action="store_true",
                    help="also run the model on real tensors and put each module's measured "
                         "forward time (forward_ms, children included, hooks included) on its "
                         "node (module graph only)")
-    p.add_argument("--rounds", type=parse_positive, default=10, metavar="N",
-                   help="with --timed: timed forwards to average over (default: 10)")
-    p.add_argument("--device", type=parse_device, default="cpu", metavar="DEVICE",
-                   help="with --timed: where to run the model (default: cpu)")
+    add_option(p, "--rounds", default=10,
+               help="with --timed: timed forwards to average over (default: 10)")
+    add_option(p, "--device", default="cpu", metavar="DEVICE",
+               help="with --timed: where to run the model (default: cpu)")
 
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, note, out, parse_top
+from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out
 
 __all__ = ["COMMAND", "parse_metrics"]
 
@@ -34,13 +34,12 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="start at this commit (its versions are the first points)")
     p.add_argument("--test", action="append", default=[], metavar="ID",
                    help="only this test (a node id; repeatable)")
-    p.add_argument("--top", type=parse_top, default=20, metavar="N",
-                   help="rows of the largest-steps table (default: 20)")
-    p.add_argument("--json", metavar="FILE.json", dest="json_out",
-                   help="write the history document (schema_version 1); - for stdout")
-    p.add_argument("--markdown", metavar="FILE.md", help="write the history as Markdown")
-    p.add_argument("--html", metavar="FILE.html",
-                   help="write a self-contained page: a chart per test and metric")
+    add_option(p, "--top", default=20, metavar="N",
+               help="rows of the largest-steps table (default: 20)")
+    add_option(p, "--json", help="print the history document (schema_version 1) to stdout")
+    add_option(p, "--output", metavar="FILE.json", help="write the history document to FILE")
+    add_option(p, "--markdown", help="write the history as Markdown")
+    add_option(p, "--html", help="write a self-contained page: a chart per test and metric")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -55,12 +54,12 @@ def _run(args: argparse.Namespace) -> int:
         paths = [Path("baselines")]
     doc = read_history(paths, metrics=args.metric, since=args.since, tests=args.test,
                        top=args.top)
-    if args.json_out == "-":  # JSON alone on stdout, so it pipes into jq
+    if args.json:  # JSON alone on stdout, so it pipes into jq
         out(doc.to_json())
-    elif args.json_out:
-        write_text_atomic(Path(args.json_out), doc.to_json())
-        note(f"wrote {args.json_out}")
-    if args.json_out and not (args.markdown or args.html):
+    if args.output:
+        write_text_atomic(Path(args.output), doc.to_json())
+        note(f"wrote {args.output}")
+    if (args.json or args.output) and not (args.markdown or args.html):
         return EXIT_OK  # no view to build: the charts of every series are most of its time
     from pytest_modelprof.history.render import render_html, render_markdown, render_text
     from pytest_modelprof.history.view import build_history_view
@@ -70,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         if target:
             write_text_atomic(Path(target), render(view))
             note(f"wrote {target}")
-    if not (args.json_out or args.markdown or args.html):
+    if not (args.json or args.output or args.markdown or args.html):
         out(render_text(view))
     return EXIT_OK
 
@@ -85,12 +84,13 @@ COMMAND = Command(
         "commit (short hash, date, subject), its delta and the environment change (torch\n"
         "version) since the previous version, and a table of the largest steps. Reads the\n"
         "commits on the first-parent line of HEAD. A shallow clone shows what it holds and\n"
-        "says so. Without --json, --markdown or --html it prints the largest steps."
+        "says so. Without --json, --output, --markdown or --html it prints the largest steps."
     ),
     examples="""\
   modelprof history baselines --html history.html
   modelprof history baselines --metric flops,peak_memory --since v1.0 --markdown history.md
-  modelprof history --json - --test tests/test_zoo.py::test_resnet50""",
+  modelprof history --json --test tests/test_zoo.py::test_resnet50
+  modelprof history baselines --output history.json""",
     add_arguments=_add_arguments,
     run=_run,
 )

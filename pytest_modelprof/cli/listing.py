@@ -8,6 +8,7 @@ import shutil
 from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
+    add_option,
     note,
     out,
 )
@@ -23,8 +24,8 @@ def _add_list_arguments(p: argparse.ArgumentParser) -> None:
                    help="only the names of one source (every one of them), e.g. hf or timm")
     p.add_argument("--all", action="store_true",
                    help="every name of every source (the default shows a screenful per source)")
-    p.add_argument("--json", action="store_true",
-                   help="print {source: [names]} as JSON instead of columns")
+    add_option(p, "--json",
+               help="print {source: [names]} as JSON instead of columns")
 
 
 

@@ -3,49 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import re
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_arch, parse_dtype
-from pytest_modelprof.cli.bench import parse_positive
+from pytest_modelprof.cli._common import (
+    EXIT_OK,
+    Command,
+    add_option,
+    machine_of,
+    out,
+    parse_positive,
+)
+from pytest_modelprof.cli.profile import PRECISION_CHOICES as PRECISIONS
 
-__all__ = ["COMMAND", "parse_arch_list", "parse_memory"]
+if TYPE_CHECKING:
+    from pytest_modelprof.machines import Machine
 
-# A comma that starts another KEY=VALUE (a value may hold commas itself: a list, a dict).
-_NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")
-
-
-def parse_arch_list(text: str) -> list[tuple[str, Any]]:
-    """``num_hidden_layers=2,hidden_size=64`` -> ``[("num_hidden_layers", 2), ...]``."""
-    return [parse_arch(part) for part in _NEXT_PAIR.split(text)]
-
-
-def parse_memory(text: str) -> float:
-    """``80GB`` / ``141e9`` -> bytes."""
-    from pytest_modelprof.units import parse_bytes
-
-    try:
-        value = parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{exc}; write e.g. 80GB") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive size such as 80GB, got {text!r}")
-    return value
-
-
-def _parse_gpu(text: str) -> str:
-    from pytest_modelprof.machines import MACHINES
-
-    if text not in MACHINES:
-        import difflib
-
-        close = difflib.get_close_matches(text, list(MACHINES), n=3, cutoff=0.4)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise argparse.ArgumentTypeError(
-            f"unknown machine preset {text!r}.{hint} Presets: {', '.join(sorted(MACHINES))}"
-        )
-    return text
-
+__all__ = ["COMMAND"]
 
 def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="a causal LM: hf:ARCH, hf:FOLDER (config.json), or "
@@ -56,20 +29,32 @@ def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
                    help="tokens in the cache after the decode step (default 4096)")
     p.add_argument("--batch", type=parse_positive, default=1, metavar="B",
                    help="sequences decoded together (default 1)")
-    p.add_argument("--gpu", type=_parse_gpu, default=None, metavar="PRESET",
-                   help="machine preset for the roofline and the fit (h100-bf16, a100-bf16, ...)")
-    p.add_argument("--gpu-memory", type=parse_memory, default=None, metavar="BYTES",
-                   help="memory to fit weights + KV cache into (default: the preset's)")
-    p.add_argument("--dtype", type=parse_dtype, default=None, metavar="DTYPE",
-                   help="weights and cache dtype (default: the model's, float32 for hf: "
-                        "configs; serving usually runs bfloat16)")
-    p.add_argument("--arch", type=parse_arch_list, action="append", default=[],
-                   metavar="KEY=VALUE[,KEY=VALUE...]",
-                   help="config fields / builder keywords, repeatable or comma-separated")
+    add_option(p, "--machine", help="hardware for the roofline and the fit: h100, h200, "
+               "a100-80gb, rtx4090, l4, ... (a wrong name lists them all)")
+    add_option(p, "--precision", choices=PRECISIONS,
+               help=f"with --machine: the peak of {', '.join(PRECISIONS)} (default amp: the "
+                    "fp16/bf16 tensor-core peak)")
+    add_option(p, "--capacity", help="memory to fit weights + KV cache into, e.g. 80GB "
+               "(default: the --machine's)")
+    add_option(p, "--dtype", default=None, metavar="DTYPE",
+               help="weights and cache dtype (default: the model's, float32 for hf: "
+                    "configs; serving usually runs bfloat16)")
+    add_option(p, "--arch", help="config fields / builder keywords, repeatable or "
+               "comma-separated")
     p.add_argument("--allow-longer", action="store_true",
                    help="count a context beyond the config's max_position_embeddings")
-    p.add_argument("--json", action="store_true",
-                   help="print prefill, decode, kv_cache, weights (and roofline) as JSON")
+    add_option(p, "--json", help="print prefill, decode, kv_cache, weights (and roofline) as JSON")
+
+
+def _machine(args: argparse.Namespace) -> Machine | None:
+    from pytest_modelprof.errors import SettingsError
+    from pytest_modelprof.machines import MACHINES
+
+    machine = machine_of(args)
+    if machine is not None and machine.name not in MACHINES:
+        raise SettingsError(f"--machine {args.machine}: a balance has no bandwidth or memory to "
+                            "decode on; name the hardware (h100, a100-80gb, ...)")
+    return machine
 
 
 def _run_llm(args: argparse.Namespace) -> int:
@@ -77,15 +62,15 @@ def _run_llm(args: argparse.Namespace) -> int:
 
     from pytest_modelprof.llm import format_llm, profile_llm
 
-    arch = {k: v for pairs in args.arch for k, v in pairs}
+    arch = dict(args.arch)
     costs = profile_llm(
         args.model,
         prompt=args.prompt,
         context=args.context,
         batch=args.batch,
         dtype=args.dtype,
-        machine=args.gpu,
-        memory_bytes=args.gpu_memory,
+        machine=_machine(args),
+        memory_bytes=args.capacity,
         allow_longer=bool(args.allow_longer),
         **arch,
     )
@@ -105,18 +90,18 @@ COMMAND = Command(
         "context takes seconds). The KV cache is measured from the tensors the model's own\n"
         "cache holds (sliding windows, grouped/multi-query heads, compressed latents as the\n"
         "model does them); weights count all experts, active weights the routed ones.\n"
-        "With --gpu: decode tokens/s on the roofline (the step reads its weights and the\n"
+        "With --machine: decode tokens/s on the roofline (the step reads its weights and the\n"
         "cache once: max(bytes / bandwidth, FLOPs / peak)), memory- or compute-bound, and the\n"
         "largest batch and context whose weights + KV cache fit in the GPU's memory."
     ),
     examples="""\
   modelprof llm hf:llama --arch num_key_value_heads=8,max_position_embeddings=4096 \\
-      --prompt 512 --context 4096 --gpu h100-bf16
+      --prompt 512 --context 4096 --machine h100
   modelprof llm hf:mistral --context 32768 --dtype bfloat16 --json
   modelprof llm hf:llama --arch num_hidden_layers=80,hidden_size=8192,intermediate_size=28672,\\
       num_attention_heads=64,num_key_value_heads=8,max_position_embeddings=32768 \\
-      --prompt 4096 --context 32768 --dtype bfloat16 --gpu h200-bf16
-  modelprof llm hf:./my-model --context 8192 --batch 16 --gpu a100-bf16
+      --prompt 4096 --context 32768 --dtype bfloat16 --machine h200 --precision bf16
+  modelprof llm hf:./my-model --context 8192 --batch 16 --machine a100-80gb
   modelprof llm hf:gpt2 --context 2048 --allow-longer""",
     add_arguments=_add_llm_arguments,
     run=_run_llm,

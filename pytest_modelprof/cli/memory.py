@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import re
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,11 +13,10 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     PROG,
     Command,
+    add_option,
     out,
-    parse_arch,
-    parse_shape,
+    parse_positive,
 )
-from pytest_modelprof.cli.bench import parse_positive
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, SHARDS
 
@@ -29,12 +27,6 @@ if TYPE_CHECKING:
 __all__ = ["COMMAND", "render_memory"]
 
 
-def parse_arch_list(text: str) -> list[tuple[str, Any]]:
-    """``a=1,b=2`` (or one ``KEY=VALUE``) -> pairs; a comma inside a value (a dict) is kept."""
-    parts = re.split(r",(?=\s*[A-Za-z_]\w*\s*=)", text)
-    return [parse_arch(part) for part in parts]
-
-
 def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
     p.add_argument(
@@ -43,18 +35,19 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         help="a training step (forward, backward, optimizer update); default: "
         "inference (forward under no_grad, eval mode)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--optimizer",
         default="adamw",
         metavar="NAME[:IMPL]",
-        help=f"one of {', '.join(OPTIMIZERS)}; ':IMPL' picks "
-        f"{', '.join(OPTIMIZER_IMPLS)} (default adamw:foreach, torch's "
+        help=f"one of {', '.join(OPTIMIZERS)} (sgd: torch.optim.SGD's defaults, no momentum); "
+        f"':IMPL' picks {', '.join(OPTIMIZER_IMPLS)} (default adamw:foreach, torch's "
         "default on a GPU)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--precision",
         default="fp32",
-        metavar="NAME",
         help=f"one of {', '.join(PRECISIONS)} ('-mixed': torch autocast's recipe, fp32 "
         "weights, the forward under autocast; fp16-mixed also runs torch.amp.GradScaler; "
         "bf16-master: DeepSpeed's and Megatron's, bf16 weights and gradients with fp32 master "
@@ -78,12 +71,7 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="sequence length of a text model's token ids",
     )
-    p.add_argument(
-        "--input-shape",
-        type=parse_shape,
-        metavar="SHAPE",
-        help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)",
-    )
+    add_option(p, "--input-shape")
     p.add_argument(
         "--devices",
         type=parse_positive,
@@ -98,37 +86,34 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
         help=f"one of {', '.join(SHARDS)} (see README 'Will it fit?' for the "
         "formula; default none)",
     )
-    p.add_argument(
-        "--gpu",
-        action="append",
-        default=[],
-        metavar="NAME|BYTES",
-        help="judge the fit on this GPU preset or size (e.g. h100-80gb, 24GB); "
-        "repeatable; default: every preset",
+    add_option(
+        p,
+        "--machine",
+        help="judge the fit on this hardware's memory: h100, a100-40gb, rtx4090, ... (a wrong "
+        "name lists them all; default: every machine of the table)",
     )
+    add_option(p, "--capacity", help="judge the fit on this memory size instead, e.g. 24GB")
     p.add_argument(
         "--no-largest-batch",
         action="store_true",
         help="skip the search for the largest batch that fits (one estimate only)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--mode",
         choices=("auto", "fake", "meta"),
         default="auto",
         help="tensors without data to run on (default auto: fake, then meta)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--arch",
-        type=parse_arch_list,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE[,...]",
         help="builder keyword arguments, repeatable or comma-separated "
         "(e.g. --arch num_hidden_layers=4,hidden_size=256)",
     )
-    p.add_argument(
+    add_option(
+        p,
         "--json",
-        action="store_true",
         help="print a JSON document; keys: memory.peak_bytes, memory.breakdown.{"
         "parameters,buffers,inputs,gradients,optimizer_state,grad_scaler,activations,"
         "transient,gathered}, memory.peak_at.{op,module,phase}, memory.model_states.{"
@@ -138,15 +123,18 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _capacities(gpus: list[str]) -> list[tuple[str, int]]:
-    from pytest_modelprof.machines import GPU_MEMORY, resolve_capacity
+def _capacities(args: argparse.Namespace) -> list[tuple[str, int]]:
+    """(label, bytes) of --machine and --capacity; every machine of the table without them."""
+    from pytest_modelprof.machines import MACHINES, machine_spec
+    from pytest_modelprof.units import format_bytes
 
-    if not gpus:
-        return list(GPU_MEMORY.items())
-    try:
-        return [resolve_capacity(g) for g in gpus]
-    except ValueError as exc:
-        raise ModelprofError(str(exc)) from None
+    chosen = []
+    if args.machine is not None:  # a bare balance is refused here: it has no memory
+        spec = machine_spec(args.machine)
+        chosen.append((spec.name, spec.memory_bytes))
+    if args.capacity is not None:
+        chosen.append((format_bytes(args.capacity), args.capacity))
+    return chosen or [(name, spec.memory_bytes) for name, spec in MACHINES.items()]
 
 
 def _run_memory(args: argparse.Namespace) -> int:
@@ -190,8 +178,8 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
             "data-parallel devices) to shard over N",
             file=sys.stderr,
         )
-    capacities = _capacities(args.gpu)
-    arch = dict(pair for pairs in args.arch for pair in pairs)
+    capacities = _capacities(args)
+    arch = dict(args.arch)
     cache: dict[int, MemoryEstimate] = {}
 
     def at(batch: int | None) -> MemoryEstimate:
@@ -312,17 +300,17 @@ COMMAND = Command(
         "on tensors without data (fake CPU tensors; meta where fake cannot run): nothing is\n"
         "allocated, so a 70B model takes seconds. The peak is split into parameters,\n"
         "gradients, optimizer state, activations saved for backward and transient buffers,\n"
-        "with the op and module where it happens, and judged against GPU presets: fits,\n"
+        "with the op and module where it happens, and judged against the machine table: fits,\n"
         "headroom and the largest batch that fits (a search over estimates). --devices with\n"
         "--shard divides the model states as ZeRO/FSDP do (README 'Will it fit?')."
     ),
     examples="""\
-  modelprof memory resnet50 --train --batch 64 --gpu t4-16gb
+  modelprof memory resnet50 --train --batch 64 --machine t4
   modelprof memory hf:gpt2 --train --optimizer adamw:fused --precision bf16-mixed --seq-len 1024
   modelprof memory hf:llama --arch num_hidden_layers=80,hidden_size=8192 \\
       --arch intermediate_size=28672,num_attention_heads=64,num_key_value_heads=8 \\
       --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --devices 8 --shard zero3
-  modelprof memory resnet18 --gpu 8GB --json""",
+  modelprof memory resnet18 --capacity 8GB --json""",
     add_arguments=_add_memory_arguments,
     run=_run_memory,
 )

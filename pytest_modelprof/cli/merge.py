@@ -14,6 +14,7 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     write_reports,
 )
 
@@ -22,10 +23,10 @@ __all__ = ["COMMAND"]
 
 def _add_merge_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("files", nargs="+", metavar="SHARD.json", help="results files to join")
-    p.add_argument("--output", "-o", required=True, metavar="ALL.json",
-                   help="where to write the merged results")
-    p.add_argument("--html", metavar="FILE.html", help="also render the merged HTML report")
-    p.add_argument("--markdown", metavar="FILE.md", help="also render the merged Markdown")
+    add_option(p, "--output", required=True, metavar="ALL.json",
+               help="where to write the merged results")
+    add_option(p, "--html", help="also render the merged HTML report")
+    add_option(p, "--markdown", help="also render the merged Markdown")
 
 
 
@@ -40,7 +41,6 @@ def _run_merge(args: argparse.Namespace) -> int:
             raise ModelprofError(f"{name}: not a results file (write one with --modelprof-json)")
         parts.append((name, doc))
     merged = merge_results(parts)
-    args.json_out = args.output
     write_reports(merged, args)
     return EXIT_FAILED if any(t.failed for t in merged.tests) else EXIT_OK
 

@@ -12,24 +12,28 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
     add_capture_arguments,
+    add_option,
     capture_of,
+    machine_of,
     out,
-    parse_machine,
-    parse_top,
 )
+from pytest_modelprof.cli.profile import PRECISION_CHOICES
 
 __all__ = ["COMMAND"]
 
 
 def _add_partition_arguments(p: argparse.ArgumentParser) -> None:
     add_capture_arguments(p)
-    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
-                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
-                        "subgraphs (a preset such as a100-bf16, or a number; default: generic)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="show the N subgraphs with the most FLOPs (default: 10)")
-    p.add_argument("--json", action="store_true",
-                   help="print the full partition (every subgraph) as JSON instead")
+    add_option(p, "--machine", metavar="NAME|BALANCE",
+               help="hardware whose FLOPs/byte balance at --precision splits compute- from "
+                    "memory-bound subgraphs: h100, a100-80gb, rtx4090, ... (a wrong name lists "
+                    "them all), or a balance in FLOPs/byte (default: 10)")
+    add_option(p, "--precision", choices=PRECISION_CHOICES,
+               help=f"with --machine NAME: {', '.join(PRECISION_CHOICES)} (default amp: fp16 "
+                    "autocast)")
+    add_option(p, "--top", default=10, metavar="N",
+               help="show the N subgraphs with the most FLOPs (default: 10)")
+    add_option(p, "--json", help="print the full partition (every subgraph) as JSON instead")
 
 
 
@@ -38,8 +42,9 @@ def _run_partition(args: argparse.Namespace) -> int:
     from pytest_modelprof.report.partition_text import render_partition_report
     from pytest_modelprof.schema import dumps_deterministic
 
-    name, capture = capture_of(args, args.machine)
-    report = partition(capture, args.machine)
+    machine = machine_of(args)
+    name, capture = capture_of(args, machine)
+    report = partition(capture, machine)
     if args.json:
         out(dumps_deterministic(report.model_dump(mode="json")))
     else:
@@ -61,7 +66,7 @@ COMMAND = Command(
     examples="""\
   modelprof partition resnet18
   modelprof partition yolov8n.yaml --input-shape 1,3,320,320 --top 5
-  modelprof partition vit_b_16 --machine a100-bf16
+  modelprof partition vit_b_16 --machine a100-80gb --precision bf16
   modelprof partition mobilenet_v2 --json > mnv2-partition.json""",
     add_arguments=_add_partition_arguments,
     run=_run_partition,

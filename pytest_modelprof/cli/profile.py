@@ -9,14 +9,11 @@ from pytest_modelprof.cli._common import (
     DTYPES,
     EXIT_OK,
     Command,
+    add_option,
+    machine_of,
     note,
     out,
-    parse_arch,
-    parse_device,
-    parse_dtype,
     parse_input_dtype,
-    parse_machine,
-    parse_shape,
     parse_top,
     resolve_names,
 )
@@ -29,8 +26,8 @@ PRECISION_CHOICES = ("fp32", "tf32", "amp", "amp-bf16", "fp16", "bf16")
 
 def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a model name (see 'modelprof list')")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="input tensor shape, e.g. 1,3,224,224 (default: the model's own)")
     p.add_argument("--seq-len", type=parse_top, metavar="N",
                    help="tokens per sequence of a model whose first input is token ids "
                         "(hf:gpt2 ...: default 128; a model without a default input gets "
@@ -40,21 +37,22 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                         "dtype; with --input-shape or --seq-len")
     p.add_argument("--seconds", type=float, metavar="N",
                    help="seconds of 16 kHz raw audio (hf:wav2vec2, hf:hubert ...; default 1)")
-    p.add_argument("--device", type=parse_device, metavar="DEVICE",
-                   help="device for real-tensor captures (cpu, cuda; with --mode real or when "
-                        "auto falls back); meta forces meta tensors")
-    p.add_argument("--dtype", type=parse_dtype, metavar="DTYPE",
-                   help=f"cast weights and inputs to {', '.join(DTYPES)}")
-    p.add_argument("--mode", choices=("auto", "meta", "fake", "real"), default="auto",
-                   help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
+    add_option(p, "--device", metavar="DEVICE",
+               help="device for real-tensor captures (cpu, cuda; with --mode real or when "
+                    "auto falls back); meta forces meta tensors")
+    add_option(p, "--dtype", metavar="DTYPE",
+               help=f"cast weights and inputs to {', '.join(DTYPES)}")
+    add_option(p, "--mode", choices=("auto", "meta", "fake", "real"), default="auto",
+               help="tensors to capture on (default: auto, meta with a real-tensor fallback)")
     p.add_argument("--backward", action="store_true",
                    help="include the backward pass of a sum-of-outputs loss")
-    p.add_argument("--machine", type=parse_machine, metavar="NAME|BALANCE",
-                   help="machine whose FLOPs/byte balance splits compute- from memory-bound "
-                        "(a preset such as a100-bf16, or a number; default: generic, 10)")
-    p.add_argument("--precision", choices=PRECISION_CHOICES, metavar="PRECISION",
-                   help="with --machine GPU: predict the GPU time at this precision: "
-                   f"{', '.join(PRECISION_CHOICES)} (default amp: fp16 autocast)")
+    add_option(p, "--machine", metavar="NAME|BALANCE",
+               help="hardware whose FLOPs/byte balance at --precision splits compute- from "
+                    "memory-bound, and the GPU time is predicted on: h100, a100-80gb, rtx4090, "
+                    "... (a wrong name lists them all), or a balance in FLOPs/byte (default: 10)")
+    add_option(p, "--precision", choices=PRECISION_CHOICES,
+               help=f"with --machine NAME: {', '.join(PRECISION_CHOICES)} (default amp: fp16 "
+                    "autocast)")
     p.add_argument("--batch", type=parse_top, metavar="N",
                    help="batch size: the first dimension of the model's default input")
     p.add_argument("--kernels", choices=("eager", "fused"), default="eager",
@@ -62,21 +60,20 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
                    "fusing compiler")
     p.add_argument("--strict", action="store_true",
                    help="fail (exit 2) when an op without a cost formula ran")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword argument, repeatable (e.g. --arch image_size=518)")
+    add_option(p, "--arch",
+               help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
+                    "image_size=518)")
     p.add_argument("--no-warmup", action="store_true",
                    help="keep the first capture even if that forward initialised lazy state "
                         "(by default such a model, like YOLO, is captured a second time)")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
-    p.add_argument("--verbose", "-v", action="store_true",
-                   help="show every module as a tree with the totals of its subtree")
+    add_option(p, "--top", default=10, metavar="N",
+               help="show the N layers with the most FLOPs (default: 10; 0 hides them)")
+    add_option(p, "--verbose",
+               help="show every module as a tree with the totals of its subtree")
     p.add_argument("--showshape", action="store_true", help="add each layer's output shape")
-    p.add_argument("--output", "-o", metavar="FILE",
-                   help="also write the profile to FILE.json (full document) or FILE.csv "
-                        "(one row per layer)")
-    p.add_argument("--json", action="store_true",
-                   help="print the JSON document to stdout instead of the report")
+    add_option(p, "--output", help="also write the profile to FILE.json (full document) or "
+               "FILE.csv (one row per layer)")
+    add_option(p, "--json")
 
 
 
@@ -170,17 +167,17 @@ def _with_batch(args: argparse.Namespace, shape: Any) -> Any:
 
 
 def _prediction_gpu(args: argparse.Namespace) -> str | None:
-    """The GPU to predict on: ``--machine`` when it names one of the GPU presets."""
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.machines import GPUS
+    """The GPU to predict on: ``--machine`` when it names one (not a bare balance)."""
+    from pytest_modelprof.errors import SettingsError
+    from pytest_modelprof.machines import MACHINES
 
-    name: str | None = args.machine.name if args.machine is not None else None
-    if name in GPUS:
-        return name
+    name: str | None = args.machine
+    if name is not None and name.strip().lower() in MACHINES:
+        return name.strip().lower()
     if args.precision is not None:
-        raise ModelprofError(
-            f"--precision {args.precision} predicts a GPU time and needs --machine naming a "
-            f"GPU ({', '.join(GPUS)}); got {name or 'no --machine'}"
+        raise SettingsError(
+            f"--precision {args.precision} is that of a machine's peak and needs --machine "
+            f"naming one ({', '.join(MACHINES)}); got {name or 'no --machine'}"
         )
     return None
 
@@ -205,7 +202,7 @@ def _run_profile(args: argparse.Namespace) -> int:
         mode=args.mode,
         include_backward=args.backward,
         strict=args.strict,
-        machine=args.machine,
+        machine=machine_of(args),
         # None: capture again only if the first forward initialised lazy state (YOLO).
         warmup=False if args.no_warmup else None,
         **arch,
@@ -252,7 +249,7 @@ COMMAND = Command(
   modelprof profile resnet18 --input-shape 1,3,64,64 --top 5 --showshape
   modelprof profile vit_b_16 --verbose                 # every module, as a tree
   modelprof profile mobilenet_v2 --output mnv2.json    # or .csv: one row per layer
-  modelprof profile resnet50 --machine a100-bf16 --dtype bfloat16
+  modelprof profile resnet50 --machine a100-80gb --precision bf16 --dtype bfloat16
   modelprof profile hf:dinov2 --arch image_size=518 --json > dino.json
   modelprof profile timm:convnext_tiny                 # any timm.list_models() name
   modelprof profile timm:resnet50 --machine rtx4090 --batch 256 --precision amp

@@ -15,8 +15,8 @@ from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
+    add_option,
     out,
-    parse_top,
     write_reports,
 )
 
@@ -25,10 +25,10 @@ __all__ = ["COMMAND"]
 
 def _add_report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("results", metavar="RESULTS.json", help="a results file (--modelprof-json)")
-    p.add_argument("--html", metavar="FILE.html", help="write the HTML report")
-    p.add_argument("--markdown", metavar="FILE.md", help="write the Markdown report")
-    p.add_argument("--top", type=parse_top, default=10, metavar="N",
-                   help="layer changes printed per profile (default: 10)")
+    add_option(p, "--html")
+    add_option(p, "--markdown")
+    add_option(p, "--top", default=10, metavar="N",
+               help="layer changes printed per profile (default: 10)")
 
 
 
@@ -41,7 +41,7 @@ def _run_report(args: argparse.Namespace) -> int:
     if not isinstance(doc, RunResults):
         raise ModelprofError(f"{args.results}: not a results file (write one with "
                              f"--modelprof-json, or use 'modelprof compare' for two profiles)")
-    args.json_out = None
+    args.output = None
     if not (args.html or args.markdown):
         width = max(60, shutil.get_terminal_size((100, 24)).columns)
         out(render_diff(build_view(doc), top=args.top, width=width))

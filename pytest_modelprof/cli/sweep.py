@@ -12,10 +12,8 @@ from pytest_modelprof.cli._common import (
     EXIT_USAGE,
     PROG,
     Command,
+    add_option,
     out,
-    parse_arch,
-    parse_shape,
-    parse_top,
     resolve_names,
 )
 from pytest_modelprof.errors import ModelprofError
@@ -74,17 +72,17 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                    metavar="KEY=V1,V2,...",
                    help="a builder keyword to sweep, repeatable: the model is rebuilt with each "
                         "value (e.g. num_hidden_layers=2,4,8; num_classes=10,100,1000)")
-    p.add_argument("--arch", type=parse_arch, action="append", default=[], metavar="KEY=VALUE",
-                   help="builder keyword held fixed at every point, repeatable "
-                        "(e.g. --arch hidden_size=64)")
-    p.add_argument("--input-shape", type=parse_shape, metavar="SHAPE",
-                   help="template input shape; the swept dimensions are replaced")
+    add_option(p, "--arch",
+               help="builder keyword held fixed at every point, repeatable "
+                    "(e.g. --arch hidden_size=64)")
+    add_option(p, "--input-shape", metavar="SHAPE",
+               help="template input shape; the swept dimensions are replaced")
     p.add_argument("--no-latency", action="store_true", help="skip timing (FLOPs and memory only)")
-    p.add_argument("--rounds", type=parse_top, default=10, metavar="N",
-                   help="timed rounds per point (default 10)")
+    add_option(p, "--rounds", default=10,
+               help="timed rounds per point (default 10)")
     p.add_argument("--max-flops-growth-exponent", type=float, metavar="K",
                    help="exit 1 when FLOPs grow faster than value**K along any axis")
-    p.add_argument("--json", action="store_true", help="print the sweep as JSON")
+    add_option(p, "--json", help="print the sweep as JSON")
 
 
 def _progress(timed: bool, rounds: int) -> Callable[[str], None]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 
 __all__ = [
     "STEP_KEYS",
@@ -23,8 +24,9 @@ __all__ = [
     "parse_optimizer",
 ]
 
-#: Optimizers: "none" runs forward and backward only (the gradients stay alive).
-OPTIMIZERS = ("none", "sgd", "sgd-momentum", "adam", "adamw")
+#: Optimizers (:data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table ``bench`` uses
+#: too): "none" runs forward and backward only (the gradients stay alive).
+OPTIMIZERS = ("none", *OPTIMIZER_ARGS)
 #: How torch's optimizer runs its update: one tensor at a time, as grouped ``_foreach_`` ops
 #: (torch's default on a GPU: more temporaries at once), or one fused kernel per group.
 OPTIMIZER_IMPLS = ("for-loop", "foreach", "fused")

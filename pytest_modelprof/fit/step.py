@@ -31,6 +31,7 @@ from pytest_modelprof._tensors import Inputs, backward, call_model, default_loss
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.tracker import NEVER, Allocation, LifetimeTracker, module_scopes
+from pytest_modelprof.optimizers import build_optimizer
 from pytest_modelprof.runtime.memory import collector_paused, storage_bytes
 
 __all__ = [
@@ -93,12 +94,8 @@ def make_optimizer(
         "foreach": {"foreach": True},
         "fused": {"fused": True},
     }[options.optimizer_impl]
-    if options.optimizer == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, **impl)
-    if options.optimizer == "sgd-momentum":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9, **impl)
-    kind = torch.optim.Adam if options.optimizer == "adam" else torch.optim.AdamW
-    return kind(params, lr=1e-3, **impl)
+    optimizer: torch.optim.Optimizer = build_optimizer(options.optimizer, params, **impl)
+    return optimizer
 
 
 def tracked_step(

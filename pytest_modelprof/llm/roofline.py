@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 from pytest_modelprof.llm.costs import LLMCosts, Roofline
-from pytest_modelprof.machines import GPU_MEMORY, Machine
+from pytest_modelprof.machines import MACHINES, Machine
 
-__all__ = ["MEMORY_BYTES", "machine_memory", "roofline"]
-
-
-#: Memory of the GPU presets: the capacity of the card whose bandwidth the preset uses, from the
-#: one table of capacities (:data:`pytest_modelprof.machines.GPU_MEMORY`). A machine that
-#: declares its own capacity (``memory_bytes``) wins over this table.
-MEMORY_BYTES: dict[str, int] = {
-    "t4-fp16": GPU_MEMORY["t4-16gb"],
-    "a100-fp32": GPU_MEMORY["a100-80gb"],  # the 2.039 TB/s of the preset is the 80 GB card's
-    "a100-bf16": GPU_MEMORY["a100-80gb"],
-    "h100-bf16": GPU_MEMORY["h100-80gb"],  # H100 SXM 80 GB, 3.35 TB/s
-    "h200-bf16": GPU_MEMORY["h200-141gb"],
-    "rtx4090-fp16": GPU_MEMORY["rtx4090-24gb"],
-}
+__all__ = ["machine_memory", "roofline"]
 
 
 def machine_memory(machine: Machine) -> int | None:
-    """The machine's memory in bytes, where known."""
-    own = getattr(machine, "memory_bytes", None)
-    if isinstance(own, (int, float)) and own > 0:
-        return int(own)
-    return MEMORY_BYTES.get(machine.name)
+    """The memory in bytes of the :data:`~pytest_modelprof.machines.MACHINES` entry the machine
+    is the roofline of (``None`` for a bare balance)."""
+    spec = MACHINES.get(machine.name)
+    return spec.memory_bytes if spec is not None else None
 
 
 def roofline(

@@ -2,8 +2,8 @@
 
 A prediction prices every kernel the capture stands for (:mod:`.kernels`) with a roofline whose
 per-class efficiencies were fitted on published measurements (:mod:`.model`), on a GPU of the
-preset table (:data:`pytest_modelprof.machines.GPUS`). It is a model with a measured error, not a
-measurement: ``calibration`` says where it was fitted and how far off it was on a table it was
+machine table (:data:`pytest_modelprof.machines.MACHINES`). It is a model with a measured error,
+not a measurement: ``calibration`` says where it was fitted and how far off it was on a table it was
 not fitted on.
 """
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.machines import PRECISIONS, GpuSpec, resolve_gpu
+from pytest_modelprof.machines import PRECISIONS, GpuSpec, machine_spec
 from pytest_modelprof.predict.kernels import Kernel, eager_kernels, fused_kernels, site_texts
 from pytest_modelprof.predict.model import Constants, KernelTime, kernel_time, shipped_constants
 
@@ -127,7 +127,7 @@ def predict(
             f"unknown precision {precision!r}; use one of {', '.join(PRECISIONS)}"
         )
     try:
-        spec = resolve_gpu(gpu)
+        spec = machine_spec(gpu)
     except ValueError as exc:
         raise PredictionError(str(exc)) from None
     c = constants if constants is not None else shipped_constants()

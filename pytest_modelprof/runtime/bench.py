@@ -75,7 +75,8 @@ __all__ = [
     "with_batch",
 ]
 
-OptimizerName = Literal["sgd", "adam", "adamw"]
+#: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
+OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw"]
 OPTIMIZERS: Final[tuple[str, ...]] = get_args(OptimizerName)
 
 ProgressFn = Callable[[str, int, int], None]
@@ -191,15 +192,12 @@ class BenchRun:
 # -- pieces -----------------------------------------------------------------------------------
 
 def make_optimizer(name: str, params: Sequence[nn.Parameter]) -> torch.optim.Optimizer:
-    """``sgd`` (momentum 0.9), ``adam`` or ``adamw`` over ``params``, with torch's defaults."""
-    key = name.strip().lower()
-    if key == "sgd":
-        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
-    if key == "adam":
-        return torch.optim.Adam(params, lr=1e-3)
-    if key == "adamw":
-        return torch.optim.AdamW(params, lr=1e-3)
-    raise ValueError(f"unknown optimizer {name!r}; use one of {', '.join(OPTIMIZERS)}")
+    """The optimizer of :data:`~pytest_modelprof.optimizers.OPTIMIZER_ARGS` named ``name``
+    (``sgd`` plain, ``sgd-momentum``, ``adam``, ``adamw``) over ``params``."""
+    from pytest_modelprof.optimizers import build_optimizer
+
+    optimizer: torch.optim.Optimizer = build_optimizer(name, params)
+    return optimizer
 
 
 def _cpu_name() -> str:
@@ -352,7 +350,7 @@ def bench_model(
     *,
     rounds: int = 20,
     warmup: int = 3,
-    optimizer: OptimizerName = "sgd",
+    optimizer: OptimizerName = "sgd-momentum",
     loss_fn: LossFn | None = None,
     seed: int | None = 0,
     threads: int | None = None,
@@ -444,7 +442,7 @@ def bench(
     dtype: torch.dtype | str | None = None,
     rounds: int = 20,
     warmup: int = 3,
-    optimizer: OptimizerName = "sgd",
+    optimizer: OptimizerName = "sgd-momentum",
     seed: int | None = 0,
     threads: int | None = None,
     module_rounds: int | None = None,

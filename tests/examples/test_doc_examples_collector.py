@@ -24,7 +24,7 @@ Text with `modelprof inline --ignored` code.
 ```bash
 modelprof profile resnet18 --input-shape 1,3,32,32 \\
     --top 2          # a comment
-modelprof profile resnet18 --json > r.json && modelprof history --json - | jq .tests
+modelprof profile resnet18 --json > r.json && modelprof history --json | jq .tests
 ```
 
 ```yaml
@@ -58,7 +58,7 @@ def test_commands_join_continuations_and_split_chains_pipes_and_redirects() -> N
             None,
         ),
         (("modelprof", "profile", "resnet18", "--json"), "r.json", None),
-        (("modelprof", "history", "--json", "-"), None, ("jq", ".tests")),
+        (("modelprof", "history", "--json"), None, ("jq", ".tests")),
     ]
 
 

@@ -18,7 +18,7 @@ import pytest
 import torch
 from gpu_support import GPU, record
 
-from pytest_modelprof.machines import GPUS
+from pytest_modelprof.machines import MACHINES
 from pytest_modelprof.predict import predict_profile
 from pytest_modelprof.profile import profile_model
 
@@ -111,7 +111,7 @@ def test_predicted_samples_per_second_is_within_the_calibrated_error(
     name: str, size: int, batch: int
 ) -> None:
     preset = _preset()
-    assert preset in GPUS
+    assert preset in MACHINES
     torch.backends.cudnn.benchmark = True  # as timm's benchmark.py
     try:
         measured = _measure(name, size, batch)

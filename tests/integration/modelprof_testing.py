@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_modelprof.machines import MACHINES
+from pytest_modelprof.machines import GENERIC
 from pytest_modelprof.schema import CaptureInfo, Environment, LayerStats, ModelProfile, TensorSpec
 
 ROOT = Path(__file__).parent
@@ -52,7 +52,7 @@ def pytest_modelprof_profile(config, request):
             torch_version="0.0-fake", python_version="3", platform="any",
             device=request.device or "cpu", dtype="float32",
         ),
-        machine=MACHINES["generic"],
+        machine=GENERIC,
         total_flops=flops, total_macs=flops // 2, total_params=params,
         param_bytes=params * 4, buffer_bytes=0, activation_bytes=memory,
         total_memory=memory, peak_activation_bytes=costs.get("peak", memory // 2),

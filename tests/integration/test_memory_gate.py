@@ -200,7 +200,7 @@ def test_marker_checkpointing_changes_the_estimate_as_the_cli_flag_does(
     def cli(*flags: str) -> int:
         done = pytester.run(
             sys.executable, "-m", "pytest_modelprof.cli", "memory", "tiny_net:net", "--train",
-            "--input-shape", "512,64", "--optimizer", "sgd", "--gpu", "1GB",
+            "--input-shape", "512,64", "--optimizer", "sgd", "--capacity", "1GB",
             "--no-largest-batch", "--json", *flags,
         )
         assert done.ret == 0, done.stderr.str()

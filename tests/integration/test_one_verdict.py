@@ -108,7 +108,7 @@ def test_compare_gives_the_gates_verdicts_and_blames_the_model(
     capsys.readouterr()
     diff = pytester.path / "diff.json"
     limit = ["--limit", "max_flops_delta=50%"]
-    code = main(["compare", str(old), str(new), *limit, "--json", str(diff)])
+    code = main(["compare", str(old), str(new), *limit, "--output", str(diff)])
     out = capsys.readouterr().out
     assert code == 1, out
     assert _verdicts(diff) == gated

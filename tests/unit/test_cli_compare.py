@@ -29,7 +29,7 @@ def test_compare_two_profiles(
     monkeypatch.setenv("COLUMNS", "200")  # whole rows: widths have tests of their own
     code = main(["compare", str(files / "old.json"), str(files / "new.json"),
                  "--html", str(files / "d.html"), "--markdown", str(files / "d.md"),
-                 "--json", str(files / "d.json")])
+                 "--output", str(files / "d.json")])
     out, err = capsys.readouterr()
     assert code == 1  # exact by default, like the gate: any growth regresses
     assert out.startswith("modelprof compare: 1 profile: 1 regressed\n")

@@ -88,8 +88,8 @@ def _api() -> FakeGitHub:
 
 
 def _rendered(results: Path, out: Path) -> str:
-    """``modelprof comment RESULTS --out OUT``: the comment's Markdown of a results file."""
-    done = subprocess.run(["bash", "-c", 'modelprof comment "$1" --out "$2"', "-",
+    """``modelprof comment RESULTS --output OUT``: the comment's Markdown of a results file."""
+    done = subprocess.run(["bash", "-c", 'modelprof comment "$1" --output "$2"', "-",
                            str(results), str(out)], env=base_env(), capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -213,7 +213,7 @@ def test_the_comment_workflow_never_runs_code_from_the_pull_request() -> None:
             assert word not in script, f"{s.get('name')}: {word!r}"
         # The one command it runs: `modelprof comment` over the results, into a file of ours.
         assert script.count("subprocess.") == script.count(
-            'subprocess.run(["modelprof", "comment", str(results), "--out", str(out)],')
+            'subprocess.run(["modelprof", "comment", str(results), "--output", str(out)],')
     caller = workflow("cost-comment.yml")
     assert caller["on"] == {"workflow_run": {"workflows": ["cost gate"], "types": ["completed"]}}
     assert workflow("cost-gate.yml")["name"] == "cost gate"

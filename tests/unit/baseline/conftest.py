@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_modelprof.machines import MACHINES
+from pytest_modelprof.machines import GENERIC
 from pytest_modelprof.schema import (
     CaptureInfo,
     Environment,
@@ -62,7 +62,7 @@ def build_profile(
             device="cpu",
             dtype="float32",
         ),
-        machine=MACHINES["generic"],
+        machine=GENERIC,
         total_flops=flops,
         total_macs=flops // 2,
         total_params=params,

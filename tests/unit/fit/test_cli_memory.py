@@ -9,7 +9,7 @@ import pytest
 from pytest_modelprof.cli import main
 from pytest_modelprof.fit import StepOptions, estimate_memory
 from pytest_modelprof.fit.verdict import MAX_BATCH, largest_batch
-from pytest_modelprof.machines import GPU_MEMORY, resolve_capacity
+from pytest_modelprof.machines import MACHINES
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -27,7 +27,7 @@ def test_json_keys_and_the_largest_batch_is_exact(capsys: pytest.CaptureFixture[
         "--train",
         "--optimizer",
         "sgd-momentum",
-        "--gpu",
+        "--capacity",
         "400MB",
         "--json",
     )
@@ -54,7 +54,7 @@ def test_text_names_the_peak_and_every_preset(capsys: pytest.CaptureFixture[str]
     code, out, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--no-largest-batch")
     assert code == 0
     assert "inference" in out and "peak" in out and " at aten::" in out
-    assert all(name in out for name in GPU_MEMORY)
+    assert all(name in out for name in MACHINES)
 
 
 def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,7 +90,9 @@ def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[
         (("--optimizer", "adamw:fuse"), "did you mean 'fused'?"),
         (("--precision", "bf16mixed"), "did you mean 'bf16-mixed'"),
         (("--train", "--shard", "zero4", "--devices", "2"), "did you mean 'zero3'"),
-        (("--gpu", "h100"), "did you mean h100-80gb"),
+        (("--machine", "h100-80gb"), "did you mean 'h100'?"),
+        (("--machine", "a100"), "did you mean 'a100-80gb' or 'a100-40gb'?"),
+        (("--capacity", "24 gigs"), "write e.g. 80GB"),
         (("--shard", "zero2", "--devices", "2"), "an inference estimate has none"),
         (("--train", "--devices", "4"), "without --shard"),
     ],
@@ -108,12 +110,12 @@ def test_unknown_model_gets_suggestions(capsys: pytest.CaptureFixture[str]) -> N
     assert code == 2 and "resnet50" in err
 
 
-def test_capacity_accepts_names_and_sizes() -> None:
-    assert resolve_capacity("h100-80gb") == ("h100-80gb", 81_559 * 2**20)
-    assert resolve_capacity("24GB") == ("24 GB", 24 * 10**9)
-    assert resolve_capacity("22GiB")[1] == 22 * 2**30
-    with pytest.raises(ValueError, match="did you mean a100-80gb"):
-        resolve_capacity("a100-80")
+def test_capacity_is_a_size_and_a_machine_brings_its_own() -> None:
+    from pytest_modelprof.cli._common import parse_capacity
+
+    assert MACHINES["h100"].memory_bytes == 81_559 * 2**20  # nvidia-smi's total
+    assert parse_capacity("24GB") == 24 * 10**9
+    assert parse_capacity("22GiB") == 22 * 2**30
 
 
 def test_largest_batch_search_on_a_curve_that_is_not_a_line() -> None:
@@ -152,7 +154,9 @@ def test_the_default_batch_is_estimated_once(
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(estimate, "estimate_memory", counted)
-    code, out, _ = _run(capsys, "resnet18", "--input-shape", "1,3,32,32", "--gpu", "1MB", "--json")
+    code, out, _ = _run(
+        capsys, "resnet18", "--input-shape", "1,3,32,32", "--capacity", "1MB", "--json"
+    )
     assert code == 0
     assert json.loads(out)["memory"]["fits"]["1 MB"]["largest_batch"] == 0  # 46 MB of weights
     assert batches == [None]  # not [None, 1]: batch 1 is the input's own

@@ -21,7 +21,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> GitRepo:
 
 def _history(repo: GitRepo, tmp_path: Path, *args: str) -> dict[str, Any]:
     out = tmp_path / "history.json"
-    assert main(["history", str(repo.root / "baselines"), "--json", str(out), *args]) == 0
+    assert main(["history", str(repo.root / "baselines"), "--output", str(out), *args]) == 0
     data: dict[str, Any] = json.loads(out.read_text())
     return data
 
@@ -185,7 +185,7 @@ def test_the_whole_repository_and_no_torch(repo: GitRepo, tmp_path: Path) -> Non
     import sys
 
     code = ("import sys; from pytest_modelprof.cli import main; "
-            "assert main(['history', '.', '--json', sys.argv[1]]) == 0; "
+            "assert main(['history', '.', '--output', sys.argv[1]]) == 0; "
             "assert 'torch' not in sys.modules")
     out = tmp_path / "all.json"
     done = subprocess.run([sys.executable, "-c", code, str(out)], cwd=repo.root,
@@ -198,7 +198,7 @@ def test_the_whole_repository_and_no_torch(repo: GitRepo, tmp_path: Path) -> Non
 def test_one_baseline_file(repo: GitRepo, tmp_path: Path) -> None:
     out = tmp_path / "one.json"
     path = repo.path_of(OTHER)
-    assert main(["history", str(path), "--json", str(out)]) == 0
+    assert main(["history", str(path), "--output", str(out)]) == 0
     data = json.loads(out.read_text())
     assert [t["test"] for t in data["tests"]] == [OTHER]
     assert data["coverage"]["paths"] == ["baselines/tests/test_models/test_other[large].json"]

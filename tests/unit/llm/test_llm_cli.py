@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 from pytest_modelprof.cli import main  # noqa: E402
 from pytest_modelprof.errors import ModelInputError  # noqa: E402
 from pytest_modelprof.llm import profile_llm  # noqa: E402
-from pytest_modelprof.machines import MACHINES  # noqa: E402
+from pytest_modelprof.machines import resolve_machine  # noqa: E402
 
 LLAMA = "num_hidden_layers=2,hidden_size=64,intermediate_size=96,num_attention_heads=4,"
 LLAMA += "num_key_value_heads=2,vocab_size=500"
@@ -62,8 +62,8 @@ def test_json_has_the_documented_keys_and_equals_the_python_api(
         "64",
         "--batch",
         "2",
-        "--gpu",
-        "h100-bf16",
+        "--machine",
+        "h100",
         "--json",
     )
     assert code == 0, err
@@ -83,7 +83,7 @@ def test_json_has_the_documented_keys_and_equals_the_python_api(
         prompt=16,
         context=64,
         batch=2,
-        machine="h100-bf16",
+        machine="h100",
         **{k: int(v) for k, v in arch.items()},
     )
     assert data == costs.model_dump(mode="json")
@@ -97,13 +97,13 @@ def test_roofline_is_the_slower_of_bytes_and_flops_and_the_fit_is_exact() -> Non
         prompt=8,
         context=64,
         batch=4,
-        machine="h100-bf16",
+        machine="h100",
         memory_bytes=10**7,
         **_arch(),
     )
     r = costs.roofline
     assert r is not None
-    h100 = MACHINES["h100-bf16"]
+    h100 = resolve_machine("h100")
     step_flops = costs.decode.flops_per_token * 4
     step_bytes = costs.weights.active_bytes + costs.kv_cache.bytes
     assert r.step_bytes == step_bytes
@@ -185,8 +185,8 @@ def test_a_context_beyond_the_positions_needs_allow_longer(
 def test_bad_sizes_and_presets_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ModelInputError, match="context must be an integer >= 2"):
         profile_llm(TinyDecoder(), context=1)
-    code, _, err = _cli(capsys, "llm", "hf:llama", "--gpu", "h100")
-    assert code == 2 and "Did you mean: h100-bf16" in err
+    code, _, err = _cli(capsys, "llm", "hf:llama", "--machine", "h100-bf16")
+    assert code == 2 and "did you mean 'h100'?" in err
 
 
 def test_a_local_hugging_face_folder_is_profiled_like_the_name(tmp_path: Any) -> None:

@@ -77,6 +77,6 @@ def test_precision_without_a_gpu_names_the_options(capsys: pytest.CaptureFixture
         ]
     )
     assert code != 0
-    assert "--precision amp predicts a GPU time and needs --machine naming a GPU" in (
+    assert "--precision amp is that of a machine's peak and needs --machine naming one" in (
         capsys.readouterr().err
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from torch import nn
 
-from pytest_modelprof.machines import GPUS, resolve_gpu, resolve_machine
+from pytest_modelprof.machines import MACHINES, machine_spec, resolve_machine
 from pytest_modelprof.predict import PredictionError, predict, predict_profile
 from pytest_modelprof.predict.kernels import CLASSES, Kernel
 from pytest_modelprof.predict.model import ClassConstants, Constants, kernel_time
@@ -22,26 +22,28 @@ FLAT = Constants(
 
 
 def test_a_big_matmul_is_compute_bound_at_the_tensor_core_peak() -> None:
-    t = kernel_time(Kernel("matmul", 1e12, 1e9), GPUS["rtx4090"], "amp", FLAT)
+    t = kernel_time(Kernel("matmul", 1e12, 1e9), MACHINES["rtx4090"], "amp", FLAT)
     # compute 1e12 / (165.2e12 * 0.5) = 12.107 ms; memory 1e9 / (1008e9 * 0.8) = 1.240 ms
     assert t.bound == "compute"
     assert t.seconds == pytest.approx(1e12 / (165.2e12 * 0.5) + 5e-6)
 
 
 def test_an_elementwise_kernel_is_memory_bound_and_fp32_matmuls_use_cuda_cores() -> None:
-    t = kernel_time(Kernel("elementwise", 1e9, 8e9, count=2), GPUS["a100-80gb"], "amp", FLAT)
+    t = kernel_time(Kernel("elementwise", 1e9, 8e9, count=2), MACHINES["a100-80gb"], "amp", FLAT)
     # memory 2 * 8e9 / (2039e9 * 0.8) = 9.81 ms beats compute 2 * 1e9 / (19.5e12 * 0.5)
     assert t.bound == "memory"
     assert t.seconds == pytest.approx(2 * 8e9 / (2039e9 * 0.8) + 2 * 5e-6)
-    fp32 = kernel_time(Kernel("matmul", 1e12, 0.0), GPUS["a100-80gb"], "fp32", FLAT)
+    fp32 = kernel_time(Kernel("matmul", 1e12, 0.0), MACHINES["a100-80gb"], "fp32", FLAT)
     assert fp32.compute_s == pytest.approx(1e12 / (19.5e12 * 0.5))
 
 
 def test_a_narrow_gemm_loses_efficiency() -> None:
     wide = kernel_time(
-        Kernel("conv", 1e12, 0.0, gemm_k=1 << 20, gemm_n=64), GPUS["h100"], "amp", FLAT
+        Kernel("conv", 1e12, 0.0, gemm_k=1 << 20, gemm_n=64), MACHINES["h100"], "amp", FLAT
     )
-    narrow = kernel_time(Kernel("conv", 1e12, 0.0, gemm_k=16, gemm_n=64), GPUS["h100"], "amp", FLAT)
+    narrow = kernel_time(
+        Kernel("conv", 1e12, 0.0, gemm_k=16, gemm_n=64), MACHINES["h100"], "amp", FLAT
+    )
     # K = 16 = k_half: twice the time of an (almost) unbounded K
     assert narrow.compute_s / wide.compute_s == pytest.approx(2.0, rel=1e-4)
 
@@ -63,20 +65,19 @@ def test_the_gpu_table_has_the_cards_and_old_preset_names_resolve() -> None:
         "rtx-pro-6000-maxq",
         "l40s",
     ):
-        gpu = GPUS[name]
+        gpu = MACHINES[name]
         assert gpu.fp16_tensor >= gpu.fp32 and gpu.bandwidth > 0 and gpu.sm_count > 0
-    assert resolve_gpu("h100-bf16").name == "h100"
-    assert resolve_machine("rtx4090").peak_flops == GPUS["rtx4090"].fp16_tensor
-    assert resolve_machine("a100-bf16").name == "a100-bf16"  # the old presets are kept
-    with pytest.raises(ValueError, match="did you mean rtx4090"):
-        resolve_gpu("rtx4900")
+    assert resolve_machine("rtx4090").peak_flops == MACHINES["rtx4090"].fp16_tensor
+    assert resolve_machine("rtx4090", "fp32").peak_flops == MACHINES["rtx4090"].fp32
+    with pytest.raises(ValueError, match="did you mean 'rtx4090'"):
+        machine_spec("rtx4900")
 
 
 def test_prediction_errors_name_the_culprit() -> None:
     profile = profile_model(nn.Linear(8, 8), input_shape=(2, 8), mode="meta")
     with pytest.raises(PredictionError, match="unknown precision 'fp8'.*amp"):
         predict_profile(profile, "h100", precision="fp8")
-    with pytest.raises(PredictionError, match="unknown GPU 'h1000'"):
+    with pytest.raises(PredictionError, match="unknown machine 'h1000'; did you mean 'h100'"):
         predict_profile(profile, "h1000")
     loaded = type(profile).from_json(profile.to_json())
     with pytest.raises(PredictionError, match="profile the model again"):

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.documents import compare_profiles
 from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.machines import MACHINES
+from pytest_modelprof.machines import GENERIC
 from pytest_modelprof.results.document import RunInfo, RunResults
 from pytest_modelprof.results.record import SourceLocation
 from pytest_modelprof.schema import (
@@ -44,7 +44,7 @@ def profile(model: str, layers: list[LayerStats]) -> ModelProfile:
         capture=CaptureInfo(mode="meta", requested="auto", reason="test"),
         environment=Environment(torch_version="9.9", python_version="3", platform="any",
                                 device="cpu", dtype="float32"),
-        machine=MACHINES["generic"],
+        machine=GENERIC,
         total_flops=flops, total_macs=flops // 2, total_params=sum(x.params for x in layers),
         param_bytes=0, buffer_bytes=0, activation_bytes=memory, total_memory=memory,
         peak_activation_bytes=1000, arithmetic_intensity=flops / memory,

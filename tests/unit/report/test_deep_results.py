@@ -29,7 +29,7 @@ def test_comment_refuses_deep_nesting_in_one_line(
 ) -> None:
     path = tmp_path / "results.json"
     path.write_text(_deep(results, levels))
-    code = main(["comment", str(path), "--out", str(tmp_path / "c.md")])
+    code = main(["comment", str(path), "--output", str(tmp_path / "c.md")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and not (tmp_path / "c.md").exists()
     assert len(err.splitlines()) == 1, err

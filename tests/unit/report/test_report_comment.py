@@ -32,7 +32,7 @@ def _comment(tmp_path: Path, data: str) -> tuple[int, str]:
     results = tmp_path / "results.json"
     results.write_text(data)
     out = tmp_path / "comment.md"
-    code = main(["comment", str(results), "--out", str(out)])
+    code = main(["comment", str(results), "--output", str(out)])
     return code, out.read_text() if out.exists() else ""
 
 
@@ -103,7 +103,7 @@ def test_a_file_too_big_is_refused_before_it_is_read(
     results = tmp_path / "results.json"
     with results.open("wb") as f:
         f.truncate(MAX_FILE_BYTES + 1)  # sparse: nothing is written
-    code = main(["comment", str(results), "--out", str(tmp_path / "c.md")])
+    code = main(["comment", str(results), "--output", str(tmp_path / "c.md")])
     err = capsys.readouterr().err
     assert code == 2 and "results.json" in err and "larger than" in err
     assert not (tmp_path / "c.md").exists()
@@ -116,7 +116,8 @@ def test_it_runs_without_torch(results: RunResults, tmp_path: Path) -> None:
     blocked = ("torch", "torchvision", "jinja2", "pytest", "_pytest", "numpy")
     script = (f"import sys\nfor name in {blocked!r}:\n    sys.modules[name] = None\n"
               "from pytest_modelprof.cli import main\n"
-              f"sys.exit(main(['comment', {str(path)!r}, '--out', {str(tmp_path / 'c.md')!r}]))\n")
+              f"sys.exit(main(['comment', {str(path)!r}, '--output', "
+              f"{str(tmp_path / 'c.md')!r}]))\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
                           text=True, timeout=120, check=False,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

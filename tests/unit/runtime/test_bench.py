@@ -186,8 +186,8 @@ def test_bench_by_name_with_batch_and_builder_kwargs() -> None:
 def test_optimizers_and_a_bad_name() -> None:
     params = list(nn.Linear(2, 2).parameters())
     kinds = {name: type(make_optimizer(name, params)).__name__ for name in OPTIMIZERS}
-    assert kinds == {"sgd": "SGD", "adam": "Adam", "adamw": "AdamW"}
-    with pytest.raises(ValueError, match="unknown optimizer 'lbfgs'; use one of sgd, adam"):
+    assert kinds == {"sgd": "SGD", "sgd-momentum": "SGD", "adam": "Adam", "adamw": "AdamW"}
+    with pytest.raises(ValueError, match=r"unknown optimizer 'lbfgs' \(the optimizers: sgd, sgd-m"):
         make_optimizer("lbfgs", params)
     with pytest.raises(ValueError, match="unknown optimizer"):
         bench_model(nn.Linear(2, 2), torch.randn(1, 2), optimizer="lbfgs")  # type: ignore[arg-type]
