@@ -204,7 +204,7 @@ def _run_profile(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         mode=args.mode,
         include_backward=args.backward,
-        strict=args.strict,
+        fail_on_uncounted=args.strict,
         machine=args.machine,
         # None: capture again only if the first forward initialised lazy state (YOLO).
         warmup=False if args.no_warmup else None,
