@@ -13,7 +13,6 @@ start-up in every run, so it must not import pydantic or torch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,13 @@ from pytest_modelprof.baseline.tolerance import (
 )
 from pytest_modelprof.errors import SettingsError, did_you_mean
 from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
+from pytest_modelprof.gate.setting_values import (
+    TIMING_VERDICTS,
+    parse_bool,
+    parse_exponent,
+    parse_rounds,
+    parse_verdicts,
+)
 from pytest_modelprof.gate.shapes import parse_input_shape, parse_sweep
 from pytest_modelprof.instructions.mode import instructions_mode
 from pytest_modelprof.llm.marker import parse_llm
@@ -76,7 +82,6 @@ SETTINGS: Final = (
 #: The settings with a run-wide ``--modelprof-<name>`` flag and ``modelprof_<name>`` ini key
 #: (``fvcore`` has the flag only): the base every marker is resolved over.
 SESSION_SETTINGS: Final = ("fail_on_improvement", "fail_on_uncounted", "timing_verdicts")
-TIMING_VERDICTS: Final = ("fail", "warn")
 #: Every limit name (the built-in metrics'), in the order the reference lists them.
 LIMIT_NAMES: Final[tuple[str, ...]] = (
     *(m.delta_key for m in METRICS),
@@ -93,9 +98,10 @@ MARKER_ARGS: Final = (
 #: The marker's signature as ``pytest --markers`` shows it (limits by pattern, not one by one).
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
-    "dtype=None, mode='auto', include_backward=False, llm=None, "
-    + ", ".join(f"{k}=None" for k in (*STEP_ARGS, *SETTINGS))
-    + ", max_<metric>=None, max_<metric>_delta=None, max_<metric>_growth=None)"
+    "dtype=None, mode='auto', include_backward=False, llm=None, optimizer='adamw', "
+    "precision='fp32', device_count=1, shard='none', checkpointing=False, fvcore=False, "
+    "timing_verdicts=None, timing_rounds=100, fail_on_uncounted=False, fail_on_improvement=None, "
+    "compile_dynamic=None, max_<metric>=None, max_<metric>_delta=None, max_<metric>_growth=None)"
 )
 #: The capture modes ``mode=`` accepts (see ``profile_model``).
 MODES: Final = ("auto", "meta", "fake", "real")
@@ -237,24 +243,24 @@ class Limits:
             try:
                 if key == "compile_dynamic":
                     auto = str(raw).strip().lower() == "auto"
-                    compile_dynamic = None if auto else _parse_bool(raw)
+                    compile_dynamic = None if auto else parse_bool(raw)
                 elif key == "fail_on_uncounted":
-                    fail_on_uncounted = _parse_bool(raw)
+                    fail_on_uncounted = parse_bool(raw)
                 elif key == "fail_on_improvement":
-                    fail_on_improvement = _parse_bool(raw)
+                    fail_on_improvement = parse_bool(raw)
                 elif key == "fvcore":
-                    fvcore = _parse_bool(raw)
+                    fvcore = parse_bool(raw)
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
                 elif key == "timing_verdicts":
-                    timing_verdicts = _parse_verdicts(raw)
+                    timing_verdicts = parse_verdicts(raw)
                 elif key == "timing_rounds":
-                    timing_rounds = _parse_rounds(raw)
+                    timing_rounds = parse_rounds(raw)
                 elif key in GROWTH_LIMITS:
                     if is_off(raw):  # as a tolerance is switched off: nothing is swept for it
                         growth.pop(key, None)
                     else:
-                        growth[key] = _parse_exponent(raw)
+                        growth[key] = parse_exponent(raw)
                 else:
                     metric = LIMIT_KEYS[key]
                     if key == metric.delta_key:
@@ -385,57 +391,6 @@ def _why(exc: BaseException) -> str:
     return str(exc.args[0]) if exc.args else type(exc).__name__
 
 
-def _parse_verdicts(raw: object) -> str | None:
-    text = str(raw).strip().lower() if isinstance(raw, str) else raw
-    if text == "auto":
-        return None
-    if text not in TIMING_VERDICTS:
-        hint = did_you_mean(str(text), TIMING_VERDICTS) if isinstance(text, str) else ""
-        raise ValueError(f"expected 'fail' or 'warn' (or None: a decisive regression fails){hint}")
-    return str(text)
-
-
-def _parse_bool(raw: object) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str):
-        text = raw.strip().lower()
-        if text in {"1", "true", "yes", "on"}:
-            return True
-        if text in {"0", "false", "no", "off", ""}:
-            return False
-    raise ValueError(f"expected true or false, got {raw!r}")
-
-
-#: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
-MAX_TIMING_ROUNDS: Final = 100_000
-
-
-def _parse_rounds(raw: object) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    else:
-        try:
-            value = int(str(raw)) if not isinstance(raw, bool) else -1
-        except ValueError:
-            value = -1
-    if not 10 <= value <= MAX_TIMING_ROUNDS:
-        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
-    return value
-
-
-def _parse_exponent(raw: object) -> float:
-    if isinstance(raw, bool):
-        raise ValueError("expected a growth exponent such as 1.1")
-    try:
-        value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
-    except OverflowError:
-        value = math.inf
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError("a growth exponent must be a finite number > 0")
-    return value
-
-
 def _given(value: object) -> bool:
     return value is not None and value != ""
 
@@ -451,17 +406,7 @@ def resolve_session(
     """CLI over ini over built-in defaults. Keys are setting names (``baseline_dir``,
     ``fail_on_improvement``, ...; ``None`` or ``""`` means not given) and ``limit``, the
     ``NAME=VALUE`` items of ``--modelprof-limit`` and of the ``modelprof_limits`` ini list."""
-    limits = Limits()
-    for values, from_ini in ((ini, True), (cli, False)):  # the CLI's applied last: it wins
-        source = f"ini {ini_key('limits')}" if from_ini else "--modelprof-limit"
-        for item in _items(values.get("limit")):
-            # One item at a time: an error is about the ini line or the flag value at fault.
-            limits = limits.with_values(parse_limit_items([item], source), source)
-        for key in (*SESSION_SETTINGS, "fvcore"):
-            if _given(values.get(key)):
-                where = f"ini {ini_key(key)}" if from_ini else cli_flag(key)
-                limits = limits.with_values({key: values[key]}, where)
-
+    limits = _session_limits(cli, ini)
     if _given(cli.get("baseline_dir")):
         baseline_dir = invocation_dir / str(cli["baseline_dir"])
     elif _given(ini.get("baseline_dir")):
@@ -473,7 +418,7 @@ def resolve_session(
         for source, values in ((cli_flag(key), cli), (f"ini {ini_key(key)}", ini)):
             if _given(values.get(key)):
                 try:
-                    return _parse_bool(values[key])
+                    return parse_bool(values[key])
                 except ValueError as exc:
                     raise SettingsError(f"{source}: {_why(exc)}") from None
         return False
@@ -488,6 +433,21 @@ def resolve_session(
         disable=flag("disable"),
         instructions=instructions_mode(cli, ini),
     )
+
+
+def _session_limits(cli: Mapping[str, object], ini: Mapping[str, object]) -> Limits:
+    """The limits and session settings of the ini file, then the command line's over them."""
+    limits = Limits()
+    for values, from_ini in ((ini, True), (cli, False)):
+        source = f"ini {ini_key('limits')}" if from_ini else "--modelprof-limit"
+        for item in _items(values.get("limit")):
+            # One item at a time: an error is about the ini line or the flag value at fault.
+            limits = limits.with_values(parse_limit_items([item], source), source)
+        for key in (*SESSION_SETTINGS, "fvcore"):
+            if _given(values.get(key)):
+                where = f"ini {ini_key(key)}" if from_ini else cli_flag(key)
+                limits = limits.with_values({key: values[key]}, where)
+    return limits
 
 
 def _items(raw: object) -> list[str]:

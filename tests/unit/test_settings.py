@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,10 @@ def test_absurd_numbers_are_one_line_naming_the_limit(key: str, raw: object, mes
     text = str(caught.value)
     assert text.startswith(f"marker on t.py::test_x: bad value for {key}=") and message in text
     assert "\n" not in text and len(text) < 300, text
+
+
+def test_the_signature_names_every_argument_and_setting() -> None:
+    from pytest_modelprof.gate.settings import MARKER_ARGS
+
+    named = set(re.findall(r"[(, ](\w+)=", MARKER_SIGNATURE))
+    assert named == {*MARKER_ARGS, *SETTINGS}
