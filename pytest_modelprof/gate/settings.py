@@ -344,8 +344,8 @@ class ProfileRequest:
 
 
 def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str, Any]:
-    """``dtype``, ``mode``, ``include_backward`` (and a fixture call's ``fail_on_uncounted``) of a
-    marker or fixture call."""
+    """``dtype``, ``mode``, ``include_backward`` and ``fail_on_uncounted`` of a marker or fixture
+    call."""
     out: dict[str, Any] = {}
     dtype = values.get("dtype")
     if dtype is not None:
@@ -384,7 +384,7 @@ class MarkerSpec:
     device: str | None
     limits: Limits
     sweep: Mapping[str, list[int]] | None = None
-    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, backward, llm, step
+    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, ..., llm, step
 
 
 def _why(exc: BaseException) -> str:
@@ -496,10 +496,9 @@ def resolve_marker(
     if device is not None and not isinstance(device, str):
         device = str(device)  # torch.device("cpu") -> "cpu"
     input_shape = parse_input_shape(values.get("input_shape"), source)
-    # fail_on_uncounted is the gate's setting here (a failing row), not profile_model's raise.
-    capture = parse_capture_options(
-        {k: v for k, v in values.items() if k != "fail_on_uncounted"}, source
-    )
+    # fail_on_uncounted is both: profile_model raises at the profile (the fixture's calls too),
+    # and the gate fails on any uncounted op of a profile that got through.
+    capture = parse_capture_options(values, source)
     if values.get("llm") is not None:  # serving costs; a fixture call inherits it as capture does
         capture["llm"] = parse_llm(values["llm"], source)
     names = (*SETTINGS, *limit_names())
