@@ -211,7 +211,7 @@ def zero(devices: tuple[int, ...] = (8, 64)) -> list[dict[str, Any]]:
                                    "largest_layer_params": largest, "devices": n,
                                    "deepspeed_source": source}
             for stage in ("zero2", "zero3"):
-                options = StepOptions(precision="bf16-master", devices=n, shard=stage)
+                options = StepOptions(precision="bf16-master", device_count=n, shard=stage)
                 est = estimate_memory(name, batch=1, seq_len=8, options=options, **arch)
                 row[f"ours_{stage}"] = sum(est.model_states.values())
                 row[f"ours_{stage}_parts"] = est.model_states

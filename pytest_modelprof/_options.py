@@ -1,138 +1,49 @@
-"""The plugin's command-line options and ini keys (pytest wiring, kept apart from the hooks)."""
+"""The plugin's command-line options and ini keys (pytest wiring, kept apart from the hooks).
+
+One table, :data:`OPTIONS`: each row is a ``--modelprof-<key>`` flag whose value lands in
+``config.option.modelprof_<key>``, and, where a CI configuration needs it, a ``modelprof_<ini>``
+ini key. Limits are not options one by one: ``--modelprof-limit NAME=VALUE`` (repeatable) and
+the ``modelprof_limits`` line list take any of them, in the marker's grammar.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
 
 import pytest
 
 from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_path
-from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.gate.settings import TIMING_VERDICTS, cli_flag, ini_key
 from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
 
-__all__ = ["add_options"]
+__all__ = ["OPTIONS", "Option", "add_options", "option_values"]
 
 
-def add_options(parser: pytest.Parser) -> None:
-    """Every ``--modelprof-*`` option in one group, each limit and report with its ini twin."""
-    group = parser.getgroup("modelprof", "model cost regression gate (pytest-modelprof)")
-    group.addoption(
-        "--modelprof-update-baselines",
-        action="store_true",
-        default=None,
-        dest="modelprof_update",
-        help="write or overwrite the baselines of the selected tests (a normal run never writes)",
-    )
-    group.addoption(
-        "--modelprof-baseline-dir",
-        default=None,
-        dest="modelprof_baseline_dir",
-        metavar="DIR",
-        help="where baselines live (default: baselines/ at the rootdir); "
-        "ini: modelprof_baseline_dir",
-    )
-    group.addoption(
-        "--modelprof-strict",
-        action="store_true",
-        default=None,
-        dest="modelprof_strict",
-        help="an improvement beyond tolerance also fails, so baselines stay tight; "
-        "ini: modelprof_strict",
-    )
-    group.addoption(
-        "--modelprof-env-strict",
-        action="store_true",
-        default=None,
-        dest="modelprof_env_strict",
-        help="kernel-dependent counts (memory, peak memory, subgraphs, stages) fail even when "
-        "the baseline was recorded with another torch, device type or CPU (by default they "
-        "warn and name the difference); ini: modelprof_env_strict",
-    )
-    group.addoption(
-        "--modelprof-disable",
-        action="store_true",
-        default=None,
-        dest="modelprof_disable",
-        help="run the tests without profiling, gating or touching baselines (the marker stays "
-        "registered, so --strict-markers keeps working); ini: modelprof_disable",
-    )
-    group.addoption(
-        "--modelprof-prune-baselines",
-        action="store_true",
-        default=None,
-        dest="modelprof_prune",
-        help="delete the baselines that no test uses any more (they are listed at the end of "
-        "every run that finds them; only a complete run, with the gate on and nothing "
-        "deselected or stopped, can find them); a parameter this run did not generate keeps "
-        "its baseline while its test function exists",
-    )
-    group.addoption(
-        "--modelprof-instructions",
-        choices=INSTRUCTIONS_MODES,
-        default=None,
-        dest="modelprof_instructions",
-        help="where valgrind is missing, a test with an instructions limit errors (error, the "
-        "default) or is skipped (skip); ini: modelprof_instructions",
-    )
-    group.addoption(
-        "--modelprof-timing-base",
-        default=None,
-        dest="modelprof_timing_base",
-        metavar="REF",
-        help="time each latency-limited test's model at REF too (built in a temporary worktree, "
-        "in a second process) and judge the head against it from paired rounds in this "
-        "session; where REF cannot build the model the stored baseline judges. Default: off "
-        "(experimental); 'auto' pairs with the merge base of a pull request in GitHub Actions "
-        "and is off elsewhere",
-    )
-    _add_report_options(group, parser)
-    parser.addini(
-        "modelprof_baseline_dir", "baseline directory, relative to the ini file", "string", ""
-    )
-    parser.addini("modelprof_strict", "fail on improvements beyond tolerance", "bool", False)
-    parser.addini(
-        "modelprof_env_strict", "kernel-dependent counts fail across environments", "bool", False
-    )
-    parser.addini("modelprof_disable", "run tests without profiling or baselines", "bool", False)
-    parser.addini(
-        "modelprof_instructions",
-        "without valgrind, instructions limits: error or skip",
-        "string",
-        "",
-    )
-    switches = {
-        "fvcore": "cross-check FLOPs against fvcore for every profiled model",
-        "timing_strict": "every timing limit fails, also compile time and latency growth (by "
-        "default a decisive latency regression fails and the rest warn; timing_strict=False "
-        "in the marker: all warn)",
-        "strict_ops": "any op without a cost formula fails the test (a new one always does)",
-    }
-    for key in LIMIT_NAMES:
-        if key in BOOL_KEYS:
-            group.addoption(
-                cli_flag(key),
-                action="store_true",
-                default=None,
-                dest=ini_key(key),
-                help=f"{switches[key]}; ini: {ini_key(key)}",
-            )
-            parser.addini(ini_key(key), switches[key], "bool", False)
-            continue
-        grammar = (
-            " (0.1 or 10%%, exact, ignore; 1 or more only as a percentage such as 150%%)"
-            if (key.endswith(("_delta", "_drop")))
-            else ""
-        )
-        group.addoption(
-            cli_flag(key),
-            default=None,
-            dest=ini_key(key),
-            metavar="LIMIT",
-            help=f"default {key} for every profiled test{grammar} (the marker overrides it); "
-            f"ini: {ini_key(key)}",
-        )
-        parser.addini(ini_key(key), f"default {key} for every profiled test", "string", "")
+@dataclass(frozen=True)
+class Option:
+    """One ``--modelprof-<key>`` flag; ``ini`` names its ``modelprof_<ini>`` twin (``None``:
+    none), ``ini_type`` pytest's type for it and ``ini_help`` its text where the flag's does not
+    fit; ``argparse`` holds the flag's own keywords."""
+
+    key: str
+    help: str
+    ini: str | None = None
+    ini_type: Literal["string", "bool", "linelist"] = "string"
+    argparse: Mapping[str, Any] = field(default_factory=dict)
+    ini_help: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """``--modelprof-<key>`` (``_`` written ``-``)."""
+        return cli_flag(self.key)
+
+    @property
+    def dest(self) -> str:
+        """Where argparse stores the value: ``modelprof_<key>``."""
+        return ini_key(self.key)
 
 
 def _report_path(key: str) -> Any:
@@ -145,42 +56,140 @@ def _report_path(key: str) -> Any:
     return check
 
 
-def _add_report_options(group: Any, parser: pytest.Parser) -> None:
-    reports = {
-        "report": ("PATH.html", "write the HTML diff report (self-contained, one file)"),
-        "json": ("PATH.json", "write every profile, comparison and verdict as JSON"),
-        "markdown": ("PATH.md", "write the diff report as Markdown"),
-    }
-    for key, (metavar, text) in reports.items():
+_SWITCH: Final = {"action": "store_true"}
+
+#: Every option of the plugin, in the order ``pytest --help`` lists them.
+OPTIONS: Final[tuple[Option, ...]] = (
+    Option(
+        "update_baselines",
+        "write or overwrite the selected tests' baselines",
+        None,
+        argparse=_SWITCH,
+    ),
+    Option(
+        "baseline_dir",
+        "where baselines live (default: baselines/ at the rootdir)",
+        "baseline_dir",
+        argparse={"metavar": "DIR"},
+    ),
+    Option(
+        "limit",
+        "a limit for every profiled test, repeatable (a marker's wins): "
+        "max_flops_delta=5%%, max_params=30M",
+        "limits",
+        "linelist",
+        argparse={"action": "append", "metavar": "NAME=VALUE"},
+        ini_help="limits for every profiled test, one NAME=VALUE per line (the CLI's win)",
+    ),
+    Option(
+        "fail_on_improvement",
+        "an improvement beyond tolerance fails too",
+        "fail_on_improvement",
+        "bool",
+        argparse=_SWITCH,
+    ),
+    Option(
+        "fail_on_environment",
+        "kernel-dependent counts fail even against a baseline "
+        "from another torch, device type or CPU (default: warn)",
+        "fail_on_environment",
+        "bool",
+        argparse=_SWITCH,
+    ),
+    Option(
+        "fail_on_uncounted",
+        "any op without a cost formula fails (a new one always does)",
+        "fail_on_uncounted",
+        "bool",
+        argparse=_SWITCH,
+    ),
+    Option(
+        "timing_verdicts",
+        "timing limits all fail or all warn (default: a decisive "
+        "latency regression fails, the rest warn)",
+        "timing_verdicts",
+        argparse={"choices": TIMING_VERDICTS},
+    ),
+    Option("fvcore", "cross-check FLOPs against fvcore for every profiled model", argparse=_SWITCH),
+    Option(
+        "disable",
+        "run the tests without profiling, gating or touching baselines",
+        "disable",
+        "bool",
+        argparse=_SWITCH,
+    ),
+    Option(
+        "prune_baselines",
+        "delete the baselines no test uses (only after a complete run)",
+        argparse=_SWITCH,
+    ),
+    Option(
+        "instructions",
+        "without valgrind, a test with an instructions limit errors (default) or is skipped",
+        "instructions",
+        argparse={"choices": INSTRUCTIONS_MODES},
+    ),
+    Option(
+        "timing_base",
+        "also time latency-limited models at git REF and judge against "
+        "that (experimental; 'auto': a pull request's merge base on GitHub Actions)",
+        argparse={"metavar": "REF"},
+    ),
+    Option(
+        "report",
+        "write the HTML report",
+        "report",
+        argparse={"metavar": "PATH.html", "type": _report_path("report")},
+    ),
+    Option(
+        "json",
+        "write every profile, comparison and verdict as JSON",
+        "json",
+        argparse={"metavar": "PATH.json", "type": _report_path("json")},
+    ),
+    Option(
+        "markdown",
+        "write the report as Markdown",
+        "markdown",
+        argparse={"metavar": "PATH.md", "type": _report_path("markdown")},
+    ),
+    Option(
+        "github",
+        "on GitHub Actions: job summary and annotations (auto, the default) or not (off)",
+        "github",
+        argparse={"choices": GITHUB_MODES},
+    ),
+    Option(
+        "artifact_url",
+        "link the job summary to the HTML report here (default on GitHub "
+        "Actions: the run's artifacts)",
+        "artifact_url",
+        argparse={"metavar": "URL"},
+    ),
+)
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Every ``--modelprof-*`` option in one group, and the ini keys a CI configuration needs."""
+    group = parser.getgroup("modelprof", "model cost regression gate (pytest-modelprof)")
+    for option in OPTIONS:
         group.addoption(
-            cli_flag(key),
-            default=None,
-            dest=ini_key(key),
-            metavar=metavar,
-            type=_report_path(key),
-            help=f"{text}; ini: {ini_key(key)}",
+            option.flag, dest=option.dest, default=None, help=option.help, **option.argparse
         )
-        parser.addini(ini_key(key), f"{text} (relative to the ini file)", "string", "")
-    group.addoption(
-        cli_flag("github"),
-        default=None,
-        dest=ini_key("github"),
-        choices=GITHUB_MODES,
-        help="auto (default): on GitHub Actions, append a table to $GITHUB_STEP_SUMMARY and "
-        "annotate each failing test; off: neither; ini: modelprof_github",
-    )
-    parser.addini(
-        ini_key("github"), "GitHub job summary and annotations: auto or off", "string", ""
-    )
-    group.addoption(
-        cli_flag("artifact_url"),
-        default=None,
-        dest=ini_key("artifact_url"),
-        metavar="URL",
-        help="where the HTML report can be downloaded, linked from the job summary (default on "
-        "GitHub Actions: the run's artifacts; env MODELPROF_ARTIFACT_URL); "
-        "ini: modelprof_artifact_url",
-    )
-    parser.addini(
-        ini_key("artifact_url"), "link to the HTML report from the job summary", "string", ""
-    )
+        if option.ini is not None:
+            default: object = (
+                False
+                if option.ini_type == "bool"
+                else ([] if option.ini_type == "linelist" else "")
+            )
+            text = option.ini_help or option.help.replace("%%", "%")
+            parser.addini(ini_key(option.ini), text, option.ini_type, default)
+
+
+def option_values(config: pytest.Config) -> tuple[dict[str, object], dict[str, object]]:
+    """The command line's and the ini file's values by option key (``None``: not given)."""
+    cli: dict[str, object] = {o.key: getattr(config.option, o.dest) for o in OPTIONS}
+    ini: dict[str, object] = {
+        o.key: config.getini(ini_key(o.ini)) or None for o in OPTIONS if o.ini is not None
+    }
+    return cli, ini

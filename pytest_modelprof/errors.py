@@ -48,7 +48,7 @@ class ModelForwardError(ModelprofError):
 
 
 class UncountedOpsError(ModelprofError):
-    """Raised under ``strict=True`` when ops without a cost formula ran."""
+    """Raised under ``fail_on_uncounted=True`` when ops without a cost formula ran."""
 
 
 class BaselineError(ModelprofError):

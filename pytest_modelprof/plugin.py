@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_modelprof import hookspecs
-from pytest_modelprof._options import add_options
+from pytest_modelprof._options import add_options, option_values
 from pytest_modelprof._plugin_parts import (
     ITEM_KEY,
     JUDGED_ATTR,
@@ -39,7 +39,6 @@ from pytest_modelprof.baseline.metrics import use_metrics
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.settings import (
-    LIMIT_NAMES,
     MARKER_SIGNATURE,
     MarkerSpec,
     ProfileRequest,
@@ -74,28 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER_SIGNATURE}: profile the model (or, without model=, what the test passes to "
         "the modelprof fixture) and fail when it costs more than its committed baseline; "
-        "*_delta limits are fractions of the baseline, max_flops/max_params/max_memory/"
-        "max_latency_ms are absolute budgets.",
+        "max_<metric>_delta limits are fractions of the baseline, max_<metric> absolute budgets, "
+        "max_<metric>_growth a sweep's growth exponents.",
     )
-    cli: dict[str, object] = {
-        "update": config.option.modelprof_update,
-        "strict": config.option.modelprof_strict,
-        "prune": config.option.modelprof_prune,
-        "baseline_dir": config.option.modelprof_baseline_dir,
-        "env_strict": config.option.modelprof_env_strict,
-        "disable": config.option.modelprof_disable,
-        "instructions": config.option.modelprof_instructions,
-    }
-    ini: dict[str, object] = {
-        "baseline_dir": config.getini("modelprof_baseline_dir"),
-        "strict": config.getini("modelprof_strict") or None,
-        "env_strict": config.getini("modelprof_env_strict") or None,
-        "disable": config.getini("modelprof_disable") or None,
-        "instructions": config.getini("modelprof_instructions") or None,
-    }
-    for key in LIMIT_NAMES:
-        cli[key] = getattr(config.option, ini_key(key))
-        ini[key] = config.getini(ini_key(key)) or None
+    cli, ini = option_values(config)
     try:
         settings = resolve_session(
             cli,
@@ -197,7 +178,7 @@ def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
 def modelprof(request: pytest.FixtureRequest) -> Any:
     """Profile a model, register it for this test's baseline gate and return the profile:
     ``modelprof(module_or_name, input_shape=..., inputs=..., name=None, dtype=None,
-    mode="auto", include_backward=False, strict=False)``."""
+    mode="auto", include_backward=False, fail_on_uncounted=False)``."""
     from pytest_modelprof.gate.fixture import ModelprofFixture
 
     item = request.node

@@ -70,7 +70,7 @@ def profile_model(
     dtype: torch.dtype | str | None = None,
     mode: Mode = "auto",
     include_backward: bool = False,
-    strict: bool = False,
+    fail_on_uncounted: bool = False,
     machine: str | float | Machine | None = None,
     warmup: bool | None = None,
     name: str | None = None,
@@ -110,11 +110,11 @@ def profile_model(
             warmup=captured.warmed,
         )
         profile = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
-    if strict and profile.uncounted_ops:
+    if fail_on_uncounted and profile.uncounted_ops:
         listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
         raise UncountedOpsError(
             f"{subject.label}: ops without a cost formula ran: {listing}; {REGISTER_HINT}, or "
-            "run without strict=True to record them only."
+            "run without fail_on_uncounted=True to record them only."
         )
     return profile
 

@@ -33,20 +33,22 @@ def _code(text: object) -> str:
 
 
 def limits_page() -> str:
-    """Every metric of the table with its limits, flags, ini keys and default, and every
-    pytest option of the plugin."""
+    """Every metric of the table with its limits and default, the settings, and every pytest
+    option of the plugin with its ini key."""
+    from pytest_modelprof._options import OPTIONS
     from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
-    from pytest_modelprof.gate.settings import ini_key
+    from pytest_modelprof.gate.settings import SETTINGS, ini_key
 
     lines = [
         "# Limits and metrics",
         "",
         "Generated from the metric table (`pytest_modelprof.baseline.metrics`) and the plugin's "
-        "options at every documentation build. A limit is a marker keyword "
-        "(`@pytest.mark.profile(max_flops_delta=0.05)`), a command-line default "
-        "(`--modelprof-max-flops-delta=0.05`) and an ini key "
-        "(`modelprof_max_flops_delta = 0.05`); precedence is marker > command line > ini > "
-        "built-in. How limits are judged: [The gate and its limits](../gate.md).",
+        "options at every documentation build. A limit is `NAME=VALUE` everywhere: a marker "
+        "keyword (`@pytest.mark.profile(max_flops_delta=0.05)`), a command-line default for "
+        "every test (`--modelprof-limit max_flops_delta=0.05`, repeatable) and a line of the "
+        "`modelprof_limits` ini list; precedence is marker > command line > ini > built-in. "
+        "How to write them: [Writing limits](../limits.md); how they are judged: "
+        "[The gate and its limits](../gate.md).",
         "",
         "## Metrics",
         "",
@@ -74,15 +76,21 @@ def limits_page() -> str:
         "test that sets one of its limits. *Depends on*: a change of torch (kernels) or CPU "
         "warns for that metric instead of failing until the baseline is re-recorded.",
         "",
+        "## Settings",
+        "",
+        "Marker keywords that are not limits: "
+        + ", ".join(f"`{name}`" for name in SETTINGS)
+        + ". Those a whole run may set have an option below.",
+        "",
         "## pytest options and ini keys",
         "",
         "| option | ini key | what |",
         "|---|---|---|",
     ]
-    for names, help_text in _plugin_options():
-        flag = names[0]
-        key = ini_key(flag.removeprefix("--modelprof-").replace("-", "_"))
-        lines.append(f"| `{flag}` | `{key}` | {_cell(help_text)} |")
+    helps = {names[0]: text for names, text in _plugin_options()}
+    for option in OPTIONS:
+        key = _code(ini_key(option.ini)) if option.ini is not None else ""
+        lines.append(f"| `{option.flag}` | {key} | {_cell(helps[option.flag])} |")
     return "\n".join(lines) + "\n"
 
 

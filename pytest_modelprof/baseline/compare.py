@@ -10,10 +10,11 @@ judge through the gate's record and the results file to every renderer; renderer
 Verdicts:
 
 * ``ok`` - within its limit;
-* ``improved`` - better than the baseline by more than the tolerance (fails only in strict mode);
+* ``improved`` - better than the baseline by more than the tolerance (fails only with
+  ``fail_on_improvement``);
 * ``regressed`` - worse than the limit allows: the test fails;
 * ``warning`` - outside the limit, but not a failure (an undecided latency slowdown, or any
-  with ``timing_strict=False``; compile time unless ``timing_strict=True``; a
+  with ``timing_verdicts='warn'``; compile time unless ``timing_verdicts='fail'``; a
   kernel-dependent count whose baseline was recorded in another environment);
 * ``unmeasured`` - a limit is set, but the figure is missing (now, or in the baseline): fails;
 * ``new`` - measured now, absent from the baseline (or no baseline at all);
@@ -69,7 +70,7 @@ class Policy:
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     explicit: frozenset[str] = frozenset()  # metrics whose limit the user set (not built-in)
     # Kernel-dependent counts judged strictly even when the baseline's environment differs.
-    env_strict: bool = False
+    fail_on_environment: bool = False
 
     def tolerance(self, metric: Metric) -> Tolerance:
         """The delta tolerance for ``metric``."""
@@ -95,8 +96,8 @@ class Check:
     ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
     row read back from JSON renders without the metric table (a metric registered by a plugin,
     say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
-    fvcore, a limit nothing measured, uncounted ops under ``strict``), which fail in update
-    mode too.
+    fvcore, a limit nothing measured, uncounted ops under ``fail_on_uncounted``), which fail in
+    update mode too.
     """
 
     # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
@@ -369,7 +370,7 @@ def _check(
             )
             return row("ok", f"{figures}); derived from {moved}: no cost grew")
         reason = f"{figures}, limit {limit})"
-        if env and metric.kernel_dependent and not policy.env_strict:
+        if env and metric.kernel_dependent and not policy.fail_on_environment:
             return row(
                 "warning",
                 f"{reason}; the baseline comes from another environment "
@@ -379,7 +380,7 @@ def _check(
         return row("regressed", reason)
     if not isinstance(tolerance, Ignore) and not tolerance.allows(-worse_by):
         reason = f"{figures}, tolerance {limit}): the baseline could be tighter"
-        if env and metric.kernel_dependent and not policy.env_strict:
+        if env and metric.kernel_dependent and not policy.fail_on_environment:
             return row("warning", f"{reason}; environment changed ({'; '.join(env)})")
         return row("improved", reason)
     return row("ok", f"{figures}, limit {limit})" if worse_by else f"{figures}, unchanged)")

@@ -5,8 +5,8 @@ are rows of the one metric table, compared like every other count; :func:`compil
 their rows with what they mean: every graph break that is new against the baseline, with its
 reason and ``file:line``, in the row's reason (so the terminal and every report show it) and in
 its detail; the inputs of a recompile; and compile time, a timing, warns instead of failing
-unless ``timing_strict``. :func:`pytest_modelprof.gate.judge.judge` calls it beside the other
-rules. Torch-free; the measuring is :mod:`pytest_modelprof.compile`'s.
+unless ``timing_verdicts='fail'``. :func:`pytest_modelprof.gate.judge.judge` calls it beside the
+other rules. Torch-free; the measuring is :mod:`pytest_modelprof.compile`'s.
 """
 
 from __future__ import annotations
@@ -74,15 +74,14 @@ def _recompile_row(check: Check, current: CompileHealth) -> Check:
     return replace(check, reason=reason, detail=detail)
 
 
-def _compile_time_row(check: Check, timing_strict: bool) -> Check:
-    if check.verdict != "regressed" or timing_strict or check.kind == "budget":
+def _compile_time_row(check: Check, timing_fail: bool) -> Check:
+    if check.verdict != "regressed" or timing_fail or check.kind == "budget":
         return check
     return replace(
         check,
         verdict="warning",
         hard=False,
-        reason=check.reason + "; compile time is a timing: timing_strict=True (or "
-        "--modelprof-timing-strict) makes this fail",
+        reason=check.reason + "; compile time is a timing: timing_verdicts='fail' makes this fail",
     )
 
 
@@ -91,7 +90,7 @@ def compile_checks(
     baseline: BaselineDocument | None,
     policy: Policy,
     *,
-    timing_strict: bool,
+    timing_fail: bool,
 ) -> list[Check]:
     """The rows of the compile metrics: compared as table metrics, with the breaks named."""
     ours = compile_metrics()
@@ -109,6 +108,6 @@ def compile_checks(
         elif check.metric == "recompiles" and health is not None:
             check = _recompile_row(check, health)
         elif check.metric == "compile_s":
-            check = _compile_time_row(check, timing_strict)
+            check = _compile_time_row(check, timing_fail)
         rows.append(check)
     return rows

@@ -132,7 +132,7 @@ def _instructions(value: float) -> str:
 
 # Counted metrics are deterministic, so the built-in tolerance is exact in the worse direction:
 # any growth fails until the user sets a tolerance, and a change that makes no cost worse never
-# fails (improvements fail only under --modelprof-strict). Arithmetic intensity is derived from
+# fails (improvements fail only under fail_on_improvement). Arithmetic intensity is derived from
 # FLOPs and bytes, so it is judged only when ``max_ai_drop`` is set. Latency is noisy, so it is
 # measured and judged only when a latency limit is set.
 _BUILTIN: tuple[Metric, ...] = (
@@ -310,7 +310,7 @@ _BUILTIN: tuple[Metric, ...] = (
         kernel_dependent=True,
         collector=COMPILE,
     ),
-    # A timing: ignored unless a limit is set, and a slowdown warns unless timing_strict.
+    # A timing: ignored unless a limit is set, and a slowdown warns unless timing_verdicts='fail'.
     Metric(
         name="compile_s",
         label="compile time",

@@ -33,8 +33,8 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "the gate's own default), 5%%, 0.05 or ignore")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
                    help="one limit in the marker's grammar, repeatable, over --max-delta: "
-                        "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%, strict_ops=true; "
-                        "a latency limit (max_latency_ms=5, timing_strict=true) is judged from "
+                        "max_flops_delta=10%%, max_params=30M, fail_on_uncounted=true; a latency "
+                        "limit (max_latency_delta=10%%, timing_verdicts=fail) is judged from "
                         "the timing rounds of two baseline or results files")
     add_option(p, "--top", default=10, metavar="N",
                help="layer changes shown per profile (default: 10)")
@@ -48,7 +48,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     from pytest_modelprof.baseline.metrics import METRICS
     from pytest_modelprof.baseline.tolerance import Ignore, shown
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
-    from pytest_modelprof.gate.settings import Limits
+    from pytest_modelprof.gate.settings import Limits, parse_limit_items
 
     try:
         tolerance = parse_limit_tolerance(args.max_delta)
@@ -59,17 +59,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     limits = Limits(tolerances={
         m.name: tolerance for m in METRICS if not isinstance(m.default_delta, Ignore)
     })
-    extra: dict[str, object] = {}
-    for item in args.limit:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ModelprofError(f"--limit: expected KEY=VALUE such as max_flops_delta=10%, "
-                                 f"got {item!r}")
-        extra[key.strip()] = value.strip()
-    unknown = sorted(k for k in extra if k not in _limit_names())
-    if unknown:
-        raise ModelprofError(f"--limit: unknown limit {', '.join(unknown)}; use one of "
-                             f"{', '.join(_limit_names())}")
+    extra = parse_limit_items(args.limit, "--limit", _limit_names())
     return limits.with_values(extra, "--limit")
 
 
@@ -79,7 +69,7 @@ def _limit_names() -> list[str]:
 
     # The switches the judge reads from two stored sides; growth and fvcore limits need a
     # sweep or a model run, which a stored file does not hold.
-    return sorted([*LIMIT_KEYS, "timing_strict", "strict_ops"])
+    return sorted([*LIMIT_KEYS, "timing_verdicts", "fail_on_uncounted"])
 
 
 

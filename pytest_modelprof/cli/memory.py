@@ -161,17 +161,17 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
         optimizer=name,
         optimizer_impl=impl or "foreach",
         precision=args.precision,
-        devices=args.devices,
+        device_count=args.devices,
         shard=args.shard,
         checkpointing=args.checkpointing,
     )
-    if options.devices > 1 and options.shard == "none":
+    if options.device_count > 1 and options.shard == "none":
         raise ModelprofError(
-            f"--devices {options.devices} without --shard: plain data parallelism keeps a full "
-            "copy per device, so the estimate is that of one device; pass --shard zero1, "
+            f"--devices {options.device_count} without --shard: plain data parallelism keeps a "
+            "full copy per device, so the estimate is that of one device; pass --shard zero1, "
             "zero2, zero3 or fsdp to divide the model states"
         )
-    if options.devices == 1 and options.shard != "none":
+    if options.device_count == 1 and options.shard != "none":
         print(
             f"{PROG} memory: warning: --shard {options.shard} with --devices 1 divides "
             "nothing: the figure is one unsharded device's; pass --devices N (the "

@@ -58,7 +58,7 @@ def _add_profile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kernels", choices=("eager", "fused"), default="eager",
                    help="predict the kernels eager PyTorch launches (default) or those of a "
                    "fusing compiler")
-    p.add_argument("--strict", action="store_true",
+    p.add_argument("--fail-on-uncounted", action="store_true",
                    help="fail (exit 2) when an op without a cost formula ran")
     add_option(p, "--arch",
                help="builder keyword arguments, repeatable or comma-separated (e.g. --arch "
@@ -201,7 +201,7 @@ def _run_profile(args: argparse.Namespace) -> int:
         dtype=args.dtype,
         mode=args.mode,
         include_backward=args.backward,
-        strict=args.strict,
+        fail_on_uncounted=args.fail_on_uncounted,
         machine=machine_of(args),
         # None: capture again only if the first forward initialised lazy state (YOLO).
         warmup=False if args.no_warmup else None,

@@ -94,10 +94,10 @@ def summarize(
 ) -> MemoryEstimate:
     """The estimate of a tracked step (sharding applied from the same log)."""
     t = log.tracker
-    if options.shard != "none" and options.devices == 1:
-        notes = [*notes, f"shard {options.shard!r} over 1 device divides nothing (devices=1)"]
+    if options.shard != "none" and options.device_count == 1:
+        notes = [*notes, f"shard {options.shard!r} over 1 device divides nothing (device_count=1)"]
     single = sum(log.static.values()) + t.peak_bytes
-    peak = sharded_peak(log, options.shard, options.devices)
+    peak = sharded_peak(log, options.shard, options.device_count)
     moment = PeakMoment(op=t.peak_op, module=t.peak_module, phase=t.peak_phase)
     if peak.clock != t.peak_clock:
         moment = _moment_at(log, peak.clock)
@@ -109,7 +109,7 @@ def summarize(
         optimizer_impl=options.optimizer_impl,
         precision=options.precision,
         recipe=options.recipe,
-        devices=options.devices,
+        devices=options.device_count,
         shard=options.shard,
         input_shapes=_shapes(inputs),
         peak_bytes=peak.peak_bytes,
@@ -136,7 +136,7 @@ def model_states(log: StepLog, options: StepOptions) -> dict[str, int]:
         if category in totals:
             totals[category] += a.nbytes
     scaled = scaled_components(options.shard)
-    n = options.devices
+    n = options.device_count
     return {k: (-(-v // n) if k in scaled else v) for k, v in totals.items()}
 
 

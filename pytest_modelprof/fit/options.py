@@ -45,11 +45,11 @@ RECIPES = {
     "bf16-master": "master weights (DeepSpeed, Megatron-LM, FSDP MixedPrecision): bf16 weights "
     "and gradients, bf16 compute; fp32 master weights and optimizer state",
 }
-#: Data-parallel sharding of the model states over ``devices`` (README "Will it fit?").
+#: Data-parallel sharding of the model states over ``device_count`` devices (README "Will it fit?").
 SHARDS = ("none", "zero1", "zero2", "zero3", "fsdp")
 
 #: The marker's step arguments.
-STEP_KEYS = ("optimizer", "precision", "devices", "shard", "checkpointing")
+STEP_KEYS = ("optimizer", "precision", "device_count", "shard", "checkpointing")
 
 
 def choose(kind: str, value: str, known: tuple[str, ...]) -> str:
@@ -74,7 +74,7 @@ def parse_optimizer(value: str) -> tuple[str, str | None]:
 def step_pairs(
     values: Mapping[str, object], source: str, error: type[Exception] = ModelprofError
 ) -> tuple[tuple[str, Any], ...]:
-    """A marker's ``optimizer``, ``precision``, ``devices``, ``shard``, ``checkpointing``
+    """A marker's ``optimizer``, ``precision``, ``device_count``, ``shard``, ``checkpointing``
     checked, as sorted pairs (for ``ProfileRequest.step``); a bad value raises ``error`` naming
     ``source``."""
     given = {k: values[k] for k in STEP_KEYS if values.get(k) is not None}
@@ -93,7 +93,7 @@ def step_options(given: Mapping[str, Any], *, train: bool = True) -> StepOptions
         optimizer=name,
         optimizer_impl=impl or "foreach",
         precision=str(given.get("precision", "fp32")),
-        devices=given.get("devices", 1),
+        device_count=given.get("device_count", 1),
         shard=str(given.get("shard", "none")) if train else "none",
         # under no_grad nothing is saved for backward: checkpointing changes nothing there
         checkpointing=given.get("checkpointing", False) if train else False,
@@ -108,7 +108,7 @@ class StepOptions:
     optimizer: str = "adamw"
     optimizer_impl: str = "foreach"
     precision: str = "fp32"
-    devices: int = 1
+    device_count: int = 1
     shard: str = "none"
     #: Turn on the model's own activation checkpointing (transformers'
     #: ``gradient_checkpointing_enable``) on the copy that runs.
@@ -125,8 +125,9 @@ class StepOptions:
         object.__setattr__(self, "shard", choose("shard", self.shard, SHARDS))
         if not isinstance(self.checkpointing, bool):
             raise ModelprofError(f"checkpointing must be True or False, got {self.checkpointing!r}")
-        if isinstance(self.devices, bool) or not isinstance(self.devices, int) or self.devices < 1:
-            raise ModelprofError(f"devices must be a whole number >= 1, got {self.devices!r}")
+        count = self.device_count
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ModelprofError(f"device_count must be a whole number >= 1, got {count!r}")
         if self.shard != "none" and not self.train:
             raise ModelprofError(
                 f"shard={self.shard!r} divides training state (gradients, optimizer state); "

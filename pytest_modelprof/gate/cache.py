@@ -21,9 +21,9 @@ class ProfileCache:
     Names and shapes are keyed by value. Module and tensor objects are keyed by identity plus
     what a profile depends on: a module's type, repr, training flag and every parameter's and
     buffer's shape, dtype and device (so ``model.half()`` or ``.to("meta")`` is profiled again);
-    a tensor's shape, dtype and device. The request's device, dtype, mode, backward and strict
-    flags are part of the key. Objects are kept alive by the cache so that an ``id`` cannot be
-    reused by another object during the session.
+    a tensor's shape, dtype and device. The request's device, dtype, mode, backward and
+    fail_on_uncounted flags are part of the key. Objects are kept alive by the cache so that an
+    ``id`` cannot be reused by another object during the session.
     """
 
     def __init__(self) -> None:
@@ -60,7 +60,7 @@ class ProfileCache:
             request.dtype,
             request.mode,
             request.include_backward,
-            request.strict,
+            request.fail_on_uncounted,
         )
 
     def get_or_profile(self, request: ProfileRequest, profile_fn: ProfileFn) -> ModelProfile:

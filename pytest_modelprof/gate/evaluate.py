@@ -288,7 +288,7 @@ def evaluate(
     found = Evidence(
         current, timing=timing, sweep=sweep, fvcore=fvcore, op_sites=op_sites(profile.op_calls)
     )
-    comparison = judge(found, baseline, limits, env_strict=session.env_strict)
+    comparison = judge(found, baseline, limits, fail_on_environment=session.fail_on_environment)
     env = list(comparison.environment)
     env_line = (
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
@@ -370,10 +370,11 @@ def evaluate(
     if comparison.improvements:
         rows = comparison.improvements
         tighten = f"Lock it in with: {update_command([nodeid])}"
-        if session.strict:
+        marker = limits.fail_on_improvement
+        if session.fail_on_improvement if marker is None else marker:
             message = failure_text(
                 f"{who} improved beyond tolerance against {shown} "
-                f"(--modelprof-strict keeps baselines tight):",
+                f"(fail_on_improvement keeps baselines tight):",
                 rows,
                 tighten,
                 notes,

@@ -89,12 +89,12 @@ class ModelprofFixture:
         dtype: Any = None,
         mode: str | None = None,
         include_backward: bool | None = None,
-        strict: bool | None = None,
+        fail_on_uncounted: bool | None = None,
     ) -> ModelProfile:
         """Profile ``module_or_name``, register it for the gate and return the profile.
 
-        ``dtype``, ``mode``, ``include_backward`` and ``strict`` default to the marker's and go
-        to ``profile_model``.
+        ``dtype``, ``mode`` and ``include_backward`` default to the marker's; they and
+        ``fail_on_uncounted`` go to ``profile_model``.
         """
         __tracebackhide__ = True
         if name is not None and (not isinstance(name, str) or not name):
@@ -104,7 +104,7 @@ class ModelprofFixture:
             input_shape = default_shape
         shape = parse_input_shape(input_shape, "modelprof()")
         given = {"dtype": dtype, "mode": mode, "include_backward": include_backward,
-                 "strict": strict}
+                 "fail_on_uncounted": fail_on_uncounted}
         options = {**capture, **parse_capture_options(
             {k: v for k, v in given.items() if v is not None}, "modelprof()"
         )}

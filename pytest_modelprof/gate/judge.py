@@ -93,7 +93,7 @@ def latency_checks(
     """The latency limits, judged from calibration-normalised timing rounds.
 
     A decisive result beyond a limit the user wrote fails (see :func:`~pytest_modelprof.
-    runtime.latency_gate`); an undecided one, or any with ``timing_strict=False``, is a
+    runtime.latency_gate`); an undecided one, or any with ``timing_verdicts='warn'``, is a
     ``warning`` row. The timing chart reads the rounds from the record and the baseline.
     """
     if timing is None:
@@ -151,7 +151,7 @@ def latency_checks(
         latency_ms=current.latency_ms,
         max_latency_ms=budget.limit if budget is not None else None,
         fast_ms=current.fast_ms,
-        strict=limits.timing_strict,
+        strict=limits.timing_fails,
     )
     figures = (
         f"{metric.format(baseline_ms)} \u2192 {metric.format(current.latency_ms)}"
@@ -163,12 +163,10 @@ def latency_checks(
     said = [r.removeprefix("latency ") for r in decision.reasons]
     if decision.action in ("fail", "warn"):
         reason = "; ".join(said)
-        if decision.action == "warn" and limits.timing_strict is False:
-            reason += "; timing_strict=False keeps this a warning"
+        if decision.action == "warn" and limits.timing_fails is False:
+            reason += "; timing_verdicts='warn' keeps this a warning"
         elif decision.action == "warn":
-            reason += (
-                "; not decided: timing_strict=True (or --modelprof-timing-strict) makes it fail"
-            )
+            reason += "; not decided: timing_verdicts='fail' makes it fail"
         verdict = "regressed" if decision.action == "fail" else "warning"
     elif getattr(decision, "notes", None):  # inconclusive: too noisy to decide, said so
         verdict = "warning"
@@ -193,13 +191,13 @@ def latency_checks(
         how = "paired" if paired is not None else "normalised"
         delta = f"{comparison.slowdown * 100:+.1f} % ({how}{sure})"
     # Only a budget that fired is hard: a relative slowdown is what updating the baseline fixes.
-    # A median over the budget fires it when the fast rounds agree (or timing_strict=True fails
+    # A median over the budget fires it when the fast rounds agree (or timing_verdicts='fail' fails
     # it anyway); one the fast rounds do not confirm only warns, so it makes no row hard.
     over_budget = (
         budget is not None
         and current.latency_ms > budget.limit
         and (
-            limits.timing_strict is True or current.fast_ms > budget.limit
+            limits.timing_fails is True or current.fast_ms > budget.limit
         )
     )
     return [
@@ -224,7 +222,7 @@ def latency_checks(
 def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
     """One row per growth limit and swept axis: the fitted exponent against its limit.
 
-    Latency exponents are as noisy as latency and warn unless ``timing_strict=True``. A scope
+    Latency exponents are as noisy as latency and warn unless ``timing_verdicts='fail'``. A scope
     is named only for the metric the sweep fitted per module (FLOPs).
     """
     if sweep is None or not limits.growth:
@@ -254,7 +252,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency_ms" and limits.timing_strict is not True
+                noisy = metric_name == "latency_ms" and limits.timing_fails is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -365,9 +363,9 @@ def uncounted_check(
     """Ops without a cost formula, per op: calls and bytes against the baseline's.
 
     Their cost is missing from every total, so a new one, more calls of one or more bytes
-    moved by one fails; with ``strict`` any uncounted op fails. Bytes depend on kernels: with
-    ``env_changed`` (another torch, device, ...) more bytes alone only warn, as the byte
-    metrics do.
+    moved by one fails; with ``fail_on_uncounted`` any uncounted op fails. Bytes depend on
+    kernels: with ``env_changed`` (another torch, device, ...) more bytes alone only warn, as the
+    byte metrics do.
     """
     now = dict(current.uncounted_ops or {})
     before = baseline.uncounted_ops if baseline is not None else None
@@ -376,9 +374,10 @@ def uncounted_check(
     listing = ", ".join(f"{op} \u00d7{n}" for op, n in sorted(now.items())) or "none"
     detail: dict[str, Any] = {"ops": now}
     missing_cost = "no cost formula, so their cost is missing from every total"
-    if limits.strict and now:
+    if limits.fail_on_uncounted and now:
         verdict, reason = "regressed", (
-            f"{listing} have no cost formula (strict=True); {REGISTER_HINT}, or drop strict"
+            f"{listing} have no cost formula (fail_on_uncounted); {REGISTER_HINT}, or drop "
+            "fail_on_uncounted"
         )
     elif baseline is None or before is None:
         why = "no baseline yet" if baseline is None else "the baseline did not record them"
@@ -425,7 +424,10 @@ def uncounted_check(
             # The figures are calls (all uncounted ops together), as the reason's are.
             current=float(sum(now.values())),
             baseline=float(sum(before.values())) if before is not None else None,
-            limit="strict" if limits.strict else "no new op, no more calls or bytes",
+            limit=(
+                "fail_on_uncounted" if limits.fail_on_uncounted
+                else "no new op, no more calls or bytes"
+            ),
             current_text=_calls_text(now),
             baseline_text=_calls_text(before) if before is not None else DASH,
             delta_text=(
@@ -433,7 +435,7 @@ def uncounted_check(
                 if before is not None and sum(now.values()) != sum(before.values())
                 else DASH
             ),
-            hard=limits.strict and bool(now),
+            hard=limits.fail_on_uncounted and bool(now),
             detail=detail,
         )
     ]
@@ -471,11 +473,11 @@ def judge(
     baseline: BaselineDocument | None,
     limits: Limits,
     *,
-    env_strict: bool = False,
+    fail_on_environment: bool = False,
 ) -> Comparison:
     """Every limit of one profile as rows: the table metrics, then the rules of their own."""
     timed = evidence.timing is not None
-    policy: Policy = limits.policy(env_strict=env_strict)
+    policy: Policy = limits.policy(fail_on_environment=fail_on_environment)
     compiled = compile_metrics()
     comparison = compare(
         evidence.document, baseline, policy,
@@ -484,7 +486,7 @@ def judge(
     # The compile metrics' rows, in their table places: compared as counts, breaks named.
     order = {m.name: i for i, m in enumerate(METRICS)}
     rows = (*comparison.checks, *compile_checks(
-        evidence.document, baseline, policy, timing_strict=limits.timing_strict is True
+        evidence.document, baseline, policy, timing_fail=limits.timing_fails is True
     ))
     comparison = replace(comparison, checks=tuple(sorted(rows, key=lambda c: order[c.metric])))
     extra: Sequence[Check] = [
@@ -495,7 +497,7 @@ def judge(
             evidence.document,
             baseline,
             limits,
-            env_changed=bool(comparison.environment) and not env_strict,
+            env_changed=bool(comparison.environment) and not fail_on_environment,
         ),
         *capture_check(evidence.document, baseline),
     ]

@@ -1,9 +1,11 @@
 """Gate settings, resolved once into frozen values. Precedence: marker > CLI > ini > built-in.
 
 :func:`resolve_session` turns the CLI and ini values into :class:`SessionSettings` at configure
-time; :func:`resolve_marker` layers one test's ``@pytest.mark.profile`` on top. Every error is a
+time; :func:`resolve_marker` layers one test's ``@pytest.mark.profile`` on top. A limit is
+written ``NAME=VALUE`` everywhere: a marker keyword, ``--modelprof-limit`` (repeatable), a line of
+the ``modelprof_limits`` ini list, ``modelprof compare --limit``. Every error is a
 :class:`~pytest_modelprof.errors.SettingsError` that names where the bad value came from
-(``--modelprof-max-flops-delta``, ``ini modelprof_max_flops_delta``, ``marker on <nodeid>``).
+(``--modelprof-limit``, ``ini modelprof_limits``, ``marker on <nodeid>``).
 
 Standard library only (plus the light tolerance and metric tables): the plugin calls this at
 start-up in every run, so it must not import pydantic or torch.
@@ -11,9 +13,7 @@ start-up in every run, so it must not import pydantic or torch.
 
 from __future__ import annotations
 
-import difflib
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -31,16 +31,23 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
     shown,
 )
-from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.errors import SettingsError, did_you_mean
 from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
+from pytest_modelprof.gate.setting_values import (
+    TIMING_VERDICTS,
+    parse_bool,
+    parse_exponent,
+    parse_rounds,
+    parse_verdicts,
+)
 from pytest_modelprof.gate.shapes import parse_input_shape, parse_sweep
 from pytest_modelprof.instructions.mode import instructions_mode
 from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
-    "FVCORE_KEYS",
-    "TIMING_KEYS",
-    "BOOL_KEYS",
+    "SETTINGS",
+    "SESSION_SETTINGS",
+    "TIMING_VERDICTS",
     "DEFAULT_TIMING_ROUNDS",
     "LIMIT_NAMES",
     "MARKER_ARGS",
@@ -55,41 +62,46 @@ __all__ = [
     "resolve_marker",
     "parse_input_shape",
     "parse_capture_options",
-    "did_you_mean",
+    "parse_limit_items",
     "limit_names",
     "MODES",
 ]
 
-FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")
-#: ``timing_strict``: unset, a decisive latency regression beyond a limit fails and an undecided
-#: one warns; ``False`` keeps every timing limit warn-only; ``True`` fails every timing limit
-#: (compile time, latency growth) too. ``timing_rounds`` rounds per measurement.
-TIMING_KEYS: Final = ("timing_strict", "timing_rounds")
-#: Settings that are switches (a flag on the command line, a bool in the ini file).
-#: ``strict_ops``: any op without a cost formula fails (a *new* one always does).
-BOOL_KEYS: Final = ("fvcore", "timing_strict", "strict_ops")
-#: Every limit-like setting, in the order the help text lists them.
+#: Settings: how a test is measured and judged, not a limit on a metric. Marker keywords; the
+#: few a CI sets run-wide have a flag and an ini key too (:data:`SESSION_SETTINGS`).
+#: ``fvcore``: cross-check FLOPs against fvcore. ``timing_verdicts``: unset, a decisive latency
+#: regression beyond a limit fails and an undecided one warns; ``"fail"`` fails every timing
+#: limit (compile time, latency growth) too; ``"warn"`` keeps them all warnings.
+#: ``timing_rounds``: rounds per measurement. ``fail_on_uncounted``: any op without a cost
+#: formula fails (a *new* one always does). ``fail_on_improvement``: an improvement beyond
+#: tolerance fails, so baselines stay tight. ``compile_dynamic``: ``torch.compile(dynamic=)``.
+SETTINGS: Final = (
+    "fvcore", "timing_verdicts", "timing_rounds", "fail_on_uncounted", "fail_on_improvement",
+    "compile_dynamic",
+)
+#: The settings with a run-wide ``--modelprof-<name>`` flag and ``modelprof_<name>`` ini key
+#: (``fvcore`` has the flag only): the base every marker is resolved over.
+SESSION_SETTINGS: Final = ("fail_on_improvement", "fail_on_uncounted", "timing_verdicts")
+#: Every limit name (the built-in metrics'), in the order the reference lists them.
 LIMIT_NAMES: Final[tuple[str, ...]] = (
     *(m.delta_key for m in METRICS),
     *(m.budget_key for m in METRICS if m.budget_key),
-    *FVCORE_KEYS,
-    *TIMING_KEYS,
-    "strict_ops",
-    "compile_dynamic",
+    "max_fvcore_delta",  # how far the FLOPs may disagree with fvcore's (with fvcore=True)
     *GROWTH_LIMITS,
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
-#: ``dtype``, ``mode``, ``include_backward``, ``strict`` go to ``profile_model``, STEP_ARGS to fit).
+#: ``dtype``, ``mode``, ``include_backward`` go to ``profile_model``, STEP_ARGS to fit).
 MARKER_ARGS: Final = (
     "model", "input_shape", "inputs", "device", "name", "sweep",
-    "dtype", "mode", "include_backward", "strict", "llm", *STEP_ARGS,
+    "dtype", "mode", "include_backward", "llm", *STEP_ARGS,
 )
+#: The marker's signature as ``pytest --markers`` shows it (limits by pattern, not one by one).
 MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
-    "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, optimizer='adamw', "
-    "precision='fp32', devices=1, shard='none', checkpointing=False, "
-    + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
-    + ")"
+    "dtype=None, mode='auto', include_backward=False, llm=None, optimizer='adamw', "
+    "precision='fp32', device_count=1, shard='none', checkpointing=False, fvcore=False, "
+    "timing_verdicts=None, timing_rounds=100, fail_on_uncounted=False, fail_on_improvement=None, "
+    "compile_dynamic=None, max_<metric>=None, max_<metric>_delta=None, max_<metric>_growth=None)"
 )
 #: The capture modes ``mode=`` accepts (see ``profile_model``).
 MODES: Final = ("auto", "meta", "fake", "real")
@@ -104,31 +116,61 @@ def limit_names() -> tuple[str, ...]:
 
 
 def cli_flag(key: str) -> str:
-    """``max_flops_delta`` -> ``--modelprof-max-flops-delta``."""
+    """``fail_on_improvement`` -> ``--modelprof-fail-on-improvement``."""
     return "--modelprof-" + key.replace("_", "-")
 
 
 def ini_key(key: str) -> str:
-    """``max_flops_delta`` -> ``modelprof_max_flops_delta``."""
+    """``fail_on_improvement`` -> ``modelprof_fail_on_improvement``."""
     return "modelprof_" + key
+
+
+def parse_limit_items(
+    items: Iterable[str], source: str, names: Sequence[str] | None = None
+) -> dict[str, str]:
+    """``["max_flops_delta=5%", ...]`` -> ``{"max_flops_delta": "5%"}``, in order (a later item
+    wins). A missing ``=`` or a name not in ``names`` (default: :func:`limit_names`) is a
+    :class:`SettingsError` that names ``source`` and the nearest names; the values are checked
+    by :meth:`Limits.with_values`."""
+    known = limit_names() if names is None else names
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = str(item).partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise SettingsError(
+                f"{source}: expected NAME=VALUE such as max_flops_delta=5%, got {str(item)!r}"
+            )
+        if name not in known:
+            what = "a setting, not a limit" if name in SETTINGS else "not a limit"
+            hint = did_you_mean(name, known) or (
+                f"; set it as @pytest.mark.profile({name}=...)" if name in SETTINGS else ""
+            )
+            raise SettingsError(
+                f"{source}: {name!r} is {what}{hint}; limits are max_<metric> (a budget), "
+                "max_<metric>_delta (relative) and max_<metric>_growth (a sweep's exponent)"
+            )
+        out[name] = value.strip()
+    return out
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Tolerances and budgets by metric name, plus the fvcore cross-check switch."""
+    """Tolerances and budgets by metric name, plus the settings (:data:`SETTINGS`)."""
 
     tolerances: Mapping[str, Tolerance] = field(default_factory=dict)
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     explicit: frozenset[str] = frozenset()
     fvcore: bool = False
     max_fvcore_delta: Tolerance = DEFAULT_FVCORE_DELTA
-    timing_strict: bool | None = None  # None: decisive latency regressions fail (see above)
+    timing_verdicts: str | None = None  # None: decisive latency regressions fail (see above)
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
     growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
-    strict_ops: bool = False  # any uncounted op fails, not only a new one
+    fail_on_uncounted: bool = False  # any uncounted op fails, not only a new one
     # torch.compile(dynamic=...) for the compile-health limits: None is torch's default
     # (automatic dynamic shapes after a recompile), True or False force it.
     compile_dynamic: bool | None = None
+    fail_on_improvement: bool | None = None  # None: the session's --modelprof-fail-on-improvement
 
     def limited(self, metric: str) -> bool:
         """Whether a limit on ``metric`` was set explicitly and is not ``"ignore"``.
@@ -145,13 +187,16 @@ class Limits:
         return self.limited("latency_ms")
 
     @property
-    def strict(self) -> bool:
-        """Whether every uncounted op fails (``strict_ops``)."""
-        return self.strict_ops
+    def timing_fails(self) -> bool | None:
+        """``timing_verdicts`` as the timing judges take it: ``True`` every timing limit fails,
+        ``False`` all warn, ``None`` a decisive latency regression fails."""
+        return None if self.timing_verdicts is None else self.timing_verdicts == "fail"
 
-    def policy(self, *, env_strict: bool = False) -> Policy:
+    def policy(self, *, fail_on_environment: bool = False) -> Policy:
         """The pure comparison policy these limits describe."""
-        return Policy(dict(self.tolerances), dict(self.budgets), self.explicit, env_strict)
+        return Policy(
+            dict(self.tolerances), dict(self.budgets), self.explicit, fail_on_environment
+        )
 
     def describe(self) -> dict[str, str]:
         """Every effective limit as text, for the ``settings`` of a baseline file."""
@@ -170,49 +215,52 @@ class Limits:
             out["fvcore"] = "true"
             out["max_fvcore_delta"] = format_tolerance(self.max_fvcore_delta)
         if self.wants_latency:
-            strict = self.timing_strict
-            out["timing_strict"] = "auto" if strict is None else ("true" if strict else "false")
+            out["timing_verdicts"] = self.timing_verdicts or "auto"
             out["timing_rounds"] = str(self.timing_rounds)
         for key, exponent in sorted(self.growth.items()):
             out[key] = f"{exponent:g}"
-        if self.strict_ops:
-            out["strict_ops"] = "true"
+        if self.fail_on_uncounted:
+            out["fail_on_uncounted"] = "true"
         if self.compile_dynamic is not None:
             out["compile_dynamic"] = "true" if self.compile_dynamic else "false"
         return out
 
     def with_values(self, values: Mapping[str, object], source: str) -> Limits:
-        """These limits overridden by ``values`` (limit name -> raw value) from ``source``."""
+        """These limits overridden by ``values`` (limit or setting name -> raw value) from
+        ``source``."""
         tolerances = dict(self.tolerances)
         budgets = dict(self.budgets)
         explicit = set(self.explicit)
         fvcore, fvcore_delta = self.fvcore, self.max_fvcore_delta
-        timing_strict, timing_rounds = self.timing_strict, self.timing_rounds
+        timing_verdicts, timing_rounds = self.timing_verdicts, self.timing_rounds
         growth = dict(self.growth)
-        strict_ops = self.strict_ops
+        fail_on_uncounted = self.fail_on_uncounted
         compile_dynamic = self.compile_dynamic
+        fail_on_improvement = self.fail_on_improvement
         for key, raw in values.items():
             if raw is None:
                 continue  # None is "not given": the limit of the level below (or the default)
             try:
                 if key == "compile_dynamic":
                     auto = str(raw).strip().lower() == "auto"
-                    compile_dynamic = None if auto else _parse_bool(raw)
-                elif key == "strict_ops":
-                    strict_ops = _parse_bool(raw)
+                    compile_dynamic = None if auto else parse_bool(raw)
+                elif key == "fail_on_uncounted":
+                    fail_on_uncounted = parse_bool(raw)
+                elif key == "fail_on_improvement":
+                    fail_on_improvement = parse_bool(raw)
                 elif key == "fvcore":
-                    fvcore = _parse_bool(raw)
+                    fvcore = parse_bool(raw)
                 elif key == "max_fvcore_delta":
                     fvcore_delta = parse_tolerance(raw)
-                elif key == "timing_strict":
-                    timing_strict = _parse_bool(raw)
+                elif key == "timing_verdicts":
+                    timing_verdicts = parse_verdicts(raw)
                 elif key == "timing_rounds":
-                    timing_rounds = _parse_rounds(raw)
+                    timing_rounds = parse_rounds(raw)
                 elif key in GROWTH_LIMITS:
                     if is_off(raw):  # as a tolerance is switched off: nothing is swept for it
                         growth.pop(key, None)
                     else:
-                        growth[key] = _parse_exponent(raw)
+                        growth[key] = parse_exponent(raw)
                 else:
                     metric = LIMIT_KEYS[key]
                     if key == metric.delta_key:
@@ -230,7 +278,8 @@ class Limits:
                 ) from None
         return Limits(
             tolerances, budgets, frozenset(explicit), fvcore, fvcore_delta,
-            timing_strict, timing_rounds, growth, strict_ops, compile_dynamic,
+            timing_verdicts, timing_rounds, growth, fail_on_uncounted, compile_dynamic,
+            fail_on_improvement,
         )
 
 
@@ -240,11 +289,12 @@ class SessionSettings:
 
     baseline_dir: Path
     update: bool = False
-    strict: bool = False
+    # An improvement beyond tolerance fails (a marker's fail_on_improvement overrides it).
+    fail_on_improvement: bool = False
     prune: bool = False
     limits: Limits = Limits()
     # Kernel-dependent counts fail even when the baseline comes from another environment.
-    env_strict: bool = False
+    fail_on_environment: bool = False
     # Run the test bodies without profiling, gating or touching baselines.
     disable: bool = False
     # Without valgrind, a test with an instructions limit errors ("error") or is skipped.
@@ -254,7 +304,9 @@ class SessionSettings:
         """The line the plugin prints in the session header."""
         if self.disable:
             return "modelprof: disabled (--modelprof-disable): tests run without profiling"
-        mode = "update" if self.update else ("strict" if self.strict else "check")
+        mode = "update" if self.update else (
+            "fail on improvement" if self.fail_on_improvement else "check"
+        )
         return f"modelprof: baselines in {self.baseline_dir} ({mode})"
 
 
@@ -270,9 +322,9 @@ class ProfileRequest:
     dtype: str | None = None
     mode: str = "auto"
     include_backward: bool = False
-    strict: bool = False
+    fail_on_uncounted: bool = False  # profile_model raises on an op without a cost formula
     llm: tuple[tuple[str, Any], ...] | None = None  # the marker's llm= (serving costs)
-    # optimizer, precision, devices, shard, checkpointing of the memory metrics' step (pairs)
+    # optimizer, precision, device_count, shard, checkpointing of the memory metrics' step (pairs)
     step: tuple[tuple[str, Any], ...] = ()
 
     def engine_kwargs(self) -> dict[str, Any]:
@@ -286,13 +338,14 @@ class ProfileRequest:
             out["mode"] = self.mode
         if self.include_backward:
             out["include_backward"] = True
-        if self.strict:
-            out["strict"] = True
+        if self.fail_on_uncounted:
+            out["fail_on_uncounted"] = True
         return out
 
 
 def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str, Any]:
-    """``dtype``, ``mode``, ``include_backward`` and ``strict`` of a marker or fixture call."""
+    """``dtype``, ``mode``, ``include_backward`` and ``fail_on_uncounted`` of a marker or fixture
+    call."""
     out: dict[str, Any] = {}
     dtype = values.get("dtype")
     if dtype is not None:
@@ -308,7 +361,7 @@ def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str
                 f"{', '.join(MODES)}{did_you_mean(str(mode), MODES)}"
             )
         out["mode"] = mode
-    for key in ("include_backward", "strict"):
+    for key in ("include_backward", "fail_on_uncounted"):
         raw = values.get(key)
         if raw is not None:
             if not isinstance(raw, bool):
@@ -321,12 +374,6 @@ def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str
     return out
 
 
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """``"; did you mean max_flops_delta?"`` for a near miss, else ``""``."""
-    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(close)}?" if close else ""
-
-
 @dataclass(frozen=True)
 class MarkerSpec:
     """One test's ``@pytest.mark.profile``, resolved over the session settings."""
@@ -337,52 +384,11 @@ class MarkerSpec:
     device: str | None
     limits: Limits
     sweep: Mapping[str, list[int]] | None = None
-    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, backward, strict, llm
+    capture: Mapping[str, Any] = field(default_factory=dict)  # dtype, mode, ..., llm, step
 
 
 def _why(exc: BaseException) -> str:
     return str(exc.args[0]) if exc.args else type(exc).__name__
-
-
-def _parse_bool(raw: object) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str):
-        text = raw.strip().lower()
-        if text in {"1", "true", "yes", "on"}:
-            return True
-        if text in {"0", "false", "no", "off", ""}:
-            return False
-    raise ValueError(f"expected true or false, got {raw!r}")
-
-
-#: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
-MAX_TIMING_ROUNDS: Final = 100_000
-
-
-def _parse_rounds(raw: object) -> int:
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        value = raw
-    else:
-        try:
-            value = int(str(raw)) if not isinstance(raw, bool) else -1
-        except ValueError:
-            value = -1
-    if not 10 <= value <= MAX_TIMING_ROUNDS:
-        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
-    return value
-
-
-def _parse_exponent(raw: object) -> float:
-    if isinstance(raw, bool):
-        raise ValueError("expected a growth exponent such as 1.1")
-    try:
-        value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
-    except OverflowError:
-        value = math.inf
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError("a growth exponent must be a finite number > 0")
-    return value
 
 
 def _given(value: object) -> bool:
@@ -397,16 +403,10 @@ def resolve_session(
     invocation_dir: Path,
     ini_dir: Path | None = None,
 ) -> SessionSettings:
-    """CLI over ini over built-in defaults. Keys are setting names (``max_flops_delta``,
-    ``baseline_dir``, ``strict``, ...); ``None`` or ``""`` means not given."""
-    limits = Limits()
-    ini_values = {k: ini[k] for k in LIMIT_NAMES if _given(ini.get(k))}
-    for key, raw in ini_values.items():
-        limits = limits.with_values({key: raw}, f"ini {ini_key(key)}")
-    for key in LIMIT_NAMES:
-        if _given(cli.get(key)):
-            limits = limits.with_values({key: cli[key]}, cli_flag(key))
-
+    """CLI over ini over built-in defaults. Keys are setting names (``baseline_dir``,
+    ``fail_on_improvement``, ...; ``None`` or ``""`` means not given) and ``limit``, the
+    ``NAME=VALUE`` items of ``--modelprof-limit`` and of the ``modelprof_limits`` ini list."""
+    limits = _session_limits(cli, ini)
     if _given(cli.get("baseline_dir")):
         baseline_dir = invocation_dir / str(cli["baseline_dir"])
     elif _given(ini.get("baseline_dir")):
@@ -418,21 +418,45 @@ def resolve_session(
         for source, values in ((cli_flag(key), cli), (f"ini {ini_key(key)}", ini)):
             if _given(values.get(key)):
                 try:
-                    return _parse_bool(values[key])
+                    return parse_bool(values[key])
                 except ValueError as exc:
                     raise SettingsError(f"{source}: {_why(exc)}") from None
         return False
 
     return SessionSettings(
         baseline_dir=Path(baseline_dir).resolve(),
-        update=flag("update"),
-        strict=flag("strict"),
-        prune=flag("prune"),
+        update=flag("update_baselines"),
+        fail_on_improvement=flag("fail_on_improvement"),
+        prune=flag("prune_baselines"),
         limits=limits,
-        env_strict=flag("env_strict"),
+        fail_on_environment=flag("fail_on_environment"),
         disable=flag("disable"),
         instructions=instructions_mode(cli, ini),
     )
+
+
+def _session_limits(cli: Mapping[str, object], ini: Mapping[str, object]) -> Limits:
+    """The limits and session settings of the ini file, then the command line's over them."""
+    limits = Limits()
+    for values, from_ini in ((ini, True), (cli, False)):
+        source = f"ini {ini_key('limits')}" if from_ini else "--modelprof-limit"
+        for item in _items(values.get("limit")):
+            # One item at a time: an error is about the ini line or the flag value at fault.
+            limits = limits.with_values(parse_limit_items([item], source), source)
+        for key in (*SESSION_SETTINGS, "fvcore"):
+            if _given(values.get(key)):
+                where = f"ini {ini_key(key)}" if from_ini else cli_flag(key)
+                limits = limits.with_values({key: values[key]}, where)
+    return limits
+
+
+def _items(raw: object) -> list[str]:
+    """The ``NAME=VALUE`` items of a repeated flag or an ini line list."""
+    if raw is None or raw == "":
+        return []
+    if isinstance(raw, str):
+        return [line for line in raw.splitlines() if line.strip()]
+    return [str(item) for item in raw if str(item).strip()]  # type: ignore[attr-defined]
 
 
 def resolve_marker(
@@ -447,23 +471,23 @@ def resolve_marker(
     if len(args) > 1:
         raise SettingsError(
             f"{source}: profile() takes at most one positional argument (the model), "
-            f"got {len(args)}; pass the rest by keyword: {MARKER_SIGNATURE}"
+            f"got {len(args)}; pass the rest by keyword, e.g. input_shape=(1, 3, 224, 224)"
         )
     values = dict(kwargs)
     if args:
         if "model" in values:
             raise SettingsError(f"{source}: model given both positionally and as model=")
         values["model"] = args[0]
-    known = (*MARKER_ARGS, *limit_names())
+    known = (*MARKER_ARGS, *SETTINGS, *limit_names())
     unknown = sorted(k for k in values if k not in known)
     if unknown:
         near = [did_you_mean(k, known) for k in unknown]
-        hints = "".join(near)
         raise SettingsError(
             f"{source}: unknown argument{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(unknown)} for @pytest.mark.profile"
-            # A near miss says enough; the whole signature is for a word nothing resembles.
-            + (hints if all(near) else f"{hints}; expected {MARKER_SIGNATURE}")
+            f"{', '.join(unknown)} for @pytest.mark.profile{''.join(near)}"
+            # A near miss says enough; a word nothing resembles gets the patterns, not the list.
+            + ("" if all(near) else "; a limit is max_<metric>, max_<metric>_delta or "
+               "max_<metric>_growth; pytest --markers lists the other arguments")
         )
     name = values.get("name")
     if name is not None and (not isinstance(name, str) or not name):
@@ -472,10 +496,13 @@ def resolve_marker(
     if device is not None and not isinstance(device, str):
         device = str(device)  # torch.device("cpu") -> "cpu"
     input_shape = parse_input_shape(values.get("input_shape"), source)
+    # fail_on_uncounted is both: profile_model raises at the profile (the fixture's calls too),
+    # and the gate fails on any uncounted op of a profile that got through.
     capture = parse_capture_options(values, source)
     if values.get("llm") is not None:  # serving costs; a fixture call inherits it as capture does
         capture["llm"] = parse_llm(values["llm"], source)
-    limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
+    names = (*SETTINGS, *limit_names())
+    limits = base.with_values({k: v for k, v in values.items() if k in names}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
     marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and k in limits.growth)

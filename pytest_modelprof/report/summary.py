@@ -67,7 +67,7 @@ def environment_line(
         f"{n} baseline{'s' if n != 1 else ''} recorded in another environment "
         f"({'; '.join(changes)}): kernel-dependent counts warn until you re-record "
         f"({listed}--modelprof-update-baselines re-records, "
-        "--modelprof-env-strict fails them instead)"
+        "--modelprof-fail-on-environment fails them instead)"
     )
 
 

@@ -34,7 +34,7 @@ STATUS_ORDER: Final[tuple[Status, ...]] = (
     "regressed",
     "missing",
     "error",
-    "warning",  # a limit is crossed but does not fail (undecided timing, timing_strict=False)
+    "warning",  # a limit is crossed but does not fail (undecided timing, timing_verdicts='warn')
     "improved",
     "updated",
     "new",

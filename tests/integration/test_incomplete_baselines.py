@@ -145,7 +145,7 @@ def test_a_limit_written_for_a_figure_the_baseline_lacks_fails(
     (pytester.path / "width.txt").write_text("16")
     del data["metrics"]["subgraphs"]  # type: ignore[attr-defined]
     _write(pytester, data)
-    result = pytester.runpytest("--modelprof-max-subgraphs-delta=0")
+    result = pytester.runpytest("--modelprof-limit=max_subgraphs_delta=0")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [

@@ -1,11 +1,14 @@
-"""Default limits from the CLI and the ini file; precedence marker > CLI > ini > built-in."""
+"""Limits for every test: ``--modelprof-limit NAME=VALUE`` (repeatable) and the ``modelprof_limits``
+ini list, in the marker's grammar; precedence marker > CLI > ini > built-in."""
 
 from __future__ import annotations
 
 import pytest
 from modelprof_testing import Project
 
-from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof._options import OPTIONS, Option
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.gate.settings import LIMIT_NAMES, SETTINGS, Limits
 
 PLAIN = """
 import pytest
@@ -29,50 +32,88 @@ def _grow(project: Project) -> None:
     project.set_costs(tiny={"flops": 1_200_000, "ai": 10.0})  # +20 % FLOPs and MACs
 
 
+def _ini(*lines: str) -> str:
+    return "[pytest]\nmodelprof_limits =\n" + "".join(f"    {line}\n" for line in lines)
+
+
 def test_builtin_default_is_exact(project: Project) -> None:
     _grow(project)
     project.run().assert_outcomes(failed=2)
 
 
-def test_ini_default(project: Project) -> None:
+@pytest.mark.parametrize(("delta", "passed"), [("0.01", 0), ("25%", 1)])
+def test_a_limit_flag_reaches_the_judge(project: Project, delta: str, passed: int) -> None:
     _grow(project)
-    project.pytester.makeini(
-        "[pytest]\nmodelprof_max_flops_delta = 25%\nmodelprof_max_macs_delta = 0.25\n"
+    result = project.run(
+        "--modelprof-limit", f"max_flops_delta={delta}", f"--modelprof-limit=max_macs_delta={delta}"
     )
-    result = project.run()
-    result.assert_outcomes(passed=1, failed=1)  # the marker's 1 % beats the ini's 25 %
+    result.assert_outcomes(passed=passed, failed=2 - passed)  # the marker's 1 % always fails
+
+
+@pytest.mark.parametrize(("delta", "passed"), [("0.01", 0), ("25%", 1)])
+def test_the_ini_list_reaches_the_judge(project: Project, delta: str, passed: int) -> None:
+    _grow(project)
+    project.pytester.makeini(_ini(f"max_flops_delta = {delta}", f"max_macs_delta={delta}"))
+    result = project.run("--strict-config")
+    result.assert_outcomes(passed=passed, failed=2 - passed)
     result.stdout.fnmatch_lines(["*FAILED test_marked.py::test_marked*"])
 
 
 def test_cli_beats_ini(project: Project) -> None:
     _grow(project)
-    project.pytester.makeini("[pytest]\nmodelprof_max_flops_delta = 0.01\n")
-    result = project.run("--modelprof-max-flops-delta=0.3", "--modelprof-max-macs-delta=0.3")
+    project.pytester.makeini(_ini("max_flops_delta = 0.01", "max_macs_delta = 0.01"))
+    result = project.run("--modelprof-limit=max_flops_delta=0.3", "--modelprof-limit",
+                         "max_macs_delta=0.3")
     result.assert_outcomes(passed=1, failed=1)
 
 
-def test_cli_budget(project: Project) -> None:
+@pytest.mark.parametrize(("budget", "passed"), [("100K", 0), ("9G", 1)])
+def test_cli_budget(project: Project, budget: str, passed: int) -> None:
     project.pytester.makepyfile(test_plain=PLAIN)
-    result = project.run("--modelprof-update-baselines", "--modelprof-max-flops=100K")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*over budget max_flops=100 KFLOPs*"])
+    result = project.run("--modelprof-update-baselines", f"--modelprof-limit=max_flops={budget}")
+    result.assert_outcomes(passed=passed, failed=1 - passed)
+    if not passed:
+        result.stdout.fnmatch_lines(["*over budget max_flops=100 KFLOPs*"])
 
 
 def test_bad_cli_value_is_a_usage_error(project: Project) -> None:
     project.pytester.makepyfile(test_plain=PLAIN)
-    result = project.run("--modelprof-max-flops-delta=lots")
+    result = project.run("--modelprof-limit=max_flops_delta=lots")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*pytest-modelprof: --modelprof-max-flops-delta: bad value for max_flops_delta='lots'*"]
+        ["*pytest-modelprof: --modelprof-limit: bad value for max_flops_delta='lots'*"]
     )
 
 
-def test_bad_ini_value_names_the_key(project: Project) -> None:
-    project.pytester.makeini("[pytest]\nmodelprof_max_memory = huge\n")
+def test_bad_ini_value_names_the_list(project: Project) -> None:
+    project.pytester.makeini(_ini("max_flops_delta = 5%", "max_params = huge"))
     project.pytester.makepyfile(test_plain=PLAIN)
     result = project.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ini modelprof_max_memory: bad value for max_memory='huge'*"])
+    result.stderr.fnmatch_lines(["*ini modelprof_limits: bad value for max_params='huge'*"])
+
+
+@pytest.mark.parametrize("where", ["cli", "ini"])
+def test_a_mistyped_name_gets_the_nearest_and_its_source(project: Project, where: str) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    if where == "ini":
+        project.pytester.makeini(_ini("max_flop_delta = 5%"))
+        result = project.run()
+    else:
+        result = project.run("--modelprof-limit", "max_flop_delta=5%")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    source = "ini modelprof_limits" if where == "ini" else "--modelprof-limit"
+    result.stderr.fnmatch_lines(
+        [f"*pytest-modelprof: {source}: 'max_flop_delta' is not a limit; "
+         "did you mean 'max_flops_delta'*"]
+    )
+
+
+def test_no_limit_has_a_flag_of_its_own(project: Project) -> None:
+    project.pytester.makepyfile(test_plain=PLAIN)
+    result = project.run("--modelprof-max-flops-delta=0.1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --modelprof-max-flops-delta=0.1*"])
 
 
 # An inner test that fails unless the session's limits, the base every marker is resolved over
@@ -88,53 +129,87 @@ def test_the_value_reaches_the_limits(request):
     assert expected != Limits()
     assert limits == expected
 """
-# A value for each limit unlike its ini value below, so the run shows the flag's value won.
-CLI_VALUES = {
-    "max_latency_ms": "5",
-    "max_memory": "120MB",
-    "max_flops": "9G",
-    "max_params": "30M",
-    "timing_rounds": "20",
-    "compile_dynamic": "true",
-}
-INI_VALUES = {
-    "max_latency_ms": "7",
-    "max_memory": "1GB",
-    "max_flops": "3G",
-    "max_params": "2M",
-    "timing_rounds": "30",
-    "compile_dynamic": "false",
-}
 
 
-@pytest.mark.parametrize("key", [k for k in LIMIT_NAMES if k not in BOOL_KEYS])
-def test_every_limit_flag_reaches_the_limits(project: Project, key: str) -> None:
-    value = CLI_VALUES.get(key, "0.1")
-    project.pytester.makeini(f"[pytest]\n{ini_key(key)} = {INI_VALUES.get(key, '0.3')}\n")
+def _accepted(key: str, *candidates: str) -> str:
+    """The first of ``candidates`` that ``key`` takes (a fraction, a time, an exponent...)."""
+    for value in candidates:
+        try:
+            Limits().with_values({key: value}, "probe")
+        except SettingsError:
+            continue
+        return value
+    raise AssertionError(f"no candidate value for {key}")
+
+
+# A value for each limit unlike its ini value, so a run shows the flag's value won.
+@pytest.mark.parametrize("key", LIMIT_NAMES)
+def test_every_limit_reaches_the_limits_from_the_flag(project: Project, key: str) -> None:
+    value = _accepted(key, "0.1", "5ms")
+    project.pytester.makeini(_ini(f"{key} = {_accepted(key, '0.3', '7ms')}"))
     project.pytester.makepyfile(test_reaches=REACHES.format(key=key, value=value))
-    project.run(f"{cli_flag(key)}={value}", "--strict-config").assert_outcomes(passed=1)
+    project.run(f"--modelprof-limit={key}={value}", "--strict-config").assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("key", BOOL_KEYS)
-def test_every_switch_flag_reaches_the_limits(project: Project, key: str) -> None:
-    project.pytester.makeini(f"[pytest]\n{ini_key(key)} = false\n")
-    project.pytester.makepyfile(test_reaches=REACHES.format(key=key, value="true"))
-    project.run(cli_flag(key), "--strict-config").assert_outcomes(passed=1)
+@pytest.mark.parametrize("key", LIMIT_NAMES)
+def test_every_limit_reaches_the_limits_from_the_ini_list(project: Project, key: str) -> None:
+    value = _accepted(key, "0.3", "7ms")
+    project.pytester.makeini(_ini("max_flops_delta = 0.2", f"{key} = {value}"))
+    earlier = "Limits().with_values({{'max_flops_delta': 0.2}}, 'x')"
+    inner = REACHES.replace("Limits().with_values(", f"{earlier}.with_values(")
+    if key == "max_flops_delta":  # the later line wins
+        inner = REACHES
+    project.pytester.makepyfile(test_reaches=inner.format(key=key, value=value))
+    project.run("--strict-config").assert_outcomes(passed=1)
+
+
+# The settings a CI sets run-wide: a flag (and mostly an ini key) of their own, not limits.
+GLOBAL_SETTINGS = [o for o in OPTIONS if o.key in SETTINGS]
+
+
+@pytest.mark.parametrize("option", GLOBAL_SETTINGS, ids=lambda o: o.key)
+def test_every_global_setting_reaches_the_limits(project: Project, option: Option) -> None:
+    choices = option.argparse.get("choices")
+    value = str(choices[0]) if choices else "true"
+    args = [f"{option.flag}={value}"] if choices else [option.flag]
+    if option.ini is not None:
+        other = str(choices[-1]) if choices else "false"
+        project.pytester.makeini(f"[pytest]\nmodelprof_{option.ini} = {other}\n")
+    project.pytester.makepyfile(test_reaches=REACHES.format(key=option.key, value=value))
+    project.run(*args, "--strict-config").assert_outcomes(passed=1)
 
 
 def test_a_flag_that_does_not_reach_the_limits_fails_the_check(project: Project) -> None:
     # The check itself can fail: a value other than the flag's is not what the judge receives.
     project.pytester.makepyfile(test_reaches=REACHES.format(key="max_flops_delta", value="0.2"))
-    project.run("--modelprof-max-flops-delta=0.1").assert_outcomes(failed=1)
+    project.run("--modelprof-limit=max_flops_delta=0.1").assert_outcomes(failed=1)
     project.pytester.makepyfile(test_reaches=REACHES.format(key="max_flops_delta", value="0.1"))
     project.run().assert_outcomes(failed=1)  # the flag not given at all
 
 
-def test_bad_timing_rounds_names_its_source(project: Project) -> None:
-    project.pytester.makepyfile(test_plain="def test_nothing():\n    pass\n")
-    result = project.run("--modelprof-timing-rounds=3")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--modelprof-timing-rounds: bad value for timing_rounds='3'*"])
+def test_bad_timing_rounds_in_the_marker_names_its_source(project: Project) -> None:
+    project.pytester.makepyfile(
+        test_plain=PLAIN.replace('model="fake:tiny"', 'model="fake:tiny", timing_rounds=3')
+    )
+    result = project.run()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*marker on test_plain.py::test_plain: bad value for "
+                                 "timing_rounds=3*"])
+
+
+def test_help_shows_our_options_in_one_short_group(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    result = project.run("--help")
+    assert result.ret == pytest.ExitCode.OK
+    ours = [line for line in result.stdout.lines if "modelprof" in line]
+    assert len(ours) <= 40, "\n".join(ours)
+    text = " ".join(result.stdout.str().split())
+    assert "--modelprof-limit=NAME=VALUE a limit for every profiled test, repeatable (a " \
+        "marker's wins): max_flops_delta=5%, max_params=30M" in text
+    assert "modelprof_limits (linelist): limits for every profiled test, one NAME=VALUE " \
+        "per line" in text
 
 
 # -- None, booleans, "none" and 10 as limits ------------------------------------------------------
@@ -164,7 +239,7 @@ def test_none_means_the_default_limit_not_off(project: Project) -> None:
 
 def test_none_keeps_the_cli_limit(project: Project) -> None:
     result = _spelled(project, "None")
-    project.run("--modelprof-max-flops-delta=10%").assert_outcomes(passed=1)
+    project.run("--modelprof-limit=max_flops_delta=10%").assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -212,10 +287,10 @@ def test_cli_and_ini_refuse_what_the_marker_refuses(
 ) -> None:
     project.pytester.makepyfile(test_plain=PLAIN)
     if where == "ini":
-        project.pytester.makeini(f"[pytest]\nmodelprof_max_flops_delta = {value}\n")
+        project.pytester.makeini(_ini(f"max_flops_delta = {value}"))
         result = project.run()
     else:
-        result = project.run(f"--modelprof-max-flops-delta={value}")
+        result = project.run(f"--modelprof-limit=max_flops_delta={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
     assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.lines
@@ -226,17 +301,9 @@ def test_cli_and_ini_take_percentages(project: Project, where: str) -> None:
     project.pytester.makepyfile(test_plain=PLAIN)
     project.run("--modelprof-update-baselines").assert_outcomes(passed=1)
     project.set_costs(tiny={"flops": 1_061_000, "ai": 10.0})
-    args = ["--modelprof-max-macs-delta=ignore"]
+    args = ["--modelprof-limit=max_macs_delta=ignore"]
     if where == "ini":
-        project.pytester.makeini("[pytest]\nmodelprof_max_flops_delta = 150%\n")
+        project.pytester.makeini(_ini("max_flops_delta = 150%"))
     else:
-        args.append("--modelprof-max-flops-delta=150%")
+        args.append("--modelprof-limit=max_flops_delta=150%")
     project.run(*args).assert_outcomes(passed=1)
-
-
-def test_help_states_the_grammar(project: Project) -> None:
-    result = project.run("--help")
-    assert result.ret == pytest.ExitCode.OK
-    text = " ".join(result.stdout.str().split())
-    assert "--modelprof-max-flops-delta=LIMIT default max_flops_delta for every profiled test " \
-        "(0.1 or 10%, exact, ignore; 1 or more only as a percentage such as 150%)" in text

@@ -1,4 +1,5 @@
-"""``--modelprof-strict`` / ini ``modelprof_strict``: improvements beyond tolerance fail."""
+"""``--modelprof-fail-on-improvement`` / ini ``modelprof_fail_on_improvement`` / the marker's
+``fail_on_improvement``: improvements beyond tolerance fail."""
 
 from __future__ import annotations
 
@@ -35,12 +36,12 @@ def test_improvement_passes_with_hint_by_default(project: Project) -> None:
 
 def test_strict_cli(project: Project) -> None:
     _improve(project)
-    result = project.run("--modelprof-strict")
+    result = project.run("--modelprof-fail-on-improvement")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
             "*improved beyond tolerance against baselines/test_a/test_x.json "
-            "(--modelprof-strict keeps baselines tight):",
+            "(fail_on_improvement keeps baselines tight):",
             "*FLOPs: 1 MFLOPs \u2192 800 KFLOPs (-20.0 %, tolerance +10.0 %)*",
         ]
     )
@@ -48,7 +49,7 @@ def test_strict_cli(project: Project) -> None:
 
 def test_strict_ini(project: Project) -> None:
     _improve(project)
-    project.pytester.makeini("[pytest]\nmodelprof_strict = true\n")
+    project.pytester.makeini("[pytest]\nmodelprof_fail_on_improvement = true\n")
     project.run().assert_outcomes(failed=1)
 
 
@@ -56,4 +57,12 @@ def test_small_improvement_within_tolerance_passes_strict(project: Project) -> N
     project.pytester.makepyfile(test_a=TEST)
     project.run("--modelprof-update-baselines")
     project.set_costs(tiny={"flops": 950_000})
-    project.run("--modelprof-strict").assert_outcomes(passed=1)
+    project.run("--modelprof-fail-on-improvement").assert_outcomes(passed=1)
+
+
+def test_the_marker_decides_for_its_test(project: Project) -> None:
+    _improve(project)
+    project.pytester.makepyfile(test_a=TEST.replace("model=", "fail_on_improvement=True, model="))
+    project.run().assert_outcomes(failed=1)
+    project.pytester.makepyfile(test_a=TEST.replace("model=", "fail_on_improvement=False, model="))
+    project.run("--modelprof-fail-on-improvement").assert_outcomes(passed=1)

@@ -1,6 +1,6 @@
-"""Latency limits (noise-robust; a decisive regression beyond the limit fails, timing_strict=False
-keeps warn-only) and growth-exponent limits over a marker's sweep=, with the real engine.
-Subprocess runs (see test_real_engine.py)."""
+"""Latency limits (noise-robust; a decisive regression beyond the limit fails,
+timing_verdicts='warn' keeps warn-only) and growth-exponent limits over a marker's sweep=, with
+the real engine. Subprocess runs (see test_real_engine.py)."""
 
 from __future__ import annotations
 
@@ -38,12 +38,12 @@ def test_default(modelprof):
     modelprof(Net(), input_shape=(8, 64))
 
 
-@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30, timing_strict=False)
+@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30, timing_verdicts="warn")
 def test_warns(modelprof):
     modelprof(Net(), input_shape=(8, 64))
 
 
-@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30, timing_strict=True)
+@pytest.mark.profile(max_latency_delta=0.1, timing_rounds=30, timing_verdicts="fail")
 def test_strict(modelprof):
     modelprof(Net(), input_shape=(8, 64))
 """
@@ -70,7 +70,7 @@ def test_a_decisive_slowdown_fails_and_a_warning_has_its_own_status(
             "*latency: regressed: * \u2192 * ms (fastest 10 %), * % slower * (limit +25 %), conf*",
             "*test_timed.py::test_strict regressed*",
             "warning *test_timed.py::test_warns *",  # the status column of the terminal summary
-            "*warn latency: regressed: *timing_strict=False keeps this a warning*",
+            "*warn latency: regressed: *timing_verdicts='warn' keeps this a warning*",
         ]
     )
     statuses = {

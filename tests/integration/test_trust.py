@@ -86,7 +86,7 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
     _rewrite_environment(project, torch_version="2.99.0")
     # The same model code on another torch: memory moves by -2.6 % (another kernel).
     project.set_costs(tiny={"flops": 1_000_000, "memory": 97_400})
-    strict = project.run("--modelprof-strict")
+    strict = project.run("--modelprof-fail-on-improvement")
     strict.assert_outcomes(passed=1)
     strict.stdout.fnmatch_lines([
         "*warn memory: 100 KB \u2192 97.4 KB (-2.6 %"
@@ -108,9 +108,9 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
         "*the baseline was recorded in another environment: torch 2.99.0 \u2192 0.0-fake*",
         "*FLOPs: 1 MFLOPs \u2192 1.1 MFLOPs (+10.0 %, limit exact)*",
     ])
-    # --modelprof-env-strict judges kernel-dependent counts strictly again.
+    # --modelprof-fail-on-environment judges kernel-dependent counts strictly again.
     project.set_costs(tiny={"flops": 1_000_000, "memory": 103_000})
-    project.run("--modelprof-env-strict").assert_outcomes(failed=1)
+    project.run("--modelprof-fail-on-environment").assert_outcomes(failed=1)
 
 
 MLP = """
@@ -206,8 +206,8 @@ def _github_env(tmp: Path) -> dict[str, str]:
 def test_a_latency_failure_is_explained_in_every_report(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # timing_strict=False in the marker keeps a latency limit warn-only.
-    pytester.makepyfile(test_timed=TIMED.replace("rounds=20", "rounds=20, timing_strict=False"))
+    # timing_verdicts='warn' in the marker keeps a latency limit warn-only.
+    pytester.makepyfile(test_timed=TIMED.replace("rounds=20", "rounds=20, timing_verdicts='warn'"))
     extra = pytester.path / "extra_ms.txt"
     extra.write_text("0")
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
@@ -341,12 +341,15 @@ def test_a_new_uncounted_op_fails_by_name(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*uncounted ops: newly uncounted: modelprof_test*mystery*"])
-    # strict_ops (ini twin of the marker's strict): any uncounted op fails, even in the baseline.
+    # fail_on_uncounted (a flag, an ini key, a marker keyword): any uncounted op fails, even in
+    # the baseline.
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
     pytester.runpytest_subprocess().assert_outcomes(passed=1)
-    strict = pytester.runpytest_subprocess("--modelprof-strict-ops")
+    strict = pytester.runpytest_subprocess("--modelprof-fail-on-uncounted")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines(["*uncounted ops: *mystery* have no cost formula (strict=True)*"])
+    strict.stdout.fnmatch_lines(
+        ["*uncounted ops: *mystery* have no cost formula (fail_on_uncounted)*"]
+    )
 
 
 # -- the session cache sees dtype; the marker gates a dtype -------------------------------------
@@ -389,7 +392,9 @@ def test_a_misspelled_limit_gets_a_suggestion(project: Project) -> None:
     )
     result = project.run()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*unknown argument max_flop_delta*did you mean max_flops_delta*"])
+    result.stdout.fnmatch_lines(
+        ["*unknown argument max_flop_delta*did you mean 'max_flops_delta'*"]
+    )
     failures = result.stdout.str().split("short test summary")[0]
     assert failures.count("unknown argument max_flop_delta") == 1  # one error, printed once
     assert "Traceback" not in result.stdout.str()

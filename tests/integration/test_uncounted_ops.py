@@ -134,7 +134,7 @@ class Net(nn.Module):
         return scale(self.fc(x))
 
 
-@pytest.mark.profile(strict=True)
+@pytest.mark.profile(fail_on_uncounted=True)
 def test_net(modelprof):
     profile = modelprof(Net(), input_shape=(2, 8))
     # fc: 2 * (2 * 8 * 16) = 512 FLOPs; scale: one per element of its (2, 16) input = 32.

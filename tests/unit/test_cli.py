@@ -222,7 +222,7 @@ def test_uncounted_ops_are_shown_and_strict_fails(capsys: Capsys, spectral: str)
     uncounted = out.split("Uncounted ops:")[1]
     assert "aten._fft_r2c.default" in uncounted and "1x" in uncounted
     assert "Uncalled modules: 1" in out and "unused_head" in out
-    code, out, err = _run(capsys, "profile", spectral, "--strict")
+    code, out, err = _run(capsys, "profile", spectral, "--fail-on-uncounted")
     assert code == 2 and out == ""
     assert err.startswith("modelprof: error: ") and "aten._fft_r2c.default x1" in err
 

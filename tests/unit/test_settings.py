@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.settings import (
     LIMIT_NAMES,
     MARKER_SIGNATURE,
+    SETTINGS,
     Limits,
     cli_flag,
     ini_key,
@@ -29,7 +31,7 @@ def session(cli: dict[str, object] | None = None, ini: dict[str, object] | None 
 def test_defaults() -> None:
     s = session()
     assert s.baseline_dir == ROOT.resolve() / "baselines"
-    assert (s.update, s.strict, s.prune) == (False, False, False)
+    assert (s.update, s.fail_on_improvement, s.prune) == (False, False, False)
     policy = s.limits.policy()
     assert policy.tolerances == {} and policy.budgets == {}
     assert s.limits.fvcore is False and s.limits.max_fvcore_delta == Relative(0.05)
@@ -37,17 +39,23 @@ def test_defaults() -> None:
 
 def test_cli_over_ini_over_default() -> None:
     s = session(
-        cli={"max_flops_delta": "0.2", "strict": True},
-        ini={"max_flops_delta": "0.1", "max_params_delta": "5%", "strict": "false"},
+        cli={"limit": ["max_flops_delta=0.2"], "fail_on_improvement": True},
+        ini={"limit": ["max_flops_delta = 0.1", "max_params_delta=5%"],
+             "fail_on_improvement": "false"},
     )
     assert s.limits.tolerances["flops"] == Relative(0.2)
     assert s.limits.tolerances["params"] == Relative(0.05)
-    assert s.strict is True
-    assert session(ini={"strict": "true"}).strict is True
+    assert s.fail_on_improvement is True
+    assert session(ini={"fail_on_improvement": "true"}).fail_on_improvement is True
+
+
+def test_a_later_item_wins() -> None:
+    s = session(cli={"limit": ["max_flops_delta=0.2", "max_flops_delta=ignore"]})
+    assert s.limits.tolerances["flops"] == Ignore()
 
 
 def test_marker_over_cli() -> None:
-    base = session(cli={"max_flops_delta": "0.2", "max_flops": "9G"}).limits
+    base = session(cli={"limit": ["max_flops_delta=0.2", "max_flops=9G"]}).limits
     spec = resolve_marker((), {"max_flops_delta": 0.01, "max_flops": "ignore"}, base, where="t::x")
     assert spec.limits.tolerances["flops"] == Relative(0.01)
     assert "flops" not in spec.limits.budgets  # "ignore" on the marker removes a CLI budget
@@ -69,15 +77,22 @@ def test_baseline_dir_relative_to_source() -> None:
 
 def test_errors_name_their_source() -> None:
     with pytest.raises(
-        SettingsError, match=r"^--modelprof-max-flops-delta: bad value for max_flops_delta='x'"
+        SettingsError, match=r"^--modelprof-limit: bad value for max_flops_delta='x'"
     ):
-        session(cli={"max_flops_delta": "x"})
+        session(cli={"limit": ["max_flops_delta=x"]})
     with pytest.raises(
-        SettingsError, match=r"^ini modelprof_max_memory: bad value for max_memory='lots'"
+        SettingsError, match=r"^ini modelprof_limits: bad value for max_memory='lots'"
     ):
-        session(ini={"max_memory": "lots"})
-    with pytest.raises(SettingsError, match=r"^ini modelprof_strict: expected true or false"):
-        session(ini={"strict": "maybe"})
+        session(ini={"limit": ["max_flops_delta=5%", "max_memory=lots"]})
+    with pytest.raises(
+        SettingsError,
+        match=r"^ini modelprof_fail_on_improvement: bad value for fail_on_improvement='maybe'",
+    ):
+        session(ini={"fail_on_improvement": "maybe"})
+    with pytest.raises(
+        SettingsError, match=r"^ini modelprof_timing_verdicts: bad value for timing_verdicts"
+    ):
+        session(ini={"timing_verdicts": "strict"})
     with pytest.raises(
         SettingsError, match=r"^marker on t.py::test_x: bad value for max_ai_drop=-1"
     ):
@@ -89,8 +104,33 @@ def test_unknown_marker_argument_is_named() -> None:
         resolve_marker((), {"max_flop_delta": 0.1, "bogus": 1}, Limits(), where="t.py::test_x")
     message = str(info.value)
     assert message.startswith("marker on t.py::test_x: unknown arguments bogus, max_flop_delta")
-    assert MARKER_SIGNATURE in message
-    assert "did you mean max_flops_delta" in message  # a near miss gets a suggestion
+    assert "did you mean 'max_flops_delta'" in message  # a near miss gets a suggestion
+    # A word nothing resembles gets the limit patterns, never the whole signature.
+    assert "max_<metric>_delta" in message and MARKER_SIGNATURE not in message
+    assert len(message) < 300, len(message)
+
+
+def test_a_positional_error_is_short() -> None:
+    with pytest.raises(SettingsError) as info:
+        resolve_marker(("a", "b"), {}, Limits(), where="t.py::test_x")
+    assert "at most one positional" in str(info.value) and len(str(info.value)) < 200
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["max_flop_delta=0.1"], "--modelprof-limit: 'max_flop_delta' is not a limit; did you "
+         "mean 'max_flops_delta'"),
+        (["fail_on_uncounted=true"], "--modelprof-limit: 'fail_on_uncounted' is a setting, not "
+         "a limit; set it as @pytest.mark.profile(fail_on_uncounted=...)"),
+        (["max_flops_delta"], "--modelprof-limit: expected NAME=VALUE such as "
+         "max_flops_delta=5%, got 'max_flops_delta'"),
+    ],
+)
+def test_a_bad_limit_name_is_named_with_the_nearest(items: list[str], message: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        session(cli={"limit": items})
+    assert str(info.value).startswith(message), str(info.value)
 
 
 def test_marker_model_positional_or_keyword() -> None:
@@ -129,6 +169,8 @@ def test_fvcore_settings() -> None:
     spec = resolve_marker((), {"fvcore": True, "max_fvcore_delta": 0.1}, Limits(), where="x")
     assert spec.limits.fvcore is True and spec.limits.max_fvcore_delta == Relative(0.1)
     assert session(cli={"fvcore": True}).limits.fvcore is True
+    with pytest.raises(SettingsError, match="'fvcore' is a setting, not a limit"):
+        session(ini={"limit": ["fvcore=true"]})
     with pytest.raises(SettingsError, match="fvcore"):
         resolve_marker((), {"fvcore": "perhaps"}, Limits(), where="x")
 
@@ -157,9 +199,10 @@ def test_input_shape_forms() -> None:
 
 
 def test_flag_and_ini_names() -> None:
-    assert cli_flag("max_flops_delta") == "--modelprof-max-flops-delta"
-    assert ini_key("max_flops_delta") == "modelprof_max_flops_delta"
-    assert "max_latency_ms" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
+    assert cli_flag("fail_on_improvement") == "--modelprof-fail-on-improvement"
+    assert ini_key("fail_on_improvement") == "modelprof_fail_on_improvement"
+    assert "max_fvcore_delta" in LIMIT_NAMES and "fvcore" in SETTINGS
+    assert not set(SETTINGS) & set(LIMIT_NAMES)
 
 
 def test_sweep_marker_values_are_validated() -> None:
@@ -186,8 +229,12 @@ def test_growth_limit_in_a_marker_needs_a_sweep() -> None:
 
 
 def test_timing_settings() -> None:
-    limits = Limits().with_values({"max_latency_delta": 0.1, "timing_strict": "yes"}, "ini")
-    assert limits.wants_latency and limits.timing_strict and limits.timing_rounds == 100
+    limits = Limits().with_values({"max_latency_delta": 0.1, "timing_verdicts": "fail"}, "ini")
+    assert limits.wants_latency and limits.timing_fails is True and limits.timing_rounds == 100
+    assert Limits().with_values({"timing_verdicts": "warn"}, "x").timing_fails is False
+    assert Limits().timing_fails is None
+    with pytest.raises(SettingsError, match="did you mean 'warn'"):
+        Limits().with_values({"timing_verdicts": "wran"}, "marker on t")
     with pytest.raises(SettingsError, match="timing_rounds must be an integer from 10 to"):
         Limits().with_values({"timing_rounds": 5}, "marker on t")
     assert not Limits().wants_latency
@@ -221,3 +268,10 @@ def test_absurd_numbers_are_one_line_naming_the_limit(key: str, raw: object, mes
     text = str(caught.value)
     assert text.startswith(f"marker on t.py::test_x: bad value for {key}=") and message in text
     assert "\n" not in text and len(text) < 300, text
+
+
+def test_the_signature_names_every_argument_and_setting() -> None:
+    from pytest_modelprof.gate.settings import MARKER_ARGS
+
+    named = set(re.findall(r"[(, ](\w+)=", MARKER_SIGNATURE))
+    assert named == {*MARKER_ARGS, *SETTINGS}

@@ -83,14 +83,16 @@ def test_the_delta_names_only_the_breaks_the_baseline_lacks(
     assert run(make_profile(compile_health=health(moved)), tmp_path, limits).failure is None
 
 
-def test_compile_time_warns_unless_timing_strict(tmp_path: Path, make_profile: MakeProfile) -> None:
+def test_compile_time_warns_unless_timing_verdicts_fail(
+    tmp_path: Path, make_profile: MakeProfile
+) -> None:
     limits: dict[str, object] = {"max_compile_time_delta": "10%"}
     run(make_profile(compile_health=health(compile_s=10.0)), tmp_path, limits, update=True)
     slow = make_profile(compile_health=health(compile_s=20.0))
     out = run(slow, tmp_path, limits)
     assert out.failure is None
-    assert any("compile time" in w and "timing_strict" in w for w in out.record.warnings)
-    strict = run(slow, tmp_path, {**limits, "timing_strict": True})
+    assert any("compile time" in w and "timing_verdicts" in w for w in out.record.warnings)
+    strict = run(slow, tmp_path, {**limits, "timing_verdicts": "fail"})
     assert strict.failure is not None and "compile time: 10 s \u2192 20 s" in strict.failure
 
 

@@ -32,7 +32,8 @@ def run(
     limits: Limits | None = None,
     name: str | None = None,
 ) -> Outcome:
-    settings = SessionSettings(baseline_dir=tmp_path / "baselines", update=update, strict=strict)
+    settings = SessionSettings(baseline_dir=tmp_path / "baselines", update=update,
+                               fail_on_improvement=strict)
     return evaluate(
         profile,
         nodeid=NODE,
@@ -95,7 +96,7 @@ def test_improvement_passes_with_hint_or_fails_strict(
     assert lax.hint is not None and "Lock it in with" in lax.hint
     strict = run(better, tmp_path, strict=True)
     assert strict.record.status == "improved" and strict.record.failed
-    assert strict.failure is not None and "--modelprof-strict" in strict.failure
+    assert strict.failure is not None and "fail_on_improvement" in strict.failure
 
 
 def test_budget_fails_even_when_updating(tmp_path: Path, make_profile: MakeProfile) -> None:

@@ -29,13 +29,13 @@ def test_an_exponent_just_over_the_limit_fails() -> None:
     assert ok.verdict == "ok"
 
 
-def test_a_latency_exponent_warns_unless_timing_strict() -> None:
+def test_a_latency_exponent_warns_unless_timing_verdicts_fail() -> None:
     sweep = _sweep(1.0)
     sweep["series"][0]["fits"]["latency_ms"] = {"exponent": 1.6}  # type: ignore[index]
     limits = Limits().with_values({"max_latency_growth_exponent": 1.2}, "marker")
     (row,) = growth_checks(sweep, limits)
     assert row.verdict == "warning"
-    strict = limits.with_values({"timing_strict": True}, "marker")
+    strict = limits.with_values({"timing_verdicts": "fail"}, "marker")
     assert growth_checks(sweep, strict)[0].verdict == "regressed"
 
 

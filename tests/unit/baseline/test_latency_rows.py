@@ -1,7 +1,7 @@
 """Latency rows from synthetic timing rounds: a limit the user wrote holds.
 
 A decisive slowdown beyond an explicit ``max_latency_delta`` fails; an undecided one warns;
-``timing_strict=False`` keeps warn-only; ``max_latency_delta=0`` means 0; ``"off"`` measures
+``timing_verdicts='warn'`` keeps warn-only; ``max_latency_delta=0`` means 0; ``"off"`` measures
 nothing.
 """
 
@@ -41,10 +41,11 @@ def test_a_decisive_slowdown_beyond_an_explicit_limit_fails() -> None:
     assert "limit +25 %" in row.reason
 
 
-def test_timing_strict_false_keeps_warn_only() -> None:
-    (row,) = latency_checks(SLOWER, BASELINE, _limits(max_latency_delta=0.25, timing_strict=False))
+def test_timing_verdicts_warn_keeps_warn_only() -> None:
+    limits = _limits(max_latency_delta=0.25, timing_verdicts="warn")
+    (row,) = latency_checks(SLOWER, BASELINE, limits)
     assert row.verdict == "warning" and not row.failed
-    assert "timing_strict=False" in row.reason
+    assert "timing_verdicts='warn'" in row.reason
 
 
 def test_an_undecided_slowdown_only_warns() -> None:
@@ -53,7 +54,7 @@ def test_an_undecided_slowdown_only_warns() -> None:
     base = NormalisedTiming.from_samples([4.0, 8.0, 12.0], [1.0] * 3).model_dump(mode="json")
     (row,) = latency_checks(noisy, base, _limits(max_latency_delta=0.1))
     assert row.verdict == "warning" and not row.failed
-    strict = _limits(max_latency_delta=0.1, timing_strict=True)
+    strict = _limits(max_latency_delta=0.1, timing_verdicts="fail")
     assert latency_checks(noisy, base, strict)[0].verdict == "warning"  # still undecided
 
 
@@ -70,7 +71,7 @@ def test_a_latency_limit_set_to_ignore_measures_nothing() -> None:
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     off = _limits(max_latency_delta="ignore", max_latency_ms="ignore")
     assert measure_latency(request, off) is None
-    assert "timing_strict" not in off.describe()
+    assert "timing_verdicts" not in off.describe()
 
 
 def test_a_compile_time_limit_set_to_ignore_compiles_nothing() -> None:

@@ -47,7 +47,7 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
 ) -> None:
     profile = make_profile()
     limits = Limits().with_values(
-        {"max_latency_delta": "10%", "max_latency_ms": "50", "timing_strict": "true"}, "marker"
+        {"max_latency_delta": "10%", "max_latency_ms": "50", "timing_verdicts": "fail"}, "marker"
     )
 
     def run(model_ms: float, *, update: bool) -> str | None:
@@ -64,7 +64,8 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
         return outcome.failure
 
     assert run(1.0, update=True) is None
-    # +100 %: a relative slowdown that timing_strict fails; 2 ms is far within the 50 ms budget.
+    # +100 %: a relative slowdown that timing_verdicts='fail' fails; 2 ms is far within the 50 ms
+    # budget.
     assert "latency" in (run(2.0, update=False) or "")
     # Updating records the new speed, so update mode must not refuse it.
     assert run(2.0, update=True) is None

@@ -61,8 +61,8 @@ def test_more_bytes_at_the_same_calls_regress_and_warn_in_another_environment(
     rows = judge(Evidence(elsewhere), before, Limits()).checks
     (soft,) = [c for c in rows if c.kind == "uncounted"]
     assert soft.verdict == "warning" and "another environment" in soft.reason
-    # ... unless --modelprof-env-strict; more calls fail whatever the environment.
-    rows = judge(Evidence(elsewhere), before, Limits(), env_strict=True).checks
+    # ... unless --modelprof-fail-on-environment; more calls fail whatever the environment.
+    rows = judge(Evidence(elsewhere), before, Limits(), fail_on_environment=True).checks
     assert [c.verdict for c in rows if c.kind == "uncounted"] == ["regressed"]
     more_calls = doc(make_profile, (OP, 2, 256), torch="2.14.1")
     rows = judge(Evidence(more_calls), before, Limits()).checks
@@ -103,7 +103,7 @@ def test_unchanged_and_bytes_unknown_to_the_baseline(make_profile: MakeProfile) 
 
 
 def test_strict_names_the_hook_that_exists(make_profile: MakeProfile) -> None:
-    check = row(doc(make_profile, (OP, 1, 128)), None, strict_ops=True)
+    check = row(doc(make_profile, (OP, 1, 128)), None, fail_on_uncounted=True)
     assert check.verdict == "regressed" and check.hard
     assert "pytest_modelprof_register_formulas(registry) hook in conftest.py" in check.reason
 

@@ -101,7 +101,7 @@ def test_uncounted_ops_are_recorded_and_strict_fails() -> None:
     assert p.uncounted_ops[0].modules == ["(model)"]
     assert p.uncounted_ops[0].count == 1
     with pytest.raises(UncountedOpsError, match="linalg_cholesky_ex"):
-        profile_model(Odd(), inputs=(x,), mode="real", strict=True)
+        profile_model(Odd(), inputs=(x,), mode="real", fail_on_uncounted=True)
 
 
 def test_wrong_input_shape_names_model_shape_and_layer() -> None:

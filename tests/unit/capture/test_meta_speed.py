@@ -172,7 +172,7 @@ def test_fake_calls_of_the_memory_estimate_are_answered_with_every_figure_unchan
         "num_key_value_heads": 2,
         "vocab_size": 256,
     }
-    opts = StepOptions(precision="bf16-mixed", devices=4, shard="zero3")
+    opts = StepOptions(precision="bf16-mixed", device_count=4, shard="zero3")
 
     def estimate() -> dict[str, Any]:
         e = estimate_memory("hf:llama", seq_len=16, options=opts, mode="fake", **arch)

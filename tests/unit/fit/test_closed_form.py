@@ -50,7 +50,7 @@ def test_zero_stages_divide_the_model_states(shard: str, divided: tuple[str, ...
     model = _decoder()
     one = estimate_memory(model, inputs=IDS, options=StepOptions(precision="bf16-mixed"))
     devices = 8 if shard != "none" else 1
-    opts = StepOptions(precision="bf16-mixed", devices=devices, shard=shard)
+    opts = StepOptions(precision="bf16-mixed", device_count=devices, shard=shard)
     est = estimate_memory(model, inputs=IDS, options=opts)
     for key, value in one.model_states.items():
         expected = -(-value // 8) if key in divided else value
@@ -82,7 +82,7 @@ def test_a_sharded_peak_is_found_below_the_unsharded_weights() -> None:
         model = LlamaDecoder(
             LlamaConfig(vocab=256, dim=64, layers=16, heads=4, kv_heads=2, ffn=128, max_seq=32)
         )
-    opts = StepOptions(devices=64, shard="zero3")
+    opts = StepOptions(device_count=64, shard="zero3")
     est = estimate_memory(model, inputs={"input_ids": IDS["input_ids"][:, :4]}, options=opts)
     n = sum(p.numel() for p in model.parameters())
     assert est.peak_bytes == sum(est.breakdown.values())

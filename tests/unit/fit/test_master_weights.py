@@ -42,7 +42,7 @@ def _up(nbytes: int, n: int) -> int:
 def test_model_states_per_parameter(
     size: str, arch: dict[str, int], shard: str, devices: int
 ) -> None:
-    options = StepOptions(precision="bf16-master", devices=devices, shard=shard)
+    options = StepOptions(precision="bf16-master", device_count=devices, shard=shard)
     est = estimate_memory("hf:llama", batch=1, seq_len=8, options=options, **arch)
     n = est.parameter_count
     tensors = 2 + 9 * arch["num_hidden_layers"] + 1  # embedding, head, 9 per layer, final norm
