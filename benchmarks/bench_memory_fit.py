@@ -43,7 +43,7 @@ SEVENTY_B = [
     "num_hidden_layers=80,hidden_size=8192,intermediate_size=28672,num_attention_heads=64,"
     "num_key_value_heads=8",
     "--train", "--precision", "bf16-mixed", "--optimizer", "adamw", "--seq-len", "4096",
-    "--devices", "8", "--shard", "zero3",
+    "--device-count", "8", "--shard", "zero3",
 ]
 PEER_MODELS = {
     "resnet50": {},

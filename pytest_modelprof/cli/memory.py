@@ -73,7 +73,7 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
     )
     add_option(p, "--input-shape")
     p.add_argument(
-        "--devices",
+        "--device-count",
         type=parse_positive,
         default=1,
         metavar="N",
@@ -161,20 +161,20 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
         optimizer=name,
         optimizer_impl=impl or "foreach",
         precision=args.precision,
-        device_count=args.devices,
+        device_count=args.device_count,
         shard=args.shard,
         checkpointing=args.checkpointing,
     )
     if options.device_count > 1 and options.shard == "none":
         raise ModelprofError(
-            f"--devices {options.device_count} without --shard: plain data parallelism keeps a "
+            f"--device-count {options.device_count} without --shard: plain data parallelism keeps a "
             "full copy per device, so the estimate is that of one device; pass --shard zero1, "
             "zero2, zero3 or fsdp to divide the model states"
         )
     if options.device_count == 1 and options.shard != "none":
         print(
-            f"{PROG} memory: warning: --shard {options.shard} with --devices 1 divides "
-            "nothing: the figure is one unsharded device's; pass --devices N (the "
+            f"{PROG} memory: warning: --shard {options.shard} with --device-count 1 divides "
+            "nothing: the figure is one unsharded device's; pass --device-count N (the "
             "data-parallel devices) to shard over N",
             file=sys.stderr,
         )
@@ -301,7 +301,7 @@ COMMAND = Command(
         "allocated, so a 70B model takes seconds. The peak is split into parameters,\n"
         "gradients, optimizer state, activations saved for backward and transient buffers,\n"
         "with the op and module where it happens, and judged against the machine table: fits,\n"
-        "headroom and the largest batch that fits (a search over estimates). --devices with\n"
+        "headroom and the largest batch that fits (a search over estimates). --device-count with\n"
         "--shard divides the model states as ZeRO/FSDP do (README 'Will it fit?')."
     ),
     examples="""\
@@ -309,7 +309,7 @@ COMMAND = Command(
   modelprof memory hf:gpt2 --train --optimizer adamw:fused --precision bf16-mixed --seq-len 1024
   modelprof memory hf:llama --arch num_hidden_layers=80,hidden_size=8192 \\
       --arch intermediate_size=28672,num_attention_heads=64,num_key_value_heads=8 \\
-      --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --devices 8 --shard zero3
+      --train --precision bf16-mixed --optimizer adamw --seq-len 4096 --device-count 8 --shard zero3
   modelprof memory resnet18 --capacity 8GB --json""",
     add_arguments=_add_memory_arguments,
     run=_run_memory,

@@ -70,7 +70,7 @@ def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[
         "bf16-mixed",
         "--seq-len",
         "32",
-        "--devices",
+        "--device-count",
         "8",
         "--shard",
         "zero3",
@@ -89,12 +89,12 @@ def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[
         (("--optimizer", "adamx"), "did you mean 'adam' or 'adamw'?"),
         (("--optimizer", "adamw:fuse"), "did you mean 'fused'?"),
         (("--precision", "bf16mixed"), "did you mean 'bf16-mixed'"),
-        (("--train", "--shard", "zero4", "--devices", "2"), "did you mean 'zero3'"),
+        (("--train", "--shard", "zero4", "--device-count", "2"), "did you mean 'zero3'"),
         (("--machine", "h100-80gb"), "did you mean 'h100'?"),
         (("--machine", "a100"), "did you mean 'a100-80gb' or 'a100-40gb'?"),
         (("--capacity", "24 gigs"), "write e.g. 80GB"),
-        (("--shard", "zero2", "--devices", "2"), "an inference estimate has none"),
-        (("--train", "--devices", "4"), "without --shard"),
+        (("--shard", "zero2", "--device-count", "2"), "an inference estimate has none"),
+        (("--train", "--device-count", "4"), "without --shard"),
     ],
 )
 def test_bad_input_says_what_to_do(
@@ -211,7 +211,7 @@ SMALL_LLAMA = (
 def test_json_has_the_model_states_and_the_recipe(capsys: pytest.CaptureFixture[str]) -> None:
     """The peak's breakdown is one moment (at the end of the forward no gradient exists yet);
     the model states are what the step holds whatever the moment, as DeepSpeed counts them."""
-    argv = (*SMALL_LLAMA, "--precision", "bf16-master", "--devices", "8", "--shard", "zero2")
+    argv = (*SMALL_LLAMA, "--precision", "bf16-master", "--device-count", "8", "--shard", "zero2")
     code, out, _ = _run(capsys, *argv, "--json")
     assert code == 0
     doc = json.loads(out)
@@ -233,6 +233,6 @@ def test_json_has_the_model_states_and_the_recipe(capsys: pytest.CaptureFixture[
 def test_zero3_on_one_device_warns(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, *SMALL_LLAMA, "--shard", "zero3", "--json")
     assert code == 0
-    assert "warning" in err and "--devices 1" in err and "zero3" in err
-    code, _, err = _run(capsys, *SMALL_LLAMA, "--shard", "zero3", "--devices", "2", "--json")
+    assert "warning" in err and "--device-count 1" in err and "zero3" in err
+    code, _, err = _run(capsys, *SMALL_LLAMA, "--shard", "zero3", "--device-count", "2", "--json")
     assert "warning" not in err
