@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_path
-from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.gate.settings import BOOL_KEYS, BUILTIN_LIMIT_NAMES, cli_flag, ini_key
 from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
 
 __all__ = ["add_options"]
@@ -108,7 +108,7 @@ def add_options(parser: pytest.Parser) -> None:
         "in the marker: all warn)",
         "strict_ops": "any op without a cost formula fails the test (a new one always does)",
     }
-    for key in LIMIT_NAMES:
+    for key in BUILTIN_LIMIT_NAMES:
         if key in BOOL_KEYS:
             group.addoption(
                 cli_flag(key),

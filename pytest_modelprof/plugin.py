@@ -31,6 +31,7 @@ from pytest_modelprof._plugin_parts import (
     XdistHooks,
     error_row,
     is_worker,
+    session_collectors,
     session_formulas,
     session_metrics,
     uses_gate,
@@ -39,7 +40,7 @@ from pytest_modelprof.baseline.metrics import use_metrics
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.settings import (
-    LIMIT_NAMES,
+    BUILTIN_LIMIT_NAMES,
     MARKER_SIGNATURE,
     MarkerSpec,
     ProfileRequest,
@@ -93,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "disable": config.getini("modelprof_disable") or None,
         "instructions": config.getini("modelprof_instructions") or None,
     }
-    for key in LIMIT_NAMES:
+    for key in BUILTIN_LIMIT_NAMES:
         cli[key] = getattr(config.option, ini_key(key))
         ini[key] = config.getini(ini_key(key)) or None
     try:
@@ -305,26 +306,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _judge_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -> list[str]:
     """Collect and judge each profile of the test; its records go to the item, failures back."""
-    from pytest_modelprof.gate.collect import collect
-    from pytest_modelprof.gate.evaluate import evaluate, stored_evidence
+    from pytest_modelprof.gate.evaluate import gate_profile
 
     config = item.config
     state = config.stash[SESSION_KEY]
     failures: list[str] = []
     for name, request, profile in profiles.entries:
         profiles.current = request
-        outcome = evaluate(
-            profile,
-            nodeid=item.nodeid,
-            name=name,
-            limits=spec.limits,
-            session=state.settings,
-            rootdir=Path(config.rootpath),
-            evidence=collect(
-                request, spec.limits, spec.sweep,
-                stored_evidence(item.nodeid, name, state.settings, state.paths),
-            ),
-            paths=state.paths,
+        outcome = gate_profile(
+            profile, request, nodeid=item.nodeid, name=name, limits=spec.limits,
+            sweep=spec.sweep, session=state.settings, rootdir=Path(config.rootpath),
+            paths=state.paths, collectors=session_collectors(config),
         )
         item.stash[ITEM_KEY].records.append(outcome.record)
         if outcome.failure:

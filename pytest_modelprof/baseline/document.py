@@ -133,7 +133,7 @@ class BaselineDocument(_Frozen):
     measured: dict[str, dict[str, Any]] | None = None
 
     def evidence(self) -> dict[str, Any]:
-        """The collectors' evidence this baseline keeps, by collector name."""
+        """The collectors' evidence this baseline keeps, by collector key (JSON)."""
         out: dict[str, Any] = dict(self.measured or {})
         if self.timing is not None:
             out["timing"] = self.timing
@@ -150,27 +150,27 @@ class BaselineDocument(_Frozen):
         name: str | None,
         settings: Mapping[str, str],
         timing: Mapping[str, Any] | None = None,
+        values: Mapping[str, int | float] | None = None,
         evidence: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> BaselineDocument:
         """The baseline a profile would write; also the "current" side of a comparison.
 
-        ``evidence`` (collector name -> evidence) gives the measured metrics their values and
-        is kept for the collectors that store it in ``measured``."""
-        values = {
+        ``values`` (metric name -> value) are the collectors' metrics; ``evidence`` (collector
+        key -> JSON) is what the collectors keep, in ``measured`` (timing rounds, which older
+        files held, in ``timing``)."""
+        figures = {
             k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
-            for k, v in metric_values(profile, evidence).items()
+            for k, v in metric_values(profile, values).items()
         }
-        kept = {
-            name: dict(evidence[name])
-            for name, (collector, _) in active_metrics().collectors().items()
-            if collector.store == "measured" and evidence and name in evidence
-        }
+        kept = {key: dict(data) for key, data in (evidence or {}).items()}
+        timing = timing if timing is not None else kept.pop("timing", None)
+        kept.pop("timing", None)
         return cls(
             test=test,
             name=name,
             model=profile.model,
             inputs=list(profile.inputs),
-            metrics=values,
+            metrics=figures,
             layers=baseline_layers(profile),
             settings=dict(sorted(settings.items())),
             environment=BaselineEnvironment(

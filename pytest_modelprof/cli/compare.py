@@ -43,7 +43,7 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _compare_limits(args: argparse.Namespace) -> Any:
-    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.metrics import active_metrics
     from pytest_modelprof.baseline.tolerance import Ignore, shown
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
     from pytest_modelprof.gate.settings import Limits
@@ -55,7 +55,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     # Counted metrics only (latency is ignored by default: noise in a profile-to-profile diff),
     # and not marked explicit, so a metric neither side measures is left out, not "unmeasured".
     limits = Limits(tolerances={
-        m.name: tolerance for m in METRICS if not isinstance(m.default_delta, Ignore)
+        m.name: tolerance for m in active_metrics() if not isinstance(m.default_delta, Ignore)
     })
     extra: dict[str, object] = {}
     for item in args.limit:
@@ -73,11 +73,11 @@ def _compare_limits(args: argparse.Namespace) -> Any:
 
 
 def _limit_names() -> list[str]:
-    from pytest_modelprof.baseline.metrics import LIMIT_KEYS
+    from pytest_modelprof.baseline.metrics import active_metrics
 
     # The switches the judge reads from two stored sides; growth and fvcore limits need a
     # sweep or a model run, which a stored file does not hold.
-    return sorted([*LIMIT_KEYS, "timing_strict", "strict_ops"])
+    return sorted([*active_metrics().limit_keys(), "timing_strict", "strict_ops"])
 
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_modelprof.baseline.compare import Policy
-from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, LIMIT_KEYS, METRICS
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, active_metrics
 from pytest_modelprof.baseline.tolerance import (
     Budget,
     Ignore,
@@ -42,7 +42,7 @@ __all__ = [
     "TIMING_KEYS",
     "BOOL_KEYS",
     "DEFAULT_TIMING_ROUNDS",
-    "LIMIT_NAMES",
+    "BUILTIN_LIMIT_NAMES",
     "MARKER_ARGS",
     "MARKER_SIGNATURE",
     "Limits",
@@ -68,15 +68,16 @@ TIMING_KEYS: Final = ("timing_strict", "timing_rounds")
 #: Settings that are switches (a flag on the command line, a bool in the ini file).
 #: ``strict_ops``: any op without a cost formula fails (a *new* one always does).
 BOOL_KEYS: Final = ("fvcore", "timing_strict", "strict_ops")
-#: Every limit-like setting, in the order the help text lists them.
-LIMIT_NAMES: Final[tuple[str, ...]] = (
-    *(m.delta_key for m in METRICS),
-    *(m.budget_key for m in METRICS if m.budget_key),
+#: Every limit-like setting of the built-in metrics, in the order the help text lists them (a
+#: session's own metrics add theirs: :func:`limit_names`).
+BUILTIN_LIMIT_NAMES: Final[tuple[str, ...]] = (
+    *(m.delta_key for m in BUILTIN_METRICS),
+    *(m.budget_key for m in BUILTIN_METRICS if m.budget_key),
     *FVCORE_KEYS,
     *TIMING_KEYS,
     "strict_ops",
     "compile_dynamic",
-    *GROWTH_LIMITS,
+    *BUILTIN_METRICS.growth_limits(),
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
 #: ``dtype``, ``mode``, ``include_backward``, ``strict`` go to ``profile_model``, STEP_ARGS to fit).
@@ -88,7 +89,7 @@ MARKER_SIGNATURE: Final = (
     "profile(model=None, input_shape=None, inputs=None, device=None, name=None, sweep=None, "
     "dtype=None, mode='auto', include_backward=False, strict=False, llm=None, optimizer='adamw', "
     "precision='fp32', devices=1, shard='none', checkpointing=False, "
-    + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in LIMIT_NAMES)
+    + ", ".join(f"{k}={'False' if k in BOOL_KEYS else 'None'}" for k in BUILTIN_LIMIT_NAMES)
     + ")"
 )
 #: The capture modes ``mode=`` accepts (see ``profile_model``).
@@ -98,9 +99,11 @@ DEFAULT_TIMING_ROUNDS: Final = 100
 
 
 def limit_names() -> tuple[str, ...]:
-    """:data:`LIMIT_NAMES` plus the limits of the session's own metrics (the active set)."""
-    extra = tuple(k for k in (*LIMIT_KEYS, *GROWTH_LIMITS) if k not in LIMIT_NAMES)
-    return (*LIMIT_NAMES, *extra)
+    """:data:`BUILTIN_LIMIT_NAMES` plus the limits of the session's own metrics (the active
+    set)."""
+    table = active_metrics()
+    extra = (*table.limit_keys(), *table.growth_limits())
+    return (*BUILTIN_LIMIT_NAMES, *(k for k in extra if k not in BUILTIN_LIMIT_NAMES))
 
 
 def cli_flag(key: str) -> str:
@@ -124,7 +127,7 @@ class Limits:
     max_fvcore_delta: Tolerance = DEFAULT_FVCORE_DELTA
     timing_strict: bool | None = None  # None: decisive latency regressions fail (see above)
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
-    growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
+    growth: Mapping[str, float] = field(default_factory=dict)  # growth limit -> exponent
     strict_ops: bool = False  # any uncounted op fails, not only a new one
     # torch.compile(dynamic=...) for the compile-health limits: None is torch's default
     # (automatic dynamic shapes after a recompile), True or False force it.
@@ -157,7 +160,7 @@ class Limits:
         """Every effective limit as text, for the ``settings`` of a baseline file."""
         policy = self.policy()
         out: dict[str, str] = {}
-        for metric in METRICS:
+        for metric in active_metrics():
             if metric.name == "instructions" and not self.limited(metric.name):
                 continue  # opt-in: baselines that never counted instructions stay as they were
             out[metric.delta_key] = format_tolerance(
@@ -191,6 +194,7 @@ class Limits:
         growth = dict(self.growth)
         strict_ops = self.strict_ops
         compile_dynamic = self.compile_dynamic
+        table = active_metrics()
         for key, raw in values.items():
             if raw is None:
                 continue  # None is "not given": the limit of the level below (or the default)
@@ -208,13 +212,13 @@ class Limits:
                     timing_strict = _parse_bool(raw)
                 elif key == "timing_rounds":
                     timing_rounds = _parse_rounds(raw)
-                elif key in GROWTH_LIMITS:
+                elif key in table.growth_limits():
                     if is_off(raw):  # as a tolerance is switched off: nothing is swept for it
                         growth.pop(key, None)
                     else:
                         growth[key] = _parse_exponent(raw)
                 else:
-                    metric = LIMIT_KEYS[key]
+                    metric = table.limit_keys()[key]
                     if key == metric.delta_key:
                         tolerances[metric.name] = parse_tolerance(raw)
                     else:
@@ -400,10 +404,10 @@ def resolve_session(
     """CLI over ini over built-in defaults. Keys are setting names (``max_flops_delta``,
     ``baseline_dir``, ``strict``, ...); ``None`` or ``""`` means not given."""
     limits = Limits()
-    ini_values = {k: ini[k] for k in LIMIT_NAMES if _given(ini.get(k))}
+    ini_values = {k: ini[k] for k in BUILTIN_LIMIT_NAMES if _given(ini.get(k))}
     for key, raw in ini_values.items():
         limits = limits.with_values({key: raw}, f"ini {ini_key(key)}")
-    for key in LIMIT_NAMES:
+    for key in BUILTIN_LIMIT_NAMES:
         if _given(cli.get(key)):
             limits = limits.with_values({key: cli[key]}, cli_flag(key))
 
@@ -478,7 +482,8 @@ def resolve_marker(
     limits = base.with_values({k: v for k, v in values.items() if k in limit_names()}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
-    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and k in limits.growth)
+    growth_keys = active_metrics().growth_limits()
+    marker_growth = sorted(k for k in values if k in growth_keys and k in limits.growth)
     if marker_growth and sweep is None:
         raise SettingsError(
             f"{source}: {', '.join(marker_growth)} needs a sweep, e.g. "

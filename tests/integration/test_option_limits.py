@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from modelprof_testing import Project
 
-from pytest_modelprof.gate.settings import BOOL_KEYS, LIMIT_NAMES, cli_flag, ini_key
+from pytest_modelprof.gate.settings import BOOL_KEYS, BUILTIN_LIMIT_NAMES, cli_flag, ini_key
 
 PLAIN = """
 import pytest
@@ -107,7 +107,7 @@ INI_VALUES = {
 }
 
 
-@pytest.mark.parametrize("key", [k for k in LIMIT_NAMES if k not in BOOL_KEYS])
+@pytest.mark.parametrize("key", [k for k in BUILTIN_LIMIT_NAMES if k not in BOOL_KEYS])
 def test_every_limit_flag_reaches_the_limits(project: Project, key: str) -> None:
     value = CLI_VALUES.get(key, "0.1")
     project.pytester.makeini(f"[pytest]\n{ini_key(key)} = {INI_VALUES.get(key, '0.3')}\n")

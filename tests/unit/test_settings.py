@@ -9,7 +9,7 @@ import pytest
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.settings import (
-    LIMIT_NAMES,
+    BUILTIN_LIMIT_NAMES,
     MARKER_SIGNATURE,
     Limits,
     cli_flag,
@@ -159,7 +159,7 @@ def test_input_shape_forms() -> None:
 def test_flag_and_ini_names() -> None:
     assert cli_flag("max_flops_delta") == "--modelprof-max-flops-delta"
     assert ini_key("max_flops_delta") == "modelprof_max_flops_delta"
-    assert "max_latency_ms" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
+    assert "max_latency_ms" in BUILTIN_LIMIT_NAMES and "fvcore" in BUILTIN_LIMIT_NAMES
 
 
 def test_sweep_marker_values_are_validated() -> None:

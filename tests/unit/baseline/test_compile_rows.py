@@ -41,7 +41,7 @@ def run(
         limits=Limits().with_values(limits, "marker on test_net"),
         session=settings,
         rootdir=tmp_path,
-        compile_health=profile.compile_health,
+        evidence={"compile": profile.compile_health} if profile.compile_health else None,
     )
 
 

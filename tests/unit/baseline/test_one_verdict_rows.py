@@ -59,7 +59,7 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
             limits=limits,
             session=session,
             rootdir=tmp_path,
-            timing=_timing(model_ms),
+            evidence={"timing": _timing(model_ms)},
         )
         return outcome.failure
 
@@ -103,7 +103,7 @@ def test_a_budget_the_fast_rounds_do_not_confirm_does_not_block_an_update(
         session = SessionSettings(baseline_dir=tmp_path / "baselines", update=update)
         return evaluate(
             profile, nodeid="t.py::test_t", name=None, limits=limits, session=session,
-            rootdir=tmp_path, timing=timing.model_dump(mode="json"),
+            rootdir=tmp_path, evidence={"timing": timing.model_dump(mode="json")},
         ).failure
 
     assert run([1.0 + i / 1000 for i in range(40)], update=True) is None
