@@ -28,18 +28,18 @@ def measure(call: Measure) -> EvidenceData | None:
     """Profile the test's model on meta and predict its forward on :data:`GATE_GPU`."""
     from pytest_modelprof.machines import PRECISIONS
     from pytest_modelprof.predict import predict_profile
-    from pytest_modelprof.profile import profile_model
+    from pytest_modelprof.profile import profile_with_capture
 
     request = call.request
     kwargs: dict[str, Any] = request.engine_kwargs()
     kwargs.pop("include_backward", None)  # the forward is what is priced
-    profile = profile_model(request.model, name=request.name, **kwargs)
+    made = profile_with_capture(request.model, name=request.name, **kwargs)
     given = str(dict(request.step).get("precision", GATE_PRECISION))
     # The memory step's names for autocast ("fp16-mixed") mean the same kernels.
     precision = _STEP_PRECISIONS.get(given, given)
     if precision not in PRECISIONS:
         precision = GATE_PRECISION
-    p = predict_profile(profile, GATE_GPU, precision=precision, top=3)
+    p = predict_profile(made, GATE_GPU, precision=precision, top=3)
     return {
         "predicted_ms": round(p.forward_ms, 6),
         "machine": p.machine,
