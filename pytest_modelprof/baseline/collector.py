@@ -11,7 +11,8 @@ type of its own), which metric values the evidence gives, what a baseline keeps 
 a rewrite keeps of the stored one, and the check rows it judges itself. The gate runs them all
 alike and names none.
 
-Standard library only: the metric table (read by the plugin at start-up) names collectors.
+Standard library only: the plugin reads the metric table, which names collectors by key, at
+start-up; the types named here are imported for annotations only.
 """
 
 from __future__ import annotations
