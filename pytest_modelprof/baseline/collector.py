@@ -172,6 +172,10 @@ class Collector(Protocol[E]):
         """Record fields the reports read (``timing``: the rounds a chart draws)."""
         ...
 
+    def facts(self, evidence: E) -> Mapping[str, str]:
+        """Fields of the baseline's environment the measurement depends on (the CPU)."""
+        ...
+
 
 class CollectorRules(Generic[E]):
     """The rules most collectors share, for a :class:`Collector` to inherit: runs when one of its
@@ -204,6 +208,9 @@ class CollectorRules(Generic[E]):
         return profile
 
     def on_record(self, evidence: E) -> Mapping[str, EvidenceData]:
+        return {}
+
+    def facts(self, evidence: E) -> Mapping[str, str]:
         return {}
 
 

@@ -152,12 +152,14 @@ class BaselineDocument(_Frozen):
         timing: Mapping[str, Any] | None = None,
         values: Mapping[str, int | float] | None = None,
         evidence: Mapping[str, Mapping[str, Any]] | None = None,
+        facts: Mapping[str, str] | None = None,
     ) -> BaselineDocument:
         """The baseline a profile would write; also the "current" side of a comparison.
 
         ``values`` (metric name -> value) are the collectors' metrics; ``evidence`` (collector
         key -> JSON) is what the collectors keep, in ``measured`` (timing rounds, which older
-        files held, in ``timing``)."""
+        files held, in ``timing``); ``facts`` are the environment fields a measurement
+        recorded (the CPU that counted instructions)."""
         figures = {
             k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
             for k, v in metric_values(profile, values).items()
@@ -180,7 +182,7 @@ class BaselineDocument(_Frozen):
                 capture_mode=profile.capture.mode,
                 torchvision_version=_version("torchvision"),
                 source_version=_source_version(profile.model),
-                **_cpu(evidence),
+                **(facts or {}),
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
@@ -306,14 +308,6 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
             for f in sorted(profile.op_breakdown, key=lambda f: f.family)
         ]
     return out
-
-
-def _cpu(evidence: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
-    """The CPU that counted instructions (nothing for a profile that counted none)."""
-    counts = (evidence or {}).get("instructions")
-    if not counts:
-        return {}
-    return {"cpu": str(counts.get("cpu", "unknown")), "cpu_flags": str(counts.get("cpu_flags", ""))}
 
 
 def _op(op: Any) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.collector import Collector, EvidenceData
 from pytest_modelprof.baseline.compare import Check, Comparison, grown_layer_text
 from pytest_modelprof.baseline.store import (
     BaselinePaths,
@@ -218,14 +218,16 @@ def _document(
     """The profile as a baseline stores it, with what each collector keeps of its evidence."""
     from pytest_modelprof.baseline.document import BaselineDocument
 
-    kept = {}
+    kept: dict[str, EvidenceData] = {}
+    facts: dict[str, str] = {}
     for key, found in evidence.items():
         data = collectors[key].stored(found)
         if data is not None:
             kept[key] = data
+        facts.update(collectors[key].facts(found))
     return BaselineDocument.from_profile(
         profile, test=test, name=name, settings=settings,
-        values=measured_values(evidence, collectors), evidence=kept,
+        values=measured_values(evidence, collectors), evidence=kept, facts=facts,
     )
 
 

@@ -7,6 +7,8 @@ profile). One callgrind server per process measures every test (:func:`shared_se
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_modelprof.baseline.collector import (
@@ -20,7 +22,7 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.instructions.client import shared_server
 from pytest_modelprof.instructions.counts import keep_stored
 
-__all__ = ["INSTRUCTIONS_COLLECTOR", "measure", "keep"]
+__all__ = ["INSTRUCTIONS_COLLECTOR", "InstructionsCollector", "measure", "keep"]
 
 
 def measure(call: Measure) -> dict[str, Any] | None:
@@ -56,9 +58,20 @@ def keep(stored: EvidenceData | None, new: EvidenceData, limits: CollectorLimits
     return stored
 
 
+@dataclass(frozen=True)
+class InstructionsCollector(JsonCollector):
+    """Counts depend on the CPU: the baseline's environment records the one that counted."""
+
+    def facts(self, evidence: EvidenceData) -> Mapping[str, str]:
+        return {
+            "cpu": str(evidence.get("cpu", "unknown")),
+            "cpu_flags": str(evidence.get("cpu_flags", "")),
+        }
+
+
 #: CPU instructions per call under callgrind: one valgrind process per session or xdist worker;
 #: the evidence keeps the counts and the CPU.
-INSTRUCTIONS_COLLECTOR = JsonCollector(
+INSTRUCTIONS_COLLECTOR = InstructionsCollector(
     INSTRUCTIONS,
     measure_with=measure,
     keep=keep,
