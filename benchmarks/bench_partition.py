@@ -24,7 +24,7 @@ import torchvision
 from torch import nn
 
 from pytest_modelprof.analysis.partition import partition
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 
 TARGET = 0.5
 
@@ -56,10 +56,9 @@ def build_on_meta(name: str) -> nn.Module:
 def measure(name: str, repeat: int) -> Row:
     model = build_on_meta(name)
     start = time.perf_counter()
-    profile = profile_model(model, input_shape=(1, 3, 224, 224), name=name)
+    made = profile_with_capture(model, input_shape=(1, 3, 224, 224), name=name)
     profile_s = time.perf_counter() - start
-    capture = profile.capture_record
-    assert capture is not None
+    capture = made.capture
     best = float("inf")
     report = None
     for _ in range(repeat):

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from pytest_modelprof.predict import predict_profile
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_model, profile_with_capture
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
         profile: Any = None
         for _ in range(args.rounds):
             t = time.process_time()
-            profile = profile_model(name, mode="meta")
+            profile = profile_with_capture(name, mode="meta")
             best["profile"] = min(best["profile"], time.process_time() - t)
             for mode in ("eager", "fused"):
                 t = time.process_time()

@@ -7,7 +7,7 @@ writer, the session's cost formulas and the xdist hooks. Loads no torch at impor
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,6 +18,7 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.settings import MarkerSpec, SessionSettings
 
 if TYPE_CHECKING:
+    from pytest_modelprof.baseline.collector import Collector
     from pytest_modelprof.baseline.metrics import MetricTable
     from pytest_modelprof.baseline.stale import RunCoverage
     from pytest_modelprof.baseline.store import BaselinePaths
@@ -46,6 +47,9 @@ class SessionState:
     formulas: CostRegistry | None = None  # built-in + register_formula + the hook's, built once
     stale_unchecked: str | None = None  # why stale detection could not prove anything
     metrics: MetricTable | None = None  # built-in + the register_metrics hook's, for this session
+    # The register_collectors hook's collectors, and with the built-in ones (built on first use).
+    registered: tuple[Collector[Any], ...] = ()
+    collectors: Mapping[str, Collector[Any]] | None = None
 
 
 @dataclass
@@ -89,7 +93,10 @@ def session_formulas(config: pytest.Config) -> CostRegistry:
 
 def session_metrics(config: pytest.Config) -> MetricTable:
     """This session's metric set: the built-in metrics plus what the
-    ``pytest_modelprof_register_metrics`` hook returned (built on first use, at configure)."""
+    ``pytest_modelprof_register_metrics`` hook returned (built on first use, at configure).
+
+    Each collector key a metric names must be a built-in collector's or one the
+    ``pytest_modelprof_register_collectors`` hook returned."""
     from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric
 
     state = config.stash[SESSION_KEY]
@@ -105,12 +112,56 @@ def session_metrics(config: pytest.Config) -> MetricTable:
                 )
             added += found
         try:
-            state.metrics = BUILTIN_METRICS.with_metrics(*added)
+            table = BUILTIN_METRICS.with_metrics(*added)
         except ValueError as exc:
             raise pytest.UsageError(
                 f"pytest-modelprof: pytest_modelprof_register_metrics: {exc}"
             ) from None
+        state.registered = _registered_collectors(config, frozenset(BUILTIN_METRICS.collectors()))
+        known = {*BUILTIN_METRICS.collectors(), *(c.name for c in state.registered)}
+        for metric in added:
+            if metric.collector is not None and metric.collector not in known:
+                raise pytest.UsageError(
+                    f"pytest-modelprof: metric {metric.name!r} names the collector "
+                    f"{metric.collector!r}, which no pytest_modelprof_register_collectors hook "
+                    f"returned; return the collector there (known: {', '.join(sorted(known))})"
+                )
+        state.metrics = table
     return state.metrics
+
+
+def _registered_collectors(
+    config: pytest.Config, builtin: frozenset[str]
+) -> tuple[Collector[Any], ...]:
+    """What the ``pytest_modelprof_register_collectors`` hooks returned (one name each)."""
+    out: list[Collector[Any]] = []
+    for result in config.hook.pytest_modelprof_register_collectors(config=config):
+        out += list(result or ())
+    names = [getattr(c, "name", None) for c in out]
+    for name in names:
+        if not isinstance(name, str):
+            raise pytest.UsageError(
+                "pytest-modelprof: pytest_modelprof_register_collectors returned an object "
+                "without a name; return collectors (pytest_modelprof.baseline.collector)"
+            )
+        if name in builtin or names.count(name) > 1:
+            raise pytest.UsageError(
+                f"pytest-modelprof: pytest_modelprof_register_collectors: a collector called "
+                f"{name!r} is already registered; give yours another name"
+            )
+    return tuple(out)
+
+
+def session_collectors(config: pytest.Config) -> Mapping[str, Collector[Any]]:
+    """This session's collectors by key: the built-in ones (imported from the packages that own
+    them, on first use) plus the ``pytest_modelprof_register_collectors`` hook's."""
+    from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS
+
+    state = config.stash[SESSION_KEY]
+    if state.collectors is None:
+        session_metrics(config)
+        state.collectors = {**BUILTIN_COLLECTORS, **{c.name: c for c in state.registered}}
+    return state.collectors
 
 
 def error_row(

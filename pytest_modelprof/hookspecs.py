@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from pytest_modelprof.baseline.collector import Collector
     from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.settings import ProfileRequest
@@ -20,6 +21,7 @@ __all__ = [
     "pytest_modelprof_record",
     "pytest_modelprof_register_formulas",
     "pytest_modelprof_register_metrics",
+    "pytest_modelprof_register_collectors",
 ]
 
 
@@ -63,11 +65,21 @@ def pytest_modelprof_register_metrics(config: pytest.Config) -> Sequence[Metric]
 
     Called once per session (on each xdist worker and the controller) at configure time; the
     metrics join this session's metric set only, so their limits work in markers. A metric with
-    a measurement of its own declares it as its ``collector``
-    (:class:`pytest_modelprof.baseline.collector.Collector`)::
+    a measurement of its own names its collector by key (``collector="calls"``), returned by
+    :func:`pytest_modelprof_register_collectors`::
 
         def pytest_modelprof_register_metrics(config):
             return [Metric(name="calls", label="calls", direction="lower",
                            delta_key="max_calls_delta", default_delta=Exact(),
-                           formatter=str, collector=Collector("calls", measure=count_calls))]
+                           formatter=str, collector="calls")]
+    """
+
+
+@pytest.hookspec()
+def pytest_modelprof_register_collectors(config: pytest.Config) -> Sequence[Collector[Any]] | None:
+    """Return collectors (:class:`pytest_modelprof.baseline.collector.Collector`) for the
+    metrics of this session's ``pytest_modelprof_register_metrics`` that name them::
+
+        def pytest_modelprof_register_collectors(config):
+            return [JsonCollector("calls", measure_with=count_calls)]
     """

@@ -31,6 +31,7 @@ from pytest_modelprof._plugin_parts import (
     XdistHooks,
     error_row,
     is_worker,
+    session_collectors,
     session_formulas,
     session_metrics,
     uses_gate,
@@ -286,26 +287,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _judge_profiles(item: pytest.Item, spec: MarkerSpec, profiles: TestProfiles) -> list[str]:
     """Collect and judge each profile of the test; its records go to the item, failures back."""
-    from pytest_modelprof.gate.collect import collect
-    from pytest_modelprof.gate.evaluate import evaluate, stored_evidence
+    from pytest_modelprof.gate.evaluate import gate_profile
 
     config = item.config
     state = config.stash[SESSION_KEY]
     failures: list[str] = []
     for name, request, profile in profiles.entries:
         profiles.current = request
-        outcome = evaluate(
-            profile,
-            nodeid=item.nodeid,
-            name=name,
-            limits=spec.limits,
-            session=state.settings,
-            rootdir=Path(config.rootpath),
-            evidence=collect(
-                request, spec.limits, spec.sweep,
-                stored_evidence(item.nodeid, name, state.settings, state.paths),
-            ),
-            paths=state.paths,
+        outcome = gate_profile(
+            profile, request, nodeid=item.nodeid, name=name, limits=spec.limits,
+            sweep=spec.sweep, session=state.settings, rootdir=Path(config.rootpath),
+            paths=state.paths, collectors=session_collectors(config),
         )
         item.stash[ITEM_KEY].records.append(outcome.record)
         if outcome.failure:

@@ -12,6 +12,7 @@ import platform
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -30,6 +31,7 @@ from pytest_modelprof.capture.plan import (
     resolve_dtype,
 )
 from pytest_modelprof.capture.real import real_model_and_inputs
+from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.capture.run import (
     BACKWARD_SCOPE,
     Captured,
@@ -58,7 +60,26 @@ from pytest_modelprof.schema import (
     TensorSpec,
 )
 
-__all__ = ["profile_model", "real_model_and_inputs", "canonical_kernels", "Mode", "BACKWARD_SCOPE"]
+__all__ = [
+    "profile_model",
+    "profile_with_capture",
+    "Profiled",
+    "real_model_and_inputs",
+    "canonical_kernels",
+    "Mode",
+    "BACKWARD_SCOPE",
+]
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """A profile made in this process and the op-level capture it was computed from.
+
+    The capture stays in memory (the partitioner, graph exports, the module tree and GPU-time
+    predictions read it); the profile is the document files keep, which holds no capture."""
+
+    profile: ModelProfile
+    capture: Capture
 
 
 def profile_model(
@@ -85,8 +106,32 @@ def profile_model(
     forces meta. ``include_backward=True`` profiles the training graph (train mode) forward and
     backward. ``warmup=None`` captures again when the first forward initialised lazy state;
     ``True`` always runs a warm-up forward first, ``False`` never. Extra keyword arguments go
-    to the model builder.
+    to the model builder. :func:`profile_with_capture` also gives the op-level capture.
     """
+    return profile_with_capture(
+        model, input_shape=input_shape, inputs=inputs, device=device, dtype=dtype, mode=mode,
+        include_backward=include_backward, fail_on_uncounted=fail_on_uncounted, machine=machine,
+        warmup=warmup, name=name, registry=registry, **arch_kwargs,
+    ).profile
+
+
+def profile_with_capture(
+    model: nn.Module | str,
+    *,
+    input_shape: Sequence[int] | None = None,
+    inputs: Any = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    mode: Mode = "auto",
+    include_backward: bool = False,
+    fail_on_uncounted: bool = False,
+    machine: str | float | Machine | None = None,
+    warmup: bool | None = None,
+    name: str | None = None,
+    registry: CostRegistry | None = None,
+    **arch_kwargs: Any,
+) -> Profiled:
+    """:func:`profile_model`, with the op-level capture beside the profile."""
     subject = make_subject(model, name, arch_kwargs)
     real_device = torch.device(device) if device is not None else None
     request = Request(
@@ -109,14 +154,15 @@ def profile_model(
             attempts=attempts,
             warmup=captured.warmed,
         )
-        profile = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
+        profiled = _to_profile(subject, captured, info, resolve_machine(machine), include_backward)
+    profile = profiled.profile
     if fail_on_uncounted and profile.uncounted_ops:
         listing = ", ".join(f"{u.op} x{u.count}" for u in profile.uncounted_ops)
         raise UncountedOpsError(
             f"{subject.label}: ops without a cost formula ran: {listing}; {REGISTER_HINT}, or "
             "run without fail_on_uncounted=True to record them only."
         )
-    return profile
+    return profiled
 
 
 def _first_that_works(
@@ -256,7 +302,7 @@ def _to_profile(
     info: CaptureInfo,
     machine: Machine,
     include_backward: bool,
-) -> ModelProfile:
+) -> Profiled:
     capture, module = captured.capture, captured.module
     params = list({id(p): p for p in module.parameters()}.values())
     buffers = list({id(b): b for b in module.buffers()}.values())
@@ -294,5 +340,4 @@ def _to_profile(
         uncalled_modules=capture.uncalled_modules,
         partition=partition(capture, machine).summary(),
     )
-    profile._capture = capture
-    return profile
+    return Profiled(profile, capture)

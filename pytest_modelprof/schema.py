@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict
 
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
-
-if TYPE_CHECKING:
-    from pytest_modelprof.capture.record import Capture
 
 __all__ = [
     "PROFILE_SCHEMA_VERSION",
@@ -177,21 +174,7 @@ class ModelProfile(Frozen):
     # torch.compile health (pytest_modelprof.compile), only when a compile limit asked for it.
     compile_health: CompileHealth | None = None
 
-    # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
-    _capture: Capture | None = PrivateAttr(default=None)
-
-    def __eq__(self, other: object) -> bool:
-        # Equal documents are equal profiles; the in-memory capture is not part of the document.
-        if not isinstance(other, ModelProfile):
-            return NotImplemented
-        return self.model_dump() == other.model_dump()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @property
-    def capture_record(self) -> Capture | None:
-        """The in-memory op capture this profile was computed from (``None`` after a JSON load)."""
-        return self._capture
+    __hash__ = None  # type: ignore[assignment]  # a document of lists, compared by value
 
     @property
     def forward_flops(self) -> int:

@@ -65,7 +65,7 @@ def limits_page() -> str:
         lines.append(
             f"| `{m.name}` ({_cell(m.label)}) | {'up' if m.direction == 'lower' else 'down'}"
             f" | `{m.delta_key}` ({_cell(m.default_delta)}) | {_code(m.budget_key)} | "
-            f"{_code(m.growth_key)} | {m.collector.name if m.collector else 'the capture'} | "
+            f"{_code(m.growth_key)} | {m.collector if m.collector else 'the capture'} | "
             f"{depends} |"
         )
     lines += [

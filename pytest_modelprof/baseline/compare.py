@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 from pytest_modelprof.baseline.environment import environment_changes
-from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
 
 if TYPE_CHECKING:
@@ -361,7 +361,7 @@ def _check(
             if name in values and name in before
         ]
         held = inputs and all(
-            (m := METRICS.by_name(n)) is not None and m.worse_by(now, old) <= 0
+            (m := active_metrics().by_name(n)) is not None and m.worse_by(now, old) <= 0
             for n, old, now in inputs
         )
         if held:  # a derived metric moved because its inputs improved: no cost grew
@@ -432,7 +432,7 @@ def compare(
     not_cpu = environment_changes(current, baseline, cpu=False)
     before = dict(baseline.metrics) if baseline is not None else {}
     checks, recorded = [], baseline is not None
-    for metric in METRICS:
+    for metric in active_metrics():
         if metric.name in skip:
             continue
         now = current.metrics.get(metric.name)
@@ -445,9 +445,10 @@ def compare(
     layer_metric: Metric | None = None
     layers: tuple[LayerDelta, ...] = ()
     if baseline is not None:
+        table = active_metrics()
         grown = [
             m for c in checks
-            if c.verdict == "regressed" and (m := METRICS.by_name(c.metric)) and m.layer_field
+            if c.verdict == "regressed" and (m := table.by_name(c.metric)) and m.layer_field
         ]
         layer_metric = grown[0] if grown else None
         if layer_metric is not None and layer_metric.layer_field:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
 from pytest_modelprof.baseline.compare import Check, Policy, compare
-from pytest_modelprof.baseline.metrics import COMPILE, METRICS
+from pytest_modelprof.baseline.metrics import COMPILE, active_metrics
 from pytest_modelprof.compile_health import BreakReason, CompileHealth, new_breaks
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ _SHOWN: Final = 10
 
 def compile_metrics() -> frozenset[str]:
     """The metrics of the active table that compile health measures."""
-    return frozenset(m.name for m in METRICS if m.collector is COMPILE)
+    return frozenset(m.name for m in active_metrics() if m.collector == COMPILE)
 
 
 def _listing(breaks: Sequence[BreakReason]) -> str:
@@ -94,7 +94,8 @@ def compile_checks(
 ) -> list[Check]:
     """The rows of the compile metrics: compared as table metrics, with the breaks named."""
     ours = compile_metrics()
-    table = compare(current, baseline, policy, skip=frozenset(m.name for m in METRICS) - ours)
+    others = frozenset(m.name for m in active_metrics()) - ours
+    table = compare(current, baseline, policy, skip=others)
     health = current.compile
     base = baseline.compile if baseline is not None else None
     listed = any(

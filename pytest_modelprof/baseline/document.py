@@ -135,7 +135,7 @@ class BaselineDocument(Frozen):
     measured: dict[str, dict[str, Any]] | None = None
 
     def evidence(self) -> dict[str, Any]:
-        """The collectors' evidence this baseline keeps, by collector name."""
+        """The collectors' evidence this baseline keeps, by collector key (JSON)."""
         out: dict[str, Any] = dict(self.measured or {})
         if self.timing is not None:
             out["timing"] = self.timing
@@ -152,27 +152,29 @@ class BaselineDocument(Frozen):
         name: str | None,
         settings: Mapping[str, str],
         timing: Mapping[str, Any] | None = None,
+        values: Mapping[str, int | float] | None = None,
         evidence: Mapping[str, Mapping[str, Any]] | None = None,
+        facts: Mapping[str, str] | None = None,
     ) -> BaselineDocument:
         """The baseline a profile would write; also the "current" side of a comparison.
 
-        ``evidence`` (collector name -> evidence) gives the measured metrics their values and
-        is kept for the collectors that store it in ``measured``."""
-        values = {
+        ``values`` (metric name -> value) are the collectors' metrics; ``evidence`` (collector
+        key -> JSON) is what the collectors keep, in ``measured`` (timing rounds, which older
+        files held, in ``timing``); ``facts`` are the environment fields a measurement
+        recorded (the CPU that counted instructions)."""
+        figures = {
             k: round(v, FLOAT_DIGITS) if isinstance(v, float) else v
-            for k, v in metric_values(profile, evidence).items()
+            for k, v in metric_values(profile, values).items()
         }
-        kept = {
-            name: dict(evidence[name])
-            for name, (collector, _) in active_metrics().collectors().items()
-            if collector.store == "measured" and evidence and name in evidence
-        }
+        kept = {key: dict(data) for key, data in (evidence or {}).items()}
+        timing = timing if timing is not None else kept.pop("timing", None)
+        kept.pop("timing", None)
         return cls(
             test=test,
             name=name,
             model=profile.model,
             inputs=list(profile.inputs),
-            metrics=values,
+            metrics=figures,
             layers=baseline_layers(profile),
             settings=dict(sorted(settings.items())),
             environment=BaselineEnvironment(
@@ -182,7 +184,7 @@ class BaselineDocument(Frozen):
                 capture_mode=profile.capture.mode,
                 torchvision_version=_version("torchvision"),
                 source_version=_source_version(profile.model),
-                **_cpu(evidence),
+                **(facts or {}),
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
@@ -308,14 +310,6 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
             for f in sorted(profile.op_breakdown, key=lambda f: f.family)
         ]
     return out
-
-
-def _cpu(evidence: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
-    """The CPU that counted instructions (nothing for a profile that counted none)."""
-    counts = (evidence or {}).get("instructions")
-    if not counts:
-        return {}
-    return {"cpu": str(counts.get("cpu", "unknown")), "cpu_flags": str(counts.get("cpu_flags", ""))}
 
 
 def _op(op: Any) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal
 
 if TYPE_CHECKING:
-    from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
 
 __all__ = [
     "FactScope",
@@ -22,6 +22,7 @@ __all__ = [
     "ENVIRONMENT_FACTS",
     "fact_change",
     "cpu_only",
+    "fact_changes",
     "environment_changes",
 ]
 
@@ -89,6 +90,24 @@ def cpu_only(changes: Iterable[str]) -> bool:
     return bool(found) and all(c.startswith(tuple(f"{label} " for label in labels)) for c in found)
 
 
+def fact_changes(
+    before: BaselineEnvironment,
+    after: BaselineEnvironment,
+    *,
+    scopes: Iterable[FactScope] = ("kernels", "cpu", "model"),
+    unknown: str | None = None,
+) -> list[str]:
+    """Each fact of ``scopes`` that changed, in table order, as :func:`fact_change` words it
+    (the cost history's notes: every fact, a side that lacks one named ``unknown``)."""
+    wanted = set(scopes)
+    changes = (
+        fact_change(f, getattr(before, f.field), getattr(after, f.field), unknown=unknown)
+        for f in ENVIRONMENT_FACTS
+        if f.scope in wanted
+    )
+    return [c for c in changes if c is not None]
+
+
 def environment_changes(
     current: BaselineDocument, baseline: BaselineDocument | None, *, cpu: bool = True
 ) -> tuple[str, ...]:
@@ -106,13 +125,7 @@ def environment_changes(
     if baseline is None:
         return ()
     before, after = baseline.environment, current.environment
-    out = []
-    for fact in ENVIRONMENT_FACTS:
-        if fact.scope == "model" or (fact.scope == "cpu" and not cpu):
-            continue
-        change = fact_change(fact, getattr(before, fact.field), getattr(after, fact.field))
-        if change is not None:
-            out.append(change)
+    out = fact_changes(before, after, scopes=("kernels", "cpu") if cpu else ("kernels",))
     if (
         before.capture_mode == after.capture_mode
         and before.device not in (None, "meta")

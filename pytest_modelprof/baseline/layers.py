@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.baseline.metrics import METRICS
+from pytest_modelprof.baseline.metrics import active_metrics
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.compare import Comparison
@@ -80,7 +80,7 @@ def layer_detail(
 def layer_row_metric() -> str | None:
     """The metric whose row carries the layer changes: the table's first with a per-layer
     field (FLOPs), as the report's table and chart sort by it."""
-    return next((m.name for m in METRICS if m.layer_field), None)
+    return next((m.name for m in active_metrics() if m.layer_field), None)
 
 
 def with_layer_changes(

@@ -5,46 +5,23 @@ One collector (:data:`LLM`) runs a prefill and one decode step on meta when the 
 ``llm={...}`` or one of these limits is set. The counts are exact in the worse direction by
 default, like every counted number.
 
-Standard library only (the measurement is named by string, imported on first use).
+Standard library only: the measurement is its owner's, registered under the collector key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from typing import Final
 
-from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
-from pytest_modelprof.units import Number, format_bytes, format_count, parse_bytes
+from pytest_modelprof.units import format_bytes, format_count, parse_bytes
 
 __all__ = ["LLM", "LLM_METRICS"]
 
 
-def _llm_values(evidence: Mapping[str, Any]) -> dict[str, Number]:
-    """The LLM metrics of the ``llm`` collector's evidence (an ``LLMCosts`` document as JSON)."""
-    out: dict[str, Number] = {
-        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
-        "decode_flops": evidence["decode"]["flops_per_token"],
-        "prefill_flops": evidence["prefill"]["flops"],
-    }
-    growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
-    if isinstance(growth, Mapping):
-        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
-    return out
-
-
-#: LLM serving costs: a prefill and one decode step on meta (marker ``llm={...}``).
-LLM = Collector(
-    "llm",
-    measure="pytest_modelprof.llm.gate:measure",
-    when=lambda call: bool(call.limited) or getattr(call.request, "llm", None) is not None,
-    values=_llm_values,
-    needs=(
-        "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
-        "a context sweep, llm={'context': [1024, 4096, 16384]})"
-    ),
-)
+#: The key of the collector of these metrics, LLM serving costs: a prefill and one decode step
+#: on meta (marker ``llm={...}``), registered by its owner (llm/gate.py).
+LLM: Final = "llm"
 
 
 #: KV cache, decode and prefill, in the order the rows list them.

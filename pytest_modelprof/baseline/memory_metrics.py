@@ -8,23 +8,21 @@ number; each component (parameters, gradients, optimizer state, activations, tra
 a row of its own in every report, judged only when its own delta limit is set.
 ``max_train_memory_growth_exponent`` bounds the growth of the total over a scaling sweep.
 
-Standard library only (the measurement is named by string, imported on first use).
+Standard library only: the measurement is its owner's, registered under the collector key.
 """
 
 from __future__ import annotations
 
-from pytest_modelprof.baseline.collector import Collector
+from typing import Final
+
 from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
 from pytest_modelprof.units import format_bytes, parse_bytes
 
 __all__ = ["MEMORY", "MEMORY_METRICS", "STEP_COMPONENTS"]
 
-MEMORY = Collector(
-    "memory",
-    measure="pytest_modelprof.fit.gate:memory_evidence",
-    needs="a training or inference step estimated on tensors without data",
-)
+#: The key of the collector of these metrics (registered by its owner package).
+MEMORY: Final = "memory"
 
 #: The components each step reports, in the order the rows list them.
 STEP_COMPONENTS: dict[str, tuple[str, ...]] = {

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
-from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.tolerance import Tolerance
 from pytest_modelprof.units import Number, parse_quantity
 
@@ -45,9 +44,10 @@ class Metric:
     # A count (FLOPs, bytes, calls): a baseline must hold it as a non-negative integer, so a
     # hand-edited ``1e308`` or ``true`` is refused instead of judged.
     integer: bool = False
-    # The measurement beyond the capture this metric needs (None: the capture or the partition
-    # over it gives it). Its evidence gives the value when ``getter`` finds none on the profile.
-    collector: Collector | None = None
+    # The key of the measurement beyond the capture this metric needs (None: the capture or the
+    # partition over it gives it); the collector registered under it (baseline/collector.py)
+    # gives the value when ``getter`` finds none on the profile.
+    collector: str | None = None
     # Derived metrics move whenever their inputs move: a drop whose inputs all held or improved
     # is no regression (arithmetic intensity falls when FLOPs fall faster than bytes).
     derived_from: tuple[str, ...] = ()
@@ -66,16 +66,14 @@ class Metric:
     stack: str | None = None
 
     def value(
-        self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None
+        self, profile: ModelProfile, measured: Mapping[str, Number] | None = None
     ) -> Number | None:
-        """The metric on this profile, else from its collector's evidence (by collector name)."""
+        """The metric on this profile, else what its collector measured (``measured``: the
+        values the collectors' evidence gave, by metric name)."""
         found = self.getter(profile)
-        if found is not None or self.collector is None or not evidence:
+        if found is not None or self.collector is None or not measured:
             return found
-        measured = evidence.get(self.collector.name)
-        if measured is None:
-            return None
-        return self.collector.metric_values(measured, (self.name,)).get(self.name)
+        return measured.get(self.name)
 
     def format(self, value: float | None) -> str:
         """The value in human units, ``"n/a"`` when not measured."""
@@ -119,13 +117,6 @@ class MetricTable(Sequence[Metric]):
         clash = {metric.delta_key, metric.budget_key, metric.growth_key} & keys
         if clash:
             raise ValueError(f"limit name {sorted(k for k in clash if k)} is already taken")
-        collector = metric.collector
-        same = {m.collector.name: m.collector for m in self._metrics if m.collector is not None}
-        if collector is not None and same.get(collector.name, collector) is not collector:
-            raise ValueError(
-                f"metric {metric.name!r}: another collector is already called "
-                f"{collector.name!r}; share the one Collector object or rename it"
-            )
         return metric
 
     def with_metrics(self, *metrics: Metric) -> MetricTable:
@@ -156,23 +147,22 @@ class MetricTable(Sequence[Metric]):
         """Every growth-exponent limit name (``max_flops_growth_exponent``), to its metric."""
         return {m.growth_key: m for m in self._all() if m.growth_key and m.sweep_field}
 
-    def collectors(self) -> dict[str, tuple[Collector, tuple[str, ...]]]:
-        """Each collector the metrics name, with the names of its metrics, in table order."""
-        out: dict[str, tuple[Collector, tuple[str, ...]]] = {}
+    def collectors(self) -> dict[str, tuple[str, ...]]:
+        """Each collector key the metrics name, with the names of its metrics, in table order."""
+        out: dict[str, tuple[str, ...]] = {}
         for metric in self._all():
             if metric.collector is not None:
-                _, names = out.get(metric.collector.name, (metric.collector, ()))
-                out[metric.collector.name] = (metric.collector, (*names, metric.name))
+                out[metric.collector] = (*out.get(metric.collector, ()), metric.name)
         return out
 
     def values(
-        self, profile: ModelProfile, evidence: Mapping[str, Any] | None = None
+        self, profile: ModelProfile, measured: Mapping[str, Number] | None = None
     ) -> dict[str, Number]:
         """The measured metrics of one profile by name (unmeasured ones are left out);
-        ``evidence`` (collector name -> evidence) gives the values of measured metrics."""
+        ``measured`` (metric name -> value) gives the values of the collectors' metrics."""
         out: dict[str, Number] = {}
         for metric in self._all():
-            value = metric.value(profile, evidence)
+            value = metric.value(profile, measured)
             if value is not None:
                 out[metric.name] = value
         return out

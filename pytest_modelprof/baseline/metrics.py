@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
-from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.llm_metrics import LLM, LLM_METRICS
 from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable
@@ -29,49 +28,32 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Direction",
-    "Collector",
     "Metric",
     "MetricTable",
     "BUILTIN_METRICS",
-    "METRICS",
     "active_metrics",
     "use_metrics",
+    "extended_metrics",
     "TIMING",
     "COMPILE",
     "LLM",
     "INSTRUCTIONS",
     "PREDICTED",
-    "METRICS_BY_NAME",
-    "LIMIT_KEYS",
-    "GROWTH_LIMITS",
+    "growth_fields",
     "growth_labels",
     "metric_values",
 ]
 
 
+#: The keys of the collectors these rows name; each is implemented and registered where it is
+#: measured (gate/collect.py: timing and compile; instructions/gate.py), see baseline/collector.py.
 #: Calibration-normalised timing rounds, only when a latency limit asks. Its rows have a rule of
 #: their own (a bootstrap at the limit, gate/judge.py), so its evidence gives no table value.
-TIMING = Collector(
-    "timing",
-    measure="pytest_modelprof.gate.collect:latency_evidence",
-    values=lambda evidence: {},
-    store="timing",
-    needs="the model run on real tensors, many times",
-)
+TIMING: Final = "timing"
 #: torch.compile health (Dynamo; Inductor too when kernels or compile time are limited).
-COMPILE = Collector(
-    "compile",
-    measure="pytest_modelprof.gate.collect:compile_evidence",
-    store="compile",
-    needs="the model compiled with torch.compile on real tensors",
-)
-#: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions): one
-#: valgrind process per session or xdist worker; the evidence keeps the counts and the CPU.
-INSTRUCTIONS = Collector(
-    "instructions",
-    measure="pytest_modelprof.instructions.gate:measure",
-    needs="valgrind (apt-get install valgrind); the model run under callgrind",
-)
+COMPILE: Final = "compile"
+#: CPU instructions per call under valgrind's callgrind (pytest_modelprof.instructions).
+INSTRUCTIONS: Final = "instructions"
 
 
 def _ms(value: float) -> str:
@@ -370,80 +352,23 @@ def use_metrics(table: MetricTable) -> Iterator[MetricTable]:
         _ACTIVE.reset(token)
 
 
-class _Active(MetricTable):
-    """:data:`METRICS`: reads whichever table is active in the calling context."""
+@contextmanager
+def extended_metrics(*metrics: Metric) -> Iterator[MetricTable]:
+    """The active table plus ``metrics``, active inside the block (see :func:`use_metrics`).
 
-    def __init__(self) -> None:
-        super().__init__(())
-
-    def _all(self) -> tuple[Metric, ...]:
-        return _ACTIVE.get()._all()
-
-    @contextmanager
-    def extended(self, *metrics: Metric) -> Iterator[MetricTable]:
-        """The active table plus ``metrics``, active inside the block (see :func:`use_metrics`).
-
-        Nothing shared changes: other threads and contexts keep their table."""
-        with use_metrics(active_metrics().with_metrics(*metrics)) as table:
-            yield table
+    Nothing shared changes: other threads and contexts keep their table."""
+    with use_metrics(active_metrics().with_metrics(*metrics)) as table:
+        yield table
 
 
-#: The active metric set (:func:`active_metrics`), as a table: what the gate and reports read.
-METRICS: MetricTable = _Active()
-
-
-class _ByName(Mapping[str, Metric]):
-    """A live name -> metric view of the active table."""
-
-    def __getitem__(self, key: str) -> Metric:
-        metric = active_metrics().by_name(key)
-        if metric is None:
-            raise KeyError(key)
-        return metric
-
-    def __iter__(self) -> Iterator[str]:
-        return (m.name for m in active_metrics())
-
-    def __len__(self) -> int:
-        return len(active_metrics())
-
-
-class _LimitKeys(Mapping[str, Metric]):
-    """A live limit name -> metric view of the active table."""
-
-    def __getitem__(self, key: str) -> Metric:
-        return active_metrics().limit_keys()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(active_metrics().limit_keys())
-
-    def __len__(self) -> int:
-        return len(active_metrics().limit_keys())
-
-
-class _GrowthLimits(Mapping[str, str]):
-    """A live growth limit name -> swept profile field view, derived from each metric's fields."""
-
-    def __getitem__(self, key: str) -> str:
-        field = active_metrics().growth_limits()[key].sweep_field
-        assert field is not None
-        return field
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(active_metrics().growth_limits())
-
-    def __len__(self) -> int:
-        return len(active_metrics().growth_limits())
-
-
-METRICS_BY_NAME: Mapping[str, Metric] = _ByName()
-
-#: Scaling-sweep limits (marker ``sweep=``): limit name -> the profile field whose fitted growth
-#: exponent it bounds, from each metric's ``growth_key`` and ``sweep_field``.
-GROWTH_LIMITS: Mapping[str, str] = _GrowthLimits()
-
-#: Every limit name a user may type, mapped to its metric (follows the active table).
-LIMIT_KEYS: Mapping[str, Metric] = _LimitKeys()
+def growth_fields() -> dict[str, str]:
+    """Scaling-sweep limits (marker ``sweep=``) of the active table: limit name -> the profile
+    field whose fitted growth exponent it bounds (each metric's ``growth_key``/``sweep_field``)."""
+    return {
+        key: metric.sweep_field
+        for key, metric in active_metrics().growth_limits().items()
+        if metric.sweep_field is not None
+    }
 
 
 def growth_labels() -> dict[str, str]:
@@ -453,7 +378,8 @@ def growth_labels() -> dict[str, str]:
 
 
 def metric_values(
-    profile: ModelProfile, evidence: Mapping[str, Any] | None = None
+    profile: ModelProfile, measured: Mapping[str, Number] | None = None
 ) -> dict[str, Number]:
-    """The measured metrics of one profile, by metric name (unmeasured ones are left out)."""
-    return active_metrics().values(profile, evidence)
+    """The measured metrics of one profile, by metric name (unmeasured ones are left out);
+    ``measured``: the values the collectors' evidence gave."""
+    return active_metrics().values(profile, measured)

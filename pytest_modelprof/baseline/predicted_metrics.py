@@ -6,23 +6,21 @@ out: it moves only when the model's kernels do, so a relative limit gates it lik
 depends on the kernels the capture sees, so a baseline from another torch warns instead of
 failing.
 
-Standard library only (the measurement is named by string, imported on first use).
+Standard library only: the measurement is its owner's, registered under the collector key.
 """
 
 from __future__ import annotations
 
-from pytest_modelprof.baseline.collector import Collector
+from typing import Final
+
 from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.units import parse_ms
 
 __all__ = ["PREDICTED", "PREDICTED_METRICS"]
 
-PREDICTED = Collector(
-    "predicted",
-    measure="pytest_modelprof.predict.gate:measure",
-    needs="the model captured on meta and priced by the calibrated GPU-time model",
-)
+#: The key of the collector of these metrics (registered by its owner package).
+PREDICTED: Final = "predicted"
 
 
 #: The forward on an RTX 4090 with fp16 autocast (the marker's ``precision=`` picks another).

@@ -11,8 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.errors import ModelprofError
-
 if TYPE_CHECKING:
     from pytest_modelprof.machines import Machine
 
@@ -338,10 +336,8 @@ def add_capture_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def capture_of(args: argparse.Namespace, machine: Machine | None = None) -> tuple[str, Any]:
-    from pytest_modelprof.profile import profile_model
+    from pytest_modelprof.profile import profile_with_capture
 
-    profile = profile_model(args.model, input_shape=args.input_shape, dtype=args.dtype,
-                            mode=args.mode, machine=machine, **dict(args.arch))
-    if profile.capture_record is None:  # pragma: no cover - profile_model always keeps it
-        raise ModelprofError(f"{args.model}: the profile kept no op capture")
-    return profile.model, profile.capture_record
+    made = profile_with_capture(args.model, input_shape=args.input_shape, dtype=args.dtype,
+                                mode=args.mode, machine=machine, **dict(args.arch))
+    return made.profile.model, made.capture

@@ -25,11 +25,11 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    "right (a tag, branch or hash)")
     p.add_argument("--bad", default="HEAD", metavar="REF",
                    help="a later commit where it is too high (default: HEAD)")
-    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 
     p.add_argument("--metric", default="flops", metavar="NAME",
                    help="the metric that grew (default: flops): "
-                        + ", ".join(m.name for m in METRICS))
+                        + ", ".join(m.name for m in BUILTIN_METRICS))
     p.add_argument("--tolerance", type=parse_tolerance, default=0.0, metavar="TOL",
                    help="a commit is bad when the metric is worse than the good commit's by "
                         "more than this: 0 (default, any growth), 0.05 or 5%%")

@@ -45,7 +45,7 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _compare_limits(args: argparse.Namespace) -> Any:
-    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.metrics import active_metrics
     from pytest_modelprof.baseline.tolerance import Ignore, shown
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
     from pytest_modelprof.gate.settings import Limits, parse_limit_items
@@ -57,7 +57,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     # Counted metrics only (latency is ignored by default: noise in a profile-to-profile diff),
     # and not marked explicit, so a metric neither side measures is left out, not "unmeasured".
     limits = Limits(tolerances={
-        m.name: tolerance for m in METRICS if not isinstance(m.default_delta, Ignore)
+        m.name: tolerance for m in active_metrics() if not isinstance(m.default_delta, Ignore)
     })
     extra = parse_limit_items(args.limit, "--limit", _limit_names())
     return limits.with_values(extra, "--limit")
@@ -65,11 +65,11 @@ def _compare_limits(args: argparse.Namespace) -> Any:
 
 
 def _limit_names() -> list[str]:
-    from pytest_modelprof.baseline.metrics import LIMIT_KEYS
+    from pytest_modelprof.baseline.metrics import active_metrics
 
     # The switches the judge reads from two stored sides; growth and fvcore limits need a
     # sweep or a model run, which a stored file does not hold.
-    return sorted([*LIMIT_KEYS, "timing_verdicts", "fail_on_uncounted"])
+    return sorted([*active_metrics().limit_keys(), "timing_verdicts", "fail_on_uncounted"])
 
 
 

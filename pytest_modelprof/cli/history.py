@@ -23,12 +23,12 @@ def parse_metrics(text: str) -> list[str]:
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="baseline folders or files of one git repository (default: baselines)")
-    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 
     # history.build.DEFAULT_METRICS, without importing it (pydantic) for --help.
-    default = [m.name for m in METRICS if m.summary and not m.derived_from]
+    default = [m.name for m in BUILTIN_METRICS if m.summary and not m.derived_from]
     p.add_argument("--metric", type=parse_metrics, metavar="NAMES",
-                   help=f"comma-separated metrics of {', '.join(m.name for m in METRICS)} "
+                   help=f"comma-separated metrics of {', '.join(m.name for m in BUILTIN_METRICS)} "
                         f"(default: {', '.join(default)}, where recorded)")
     p.add_argument("--since", metavar="REF",
                    help="start at this commit (its versions are the first points)")

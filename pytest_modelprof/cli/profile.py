@@ -185,7 +185,7 @@ def _prediction_gpu(args: argparse.Namespace) -> str | None:
 def _run_profile(args: argparse.Namespace) -> int:
     resolve_names([args.model])  # a misspelled name fails before torch is imported
     from pytest_modelprof.exports.tabular import write_profile
-    from pytest_modelprof.profile import profile_model
+    from pytest_modelprof.profile import profile_with_capture
     from pytest_modelprof.report.terminal import render_profile
 
     arch = dict(args.arch)
@@ -193,7 +193,7 @@ def _run_profile(args: argparse.Namespace) -> int:
     if args.batch is not None:
         input_shape = _with_batch(args, input_shape)
     gpu = _prediction_gpu(args)
-    profile = profile_model(
+    made = profile_with_capture(
         args.model,
         input_shape=input_shape,
         inputs=inputs,
@@ -207,11 +207,12 @@ def _run_profile(args: argparse.Namespace) -> int:
         warmup=False if args.no_warmup else None,
         **arch,
     )
+    profile = made.profile
     predicted = None
     if gpu is not None:
         from pytest_modelprof.predict import predict_profile
 
-        predicted = predict_profile(profile, gpu, precision=args.precision or "amp",
+        predicted = predict_profile(made, gpu, precision=args.precision or "amp",
                                     mode=args.kernels, top=args.top)
     if args.json:
         if predicted is None:
@@ -224,7 +225,7 @@ def _run_profile(args: argparse.Namespace) -> int:
             out(dumps_deterministic(doc))
     else:
         out(render_profile(profile, top=args.top, verbose=args.verbose,
-                            show_shape=args.showshape))
+                            show_shape=args.showshape, capture=made.capture))
         if predicted is not None:
             from pytest_modelprof.report.prediction import render_prediction
 

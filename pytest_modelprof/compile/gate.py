@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from pytest_modelprof.baseline.metrics import COMPILE, METRICS
+from pytest_modelprof.baseline.metrics import COMPILE, active_metrics
 
 __all__ = ["INDUCTOR_METRICS", "compile_wanted"]
 
@@ -22,5 +22,5 @@ def compile_wanted(explicit: frozenset[str]) -> tuple[bool, bool]:
     Any limit on a compile metric measures graphs, breaks and recompiles; a limit on an
     Inductor metric (kernels, compile time) also compiles with Inductor.
     """
-    chosen = [m.name for m in METRICS if m.name in explicit and m.collector is COMPILE]
+    chosen = [m.name for m in active_metrics() if m.name in explicit and m.collector == COMPILE]
     return bool(chosen), any(m in INDUCTOR_METRICS for m in chosen)

@@ -1,7 +1,7 @@
 """The memory metrics' collector: the step of a gated test, estimated (nothing allocated).
 
-``baseline/memory_metrics.py`` declares the metrics and names :func:`memory_evidence`; the
-gate runs it when a limit on one of them is set. The marker's ``optimizer``, ``precision``,
+``baseline/memory_metrics.py`` declares the metrics; :data:`MEMORY_COLLECTOR` measures them
+when a limit on one of them is set. The marker's ``optimizer``, ``precision``,
 ``devices``, ``shard`` and ``checkpointing`` (``ProfileRequest.step``) say which step.
 :func:`sweep_memory` estimates the same steps at each point of a scaling sweep (growth limits).
 """
@@ -11,11 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pytest_modelprof.baseline.collector import EvidenceData, Measure
-from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
+from pytest_modelprof.baseline.collector import (
+    CollectorRequest,
+    EvidenceData,
+    JsonCollector,
+    Measure,
+)
+from pytest_modelprof.baseline.memory_metrics import MEMORY, STEP_COMPONENTS
 from pytest_modelprof.fit.options import StepOptions, step_options
 
-__all__ = ["memory_evidence", "request_options", "sweep_memory"]
+__all__ = ["MEMORY_COLLECTOR", "memory_evidence", "request_options", "sweep_memory"]
 
 
 def memory_evidence(call: Measure) -> EvidenceData | None:
@@ -48,12 +53,12 @@ def memory_evidence(call: Measure) -> EvidenceData | None:
     return out or None
 
 
-def request_options(request: Any, step: str) -> StepOptions:
+def request_options(request: CollectorRequest, step: str) -> StepOptions:
     """The step the marker names (``ProfileRequest.step``) for ``"train"`` or ``"inference"``;
     the marker's ``dtype=`` casts weights and inputs, as a pure low precision does."""
     import torch
 
-    given = dict(getattr(request, "step", ()) or ())
+    given = dict(request.step)
     options = step_options(given, train=step == "train")
     if request.dtype is not None and options.precision == "fp32":
         low = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(
@@ -64,7 +69,9 @@ def request_options(request: Any, step: str) -> StepOptions:
     return options
 
 
-def sweep_memory(request: Any, fields: Sequence[str]) -> Callable[[Any, Any], dict[str, float]]:
+def sweep_memory(
+    request: CollectorRequest, fields: Sequence[str]
+) -> Callable[[Any, Any], dict[str, float]]:
     """A sweep's ``measure_more``: the peak of each step in ``fields`` (``"train_memory"``,
     ``"inference_memory"``) at one point, estimated on that point's module and inputs."""
     from pytest_modelprof.fit.estimate import estimate_memory
@@ -86,3 +93,11 @@ def _one_shape(shape: Any) -> tuple[int, ...]:
     if shape and isinstance(shape[0], (tuple, list)):
         return tuple(shape[0])
     return tuple(shape)
+
+
+#: The peak of a training / inference step, estimated, only when a limit on one is set.
+MEMORY_COLLECTOR = JsonCollector(
+    MEMORY,
+    measure_with=memory_evidence,
+    needs="a training or inference step estimated on tensors without data",
+)

@@ -1,34 +1,64 @@
-"""The collectors that measure more than the capture: timing rounds, sweeps, fvcore's count.
+"""The collectors: the gate's own (timing rounds, compile health, sweeps, fvcore's count) and
+the registry of every built-in one, each imported from the package that owns it.
 
-:func:`collect` asks the active metric set which collectors a test wants (each metric names
-its :class:`~pytest_modelprof.baseline.collector.Collector`), adds the two whose limits are not
-metrics (the sweep, the fvcore cross-check) and runs them. Each runs only when a limit asks for
-it (they cost time) and returns plain JSON-able evidence for :func:`pytest_modelprof.gate.
-judge.judge`. They import torch on first use.
+:func:`collect` runs each collector of the registry this test wants (a metric row names its
+collector by key; the sweep and the fvcore cross-check have limits that are no metrics). Each
+runs only when a limit asks for it (they cost time); its evidence, a type of its own, gives the
+metric values, the baseline's record of it and its rows (:func:`pytest_modelprof.gate.judge.
+judge`). They import torch on first use.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.baseline.collector import Collector, EvidenceData, Measure
-from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, active_metrics
+from pytest_modelprof.baseline.collector import (
+    Collector,
+    CollectorLimits,
+    CollectorRequest,
+    CollectorRules,
+    EvidenceData,
+    JsonCollector,
+    Measure,
+)
+from pytest_modelprof.baseline.compile_rows import compile_checks, compile_metrics
+from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
+from pytest_modelprof.baseline.metrics import COMPILE, TIMING, active_metrics, growth_fields
 from pytest_modelprof.baseline.tolerance import Ignore
+from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.gate.judge import FvcoreEvidence, latency_tolerance
-from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.fit.gate import MEMORY_COLLECTOR, sweep_memory
+from pytest_modelprof.gate.judge import (
+    FvcoreEvidence,
+    fvcore_check,
+    growth_checks,
+    latency_checks,
+    latency_tolerance,
+)
+from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.instructions.gate import INSTRUCTIONS_COLLECTOR
+from pytest_modelprof.llm.gate import LLM_COLLECTOR
+from pytest_modelprof.predict.gate import PREDICTED_COLLECTOR
+from pytest_modelprof.units import Number
 
 if TYPE_CHECKING:
-    from pytest_modelprof.compile_health import CompileHealth
+    from pytest_modelprof.baseline.compare import Check, Policy
+    from pytest_modelprof.baseline.document import BaselineDocument
+    from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
-    "SWEEP",
-    "FVCORE",
+    "BUILTIN_COLLECTORS",
+    "TIMING_COLLECTOR",
+    "SWEEP_COLLECTOR",
+    "TimingCollector",
+    "SweepCollector",
+    "CompileCollector",
+    "FvcoreCollector",
     "collect",
-    "latency_evidence",
-    "compile_evidence",
+    "stored_evidence",
+    "measured_values",
     "measure_latency",
     "run_sweep",
     "run_fvcore",
@@ -37,7 +67,7 @@ __all__ = [
 
 
 def measure_latency(
-    request: ProfileRequest, limits: Limits, stored: Mapping[str, Any] | None = None
+    request: CollectorRequest, limits: CollectorLimits, stored: EvidenceData | None = None
 ) -> dict[str, Any] | None:
     """Calibration-normalised timing rounds, only when a latency limit (not "off") asks for them.
 
@@ -45,7 +75,7 @@ def measure_latency(
     while the verdict is undecided; without them (recording a baseline) it measures the most
     rounds at once, since a baseline is judged against many times.
     """
-    if not limits.wants_latency:
+    if not limits.limited("latency_ms"):
         return None
     from pydantic import ValidationError
 
@@ -77,7 +107,7 @@ def measure_latency(
 
 
 def _measure_paired(
-    request: ProfileRequest, limits: Limits
+    request: CollectorRequest, limits: CollectorLimits
 ) -> tuple[dict[str, Any] | None, str | None]:
     """(evidence, None) from the session's base side, or (None, why not) where the run asked
     for one and this test cannot have it, or (None, None) where the run did not ask."""
@@ -102,7 +132,9 @@ def _measure_paired(
 
 
 def run_sweep(
-    request: ProfileRequest, sweep_axes: Mapping[str, Sequence[int]] | None, limits: Limits
+    request: CollectorRequest,
+    sweep_axes: Mapping[str, Sequence[int]] | None,
+    limits: CollectorLimits,
 ) -> dict[str, Any] | None:
     """The scaling sweep over ``sweep=`` axes, only when a growth limit asks for it."""
     if not sweep_axes or not limits.growth:
@@ -129,20 +161,17 @@ def run_sweep(
     return swept
 
 
-def _memory_points(request: ProfileRequest, limits: Limits) -> Any:
+def _memory_points(request: CollectorRequest, limits: CollectorLimits) -> Any:
     """The memory estimate at each point, only for a memory growth limit (it costs a step)."""
-    from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
-
     fields = [f"{s}_memory" for s in STEP_COMPONENTS]
-    wanted = [f for f in fields if f in {GROWTH_LIMITS[k] for k in limits.growth}]
+    growth = growth_fields()
+    wanted = [f for f in fields if f in {growth[k] for k in limits.growth}]
     if not wanted:
         return None
-    from pytest_modelprof.fit.gate import sweep_memory
-
     return sweep_memory(request, wanted)
 
 
-def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None:
+def run_fvcore(request: CollectorRequest, limits: CollectorLimits) -> FvcoreEvidence | None:
     """With ``fvcore=True``: fvcore's MAC count beside ours, or why it could not be taken."""
     if not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
         return None
@@ -166,7 +195,9 @@ def run_fvcore(request: ProfileRequest, limits: Limits) -> FvcoreEvidence | None
 
 
 def measure_compile(
-    request: ProfileRequest, limits: Limits, sweep_axes: Mapping[str, Sequence[int]] | None
+    request: CollectorRequest,
+    limits: CollectorLimits,
+    sweep_axes: Mapping[str, Sequence[int]] | None,
 ) -> CompileHealth | None:
     """Compile health, only when a compile limit asks; Inductor only for an Inductor limit.
 
@@ -194,69 +225,206 @@ def measure_compile(
     )
 
 
-def latency_evidence(call: Measure) -> EvidenceData | None:
-    """The timing collector (:data:`~pytest_modelprof.baseline.metrics.TIMING`)."""
-    return measure_latency(call.request, call.limits, call.stored)
+@dataclass(frozen=True)
+class TimingCollector(JsonCollector):
+    """Timing rounds: no table value; the latency row is judged at the limit by its own rule."""
+
+    def kept(
+        self, stored: EvidenceData | None, new: EvidenceData, limits: CollectorLimits
+    ) -> EvidenceData:
+        """The stored rounds while the new ones are not significantly different."""
+        if stored is None:
+            return new
+        from pytest_modelprof.runtime import timing_to_store
+
+        return timing_to_store(stored, new, latency_tolerance(limits))
+
+    def judged(self, evidence: EvidenceData | None) -> frozenset[str]:
+        return frozenset({"latency_ms"}) if evidence is not None else frozenset()
+
+    def checks(
+        self,
+        evidence: EvidenceData | None,
+        current: BaselineDocument,
+        baseline: BaselineDocument | None,
+        limits: CollectorLimits,
+        policy: Policy,
+    ) -> Sequence[Check]:
+        stored = baseline.evidence().get(self.name) if baseline is not None else None
+        return latency_checks(evidence, stored, limits)
+
+    def on_record(self, evidence: EvidenceData) -> Mapping[str, EvidenceData]:
+        return {"timing": dict(evidence)}
 
 
-def compile_evidence(call: Measure) -> EvidenceData | None:
-    """The compile collector (:data:`~pytest_modelprof.baseline.metrics.COMPILE`)."""
-    health = measure_compile(call.request, call.limits, call.sweep)
-    return health.model_dump(mode="json") if health is not None else None
+@dataclass(frozen=True)
+class SweepCollector(JsonCollector):
+    """The scaling sweep: its rows (one per growth limit and axis) have a rule of their own;
+    the evidence travels on the record, not in the baseline."""
+
+    def checks(
+        self,
+        evidence: EvidenceData | None,
+        current: BaselineDocument,
+        baseline: BaselineDocument | None,
+        limits: CollectorLimits,
+        policy: Policy,
+    ) -> Sequence[Check]:
+        return growth_checks(evidence, limits)
+
+    def on_record(self, evidence: EvidenceData) -> Mapping[str, EvidenceData]:
+        return {"sweep": dict(evidence)}
 
 
-def _sweep_evidence(call: Measure) -> EvidenceData | None:
-    return run_sweep(call.request, call.sweep, call.limits)
+def _numbers(pairs: Mapping[str, object]) -> dict[str, Number]:
+    return {
+        k: v for k, v in pairs.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
 
 
-def _fvcore_evidence(call: Measure) -> EvidenceData | None:
-    found = run_fvcore(call.request, call.limits)
-    return dataclasses.asdict(found) if found is not None else None
+class CompileCollector(CollectorRules[CompileHealth]):
+    """torch.compile health: its metrics are table metrics whose rows name the breaks
+    (:func:`~pytest_modelprof.baseline.compile_rows.compile_checks`); the health joins the
+    profile, and the baseline keeps it in its ``compile`` field."""
+
+    name = COMPILE
+    needs = "the model compiled with torch.compile on real tensors"
+
+    def wanted(self, call: Measure) -> bool:
+        return bool(call.limited)
+
+    def measure(self, call: Measure) -> CompileHealth | None:
+        return measure_compile(call.request, call.limits, call.sweep)
+
+    def values(self, evidence: CompileHealth) -> Mapping[str, Number]:
+        return _numbers({m: getattr(evidence, m, None) for m in compile_metrics()})
+
+    def loaded(self, data: EvidenceData) -> CompileHealth:
+        return CompileHealth.model_validate(data)
+
+    def judged(self, evidence: CompileHealth | None) -> frozenset[str]:
+        return compile_metrics()
+
+    def checks(
+        self,
+        evidence: CompileHealth | None,
+        current: BaselineDocument,
+        baseline: BaselineDocument | None,
+        limits: CollectorLimits,
+        policy: Policy,
+    ) -> Sequence[Check]:
+        return compile_checks(current, baseline, policy, timing_fail=limits.timing_fails is True)
+
+    def on_profile(self, profile: ModelProfile, evidence: CompileHealth) -> ModelProfile:
+        return profile.model_copy(update={"compile_health": evidence})
 
 
-#: The scaling sweep: only for a test with ``sweep=`` axes and a growth limit. Its rows (one per
-#: growth limit and axis) have a rule of their own; the evidence travels on the record.
-SWEEP = Collector(
+class FvcoreCollector(CollectorRules[FvcoreEvidence]):
+    """fvcore's MAC count beside ours (``fvcore=True``): a row of its own, nothing stored."""
+
+    name = "fvcore"
+    needs = "fvcore installed; one input shape or inputs="
+
+    def wanted(self, call: Measure) -> bool:
+        return call.limits.fvcore and not isinstance(call.limits.max_fvcore_delta, Ignore)
+
+    def measure(self, call: Measure) -> FvcoreEvidence | None:
+        return run_fvcore(call.request, call.limits)
+
+    def values(self, evidence: FvcoreEvidence) -> Mapping[str, Number]:
+        return {}
+
+    def loaded(self, data: EvidenceData) -> FvcoreEvidence:
+        return FvcoreEvidence(**data)
+
+    def checks(
+        self,
+        evidence: FvcoreEvidence | None,
+        current: BaselineDocument,
+        baseline: BaselineDocument | None,
+        limits: CollectorLimits,
+        policy: Policy,
+    ) -> Sequence[Check]:
+        return fvcore_check(evidence, limits)
+
+
+#: Calibration-normalised timing rounds, only when a latency limit asks (kept in the baseline's
+#: ``timing`` field).
+TIMING_COLLECTOR = TimingCollector(
+    TIMING,
+    measure_with=lambda call: measure_latency(call.request, call.limits, call.stored),
+    values_of=lambda evidence: {},
+    needs="the model run on real tensors, many times",
+)
+#: The scaling sweep: only for a test with ``sweep=`` axes and a growth limit.
+SWEEP_COLLECTOR = SweepCollector(
     "sweep",
-    measure=_sweep_evidence,
+    measure_with=lambda call: run_sweep(call.request, call.sweep, call.limits),
     when=lambda call: bool(call.sweep) and bool(call.limits.growth),
-    values=lambda evidence: {},
-    store=None,
+    values_of=lambda evidence: {},
+    store=False,
+    needs="sweep= axes and a growth limit",
 )
-#: fvcore's MAC count beside ours: only with ``fvcore=True``.
-FVCORE = Collector(
-    "fvcore",
-    measure=_fvcore_evidence,
-    when=lambda call: bool(call.limits.fvcore)
-    and not isinstance(call.limits.max_fvcore_delta, Ignore),
-    values=lambda evidence: {},
-    store=None,
-)
+
+#: Every built-in collector by key, each imported from the package that owns it, in the order
+#: their rows follow the table's (timing, growth, fvcore).
+BUILTIN_COLLECTORS: Final[Mapping[str, Collector[Any]]] = {
+    c.name: c
+    for c in (
+        TIMING_COLLECTOR,
+        CompileCollector(),
+        LLM_COLLECTOR,
+        PREDICTED_COLLECTOR,
+        MEMORY_COLLECTOR,
+        INSTRUCTIONS_COLLECTOR,
+        SWEEP_COLLECTOR,
+        FvcoreCollector(),
+    )
+}
 
 
 def collect(
-    request: ProfileRequest,
+    request: CollectorRequest,
     limits: Limits,
     sweep: Mapping[str, Sequence[int]] | None = None,
-    stored: Mapping[str, EvidenceData] | None = None,
-) -> dict[str, EvidenceData]:
-    """Run every collector this test wants; their evidence by collector name.
+    stored: BaselineDocument | None = None,
+    collectors: Mapping[str, Collector[Any]] = BUILTIN_COLLECTORS,
+) -> dict[str, Any]:
+    """Run every collector this test wants; their evidence by collector key.
 
-    The metric set (the session's, see :func:`~pytest_modelprof.baseline.metrics.use_metrics`)
-    names the collectors; a collector runs when its ``when`` says so, by default when a limit
-    on one of its metrics is set and not "off". ``stored`` is the baseline's evidence.
+    A collector runs when its ``wanted`` says so, by default when a limit on one of its metrics
+    (the active metric set's rows that name its key) is set and not "off". ``stored`` is the
+    baseline, whose kept evidence a collector may measure against (none when updating).
     """
-    wanted = [
-        (collector, frozenset(m for m in names if limits.limited(m)))
-        for collector, names in active_metrics().collectors().values()
-    ]
-    wanted += [(SWEEP, frozenset()), (FVCORE, frozenset())]
-    out: dict[str, EvidenceData] = {}
-    for collector, limited in wanted:
-        call = Measure(
-            request, limits, limited, sweep, (stored or {}).get(collector.name)
-        )
-        evidence = collector.run(call)
-        if evidence is not None:
-            out[collector.name] = evidence
+    names = active_metrics().collectors()
+    kept = stored.evidence() if stored is not None else {}
+    out: dict[str, Any] = {}
+    for key, collector in collectors.items():
+        limited = frozenset(m for m in names.get(key, ()) if limits.limited(m))
+        call = Measure(request, limits, limited, sweep, kept.get(key))
+        if collector.wanted(call):
+            evidence = collector.measure(call)
+            if evidence is not None:
+                out[key] = evidence
+    return out
+
+
+def stored_evidence(
+    document: BaselineDocument, collectors: Mapping[str, Collector[Any]] = BUILTIN_COLLECTORS
+) -> dict[str, Any]:
+    """The evidence a stored document kept, by collector key, as each collector reads it."""
+    return {
+        key: collectors[key].loaded(data)
+        for key, data in document.evidence().items()
+        if key in collectors
+    }
+
+
+def measured_values(
+    evidence: Mapping[str, Any], collectors: Mapping[str, Collector[Any]] = BUILTIN_COLLECTORS
+) -> dict[str, Number]:
+    """The metric values the collectors' evidence gives, by metric name."""
+    out: dict[str, Number] = {}
+    for key, found in evidence.items():
+        out.update(collectors[key].values(found))
     return out

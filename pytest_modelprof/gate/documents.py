@@ -8,6 +8,7 @@ from pytest_modelprof.baseline.compare import Comparison, Verdict
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
+from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS, stored_evidence
 from pytest_modelprof.gate.judge import Evidence, judge
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.results.document import Document, RunInfo, RunResults
@@ -35,7 +36,8 @@ def _judged(
     ops, capture fallback, latency from stored timing rounds, compile health); a profile on the
     new side also names the lines that called the ops whose calls changed."""
     sites = op_sites(new.op_calls) if new is not None else None
-    return judge(Evidence(after, timing=after.timing, op_sites=sites), before, limits)
+    found = stored_evidence(after)
+    return judge(Evidence(after, found, op_sites=sites), before, limits, BUILTIN_COLLECTORS)
 
 
 def _result(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.collector import Collector, EvidenceData
 from pytest_modelprof.baseline.compare import Check, Comparison, grown_layer_text
 from pytest_modelprof.baseline.store import (
     BaselinePaths,
@@ -22,8 +23,9 @@ from pytest_modelprof.baseline.store import (
     write_atomic,
 )
 from pytest_modelprof.errors import BaselineError
-from pytest_modelprof.gate.judge import Evidence, judge, latency_tolerance
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS, collect, measured_values
+from pytest_modelprof.gate.judge import Evidence, judge
+from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 from pytest_modelprof.results.record import ProfileResult, Status
 
 if TYPE_CHECKING:
@@ -32,8 +34,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Outcome",
+    "StoredBaseline",
     "evaluate",
-    "stored_evidence",
+    "gate_profile",
+    "load_baseline",
     "update_command",
     "failure_text",
 ]
@@ -117,60 +121,6 @@ def _test_changes(current: BaselineDocument, baseline: BaselineDocument | None) 
     return out
 
 
-def _keep_timing(
-    current: BaselineDocument, baseline: BaselineDocument | None, limits: Limits
-) -> BaselineDocument:
-    """In update mode: keep the stored timing rounds while the new ones are not significantly
-    different, so a rewrite of an unchanged model leaves the file byte-identical."""
-    if baseline is None or baseline.timing is None or current.timing is None:
-        return current
-    from pytest_modelprof.runtime import timing_to_store
-
-    kept = timing_to_store(baseline.timing, current.timing, latency_tolerance(limits))
-    return current.model_copy(update={"timing": kept})
-
-
-def _unpack(
-    profile: ModelProfile, measured: Mapping[str, Any]
-) -> tuple[ModelProfile, dict[str, Any] | None, dict[str, Any] | None, Any]:
-    """The gate's own evidence out of the collectors'; compile health joins the profile, where
-    the compile metrics read it."""
-    from pytest_modelprof.gate.judge import FvcoreEvidence
-
-    timing = measured.get("timing")
-    sweep = measured.get("sweep")
-    fvcore = FvcoreEvidence(**measured["fvcore"]) if "fvcore" in measured else None
-    if "compile" in measured:
-        from pytest_modelprof.compile_health import CompileHealth
-
-        health = CompileHealth.model_validate(measured["compile"])
-        profile = profile.model_copy(update={"compile_health": health})
-    return profile, timing, sweep, fvcore
-
-
-def _keep_instructions(
-    current: BaselineDocument, baseline: BaselineDocument | None
-) -> BaselineDocument:
-    """In update mode: keep the stored instruction counts while the new one is within the
-    measurement's noise, so a rewrite of an unchanged model leaves the file byte-identical."""
-    from pytest_modelprof.instructions.counts import keep_stored
-
-    old = baseline.metrics.get("instructions") if baseline is not None else None
-    new = current.metrics.get("instructions")
-    if baseline is None or old is None or new is None:
-        return current
-    if baseline.environment.cpu != current.environment.cpu:
-        return current
-    if keep_stored(int(old), int(new)) == new:
-        return current
-    measured = dict(current.measured or {})
-    if baseline.measured and "instructions" in baseline.measured:
-        measured["instructions"] = baseline.measured["instructions"]
-    return current.model_copy(update={
-        "metrics": {**current.metrics, "instructions": old}, "measured": measured or None,
-    })
-
-
 def _load(path: Path, shown: str) -> tuple[BaselineDocument | None, str | None]:
     """The stored baseline (``None`` when absent) or why it cannot be read."""
     from pytest_modelprof.baseline.document import BaselineDocument
@@ -215,59 +165,30 @@ def _shared_path(
     )
 
 
-def stored_evidence(
-    nodeid: str, name: str | None, session: SessionSettings, paths: BaselinePaths | None = None
-) -> dict[str, Any]:
-    """The baseline's collector evidence by collector name (none when updating or absent)."""
-    if session.update:
-        return {}
-    from pytest_modelprof.baseline.document import BaselineDocument
+@dataclass(frozen=True)
+class StoredBaseline:
+    """The one read of a profile's baseline: where it is, the document, or why it has none."""
 
-    paths = paths or BaselinePaths(session.baseline_dir)
-    path = session.baseline_dir / paths.relpath(nodeid, name)
-    try:
-        text = read_text(path)
-        return BaselineDocument.from_json(text).evidence() if text is not None else {}
-    except BaselineError:
-        return {}  # evaluate() reports the unreadable file
+    rel: Path  # the path under the baseline directory (another test's file moves it apart)
+    path: Path
+    shown: str  # the path as messages name it
+    document: BaselineDocument | None
+    error: str | None = None
 
 
-def evaluate(
-    profile: ModelProfile,
-    *,
+def load_baseline(
     nodeid: str,
     name: str | None,
-    limits: Limits,
     session: SessionSettings,
     rootdir: Path,
-    evidence: Mapping[str, Any] | None = None,
     paths: BaselinePaths | None = None,
-) -> Outcome:
-    """Judge one profile against its baseline; in update mode, write the baseline first.
-
-    ``evidence`` is what the collectors measured, by collector name
-    (:func:`pytest_modelprof.gate.collect.collect`): it gives the measured metrics their
-    values; its ``timing``, ``sweep`` and ``fvcore`` add rows of their own, and its
-    ``compile`` health joins the profile, where the compile metrics read it.
-    ``paths`` says where the run's baselines are (:class:`BaselinePaths`; by default every
-    test has its usual path).
-    """
-    from pytest_modelprof.baseline.document import BaselineDocument
-
-    measured = dict(evidence or {})
-    profile, timing, sweep, fvcore = _unpack(profile, measured)
-
+) -> StoredBaseline:
+    """Read and parse the profile's baseline once. A file that holds another test's baseline is
+    not this one's: a check says so (the error), an update writes beside it."""
     paths = paths or BaselinePaths(session.baseline_dir)
     rel = paths.relpath(nodeid, name)
     path = session.baseline_dir / rel
     shown = _display(path, rootdir)
-    current = BaselineDocument.from_profile(
-        profile, test=nodeid, name=name, settings=limits.describe(), timing=timing,
-        evidence=measured,
-    )
-    label = nodeid if name is None else f"{nodeid} (name={name!r})"
-    who = f"modelprof: {profile.model} in {label}"
-
     baseline, load_error = _load(path, shown)
     holder = _holder(baseline, nodeid, name)
     if holder is not None and session.update:  # never overwrite another test's baseline
@@ -282,13 +203,76 @@ def evaluate(
             f"two tests never share a baseline file. Record this test's own with: "
             f"{update_command([nodeid])}"
         )
+    return StoredBaseline(rel, path, shown, baseline, load_error)
+
+
+def _document(
+    profile: ModelProfile,
+    evidence: Mapping[str, Any],
+    collectors: Mapping[str, Collector[Any]],
+    *,
+    test: str,
+    name: str | None,
+    settings: Mapping[str, str],
+) -> BaselineDocument:
+    """The profile as a baseline stores it, with what each collector keeps of its evidence."""
+    from pytest_modelprof.baseline.document import BaselineDocument
+
+    kept: dict[str, EvidenceData] = {}
+    facts: dict[str, str] = {}
+    for key, found in evidence.items():
+        data = collectors[key].stored(found)
+        if data is not None:
+            kept[key] = data
+        facts.update(collectors[key].facts(found))
+    return BaselineDocument.from_profile(
+        profile, test=test, name=name, settings=settings,
+        values=measured_values(evidence, collectors), evidence=kept, facts=facts,
+    )
+
+
+def evaluate(
+    profile: ModelProfile,
+    *,
+    nodeid: str,
+    name: str | None,
+    limits: Limits,
+    session: SessionSettings,
+    rootdir: Path,
+    evidence: Mapping[str, Any] | None = None,
+    collectors: Mapping[str, Collector[Any]] = BUILTIN_COLLECTORS,
+    stored: StoredBaseline | None = None,
+    paths: BaselinePaths | None = None,
+) -> Outcome:
+    """Judge one profile against its baseline; in update mode, write the baseline first.
+
+    ``evidence`` is what the collectors measured, by collector key
+    (:func:`pytest_modelprof.gate.collect.collect`); each of ``collectors`` says what its
+    evidence gives (values, rows, what the baseline keeps). ``stored`` is the baseline as
+    :func:`load_baseline` read it (read here when not given). ``paths`` says where the run's
+    baselines are (:class:`BaselinePaths`; by default every test has its usual path).
+    """
+    paths = paths or BaselinePaths(session.baseline_dir)
+    stored = stored or load_baseline(nodeid, name, session, rootdir, paths)
+    found = dict(evidence or {})
+    for key, each in found.items():
+        profile = collectors[key].on_profile(profile, each)
+    settings = limits.describe()
+    current = _document(profile, found, collectors, test=nodeid, name=name, settings=settings)
+    label = nodeid if name is None else f"{nodeid} (name={name!r})"
+    who = f"modelprof: {profile.model} in {label}"
+    rel, path, shown = stored.rel, stored.path, stored.shown
+    baseline, load_error = stored.document, stored.error
 
     from pytest_modelprof.baseline.ops import op_sites
 
-    found = Evidence(
-        current, timing=timing, sweep=sweep, fvcore=fvcore, op_sites=op_sites(profile.op_calls)
+    measured = Evidence(current, found, op_sites=op_sites(profile.op_calls))
+    comparison = judge(
+        measured, baseline, limits, collectors, fail_on_environment=session.fail_on_environment
     )
-    comparison = judge(found, baseline, limits, fail_on_environment=session.fail_on_environment)
+    recorded: dict[str, Any] = {}
+    for key, each in found.items():
+        recorded.update(collectors[key].on_record(each))
     env = list(comparison.environment)
     env_line = (
         f"  the baseline was recorded in another environment: {'; '.join(env)}" if env else None
@@ -299,17 +283,17 @@ def evaluate(
     def record(
         status: Status, failed: bool, failures: Sequence[Check], error: str | None = None
     ) -> ProfileResult:
-        measured = {k: float(v) for k, v in current.metrics.items()}
+        figures = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
-            measured["latency_ms"] = round(latency.current, 6)
+            figures["latency_ms"] = round(latency.current, 6)
         return ProfileResult(
             nodeid=nodeid,
             name=name,
             model=profile.model,
             status=status,
             baseline_path=rel.as_posix(),
-            metrics=measured,
+            metrics=figures,
             baseline_metrics=(
                 {k: float(v) for k, v in baseline.metrics.items()} if baseline else {}
             ),
@@ -320,16 +304,17 @@ def evaluate(
             warnings=[c.describe() for c in comparison.warnings],
             failures=[c.describe() for c in failures] + ([error] if error else []),
             environment=env,
-            timing=dict(timing) if timing is not None else None,
-            sweep=dict(sweep) if sweep is not None else None,
+            **recorded,
         )
 
     # Limits that rewriting the baseline cannot fix hold in every mode.
     hard = [c for c in comparison.failures if c.hard]
 
     if session.update:
-        kept = _keep_instructions(_keep_timing(current, baseline, limits), baseline)
-        written = write_atomic(path, kept.to_json())
+        before = baseline.evidence() if baseline is not None else {}
+        kept = {k: collectors[k].kept(before.get(k), each, limits) for k, each in found.items()}
+        rewrite = _document(profile, kept, collectors, test=nodeid, name=name, settings=settings)
+        written = write_atomic(path, rewrite.to_json())
         status: Status = "ok"
         if written:
             status = "new" if baseline is None and load_error is None else "updated"
@@ -388,3 +373,27 @@ def evaluate(
     if comparison.warnings:
         return Outcome(record("warning", False, ()), None, None, comparison)
     return Outcome(record("ok", False, ()), None, None, comparison)
+
+
+def gate_profile(
+    profile: ModelProfile,
+    request: ProfileRequest,
+    *,
+    nodeid: str,
+    name: str | None,
+    limits: Limits,
+    sweep: Mapping[str, Sequence[int]] | None,
+    session: SessionSettings,
+    rootdir: Path,
+    paths: BaselinePaths | None,
+    collectors: Mapping[str, Collector[Any]] = BUILTIN_COLLECTORS,
+) -> Outcome:
+    """One profile of a test through the gate: its baseline read once, the collectors run
+    against it (against none when updating), the profile judged."""
+    stored = load_baseline(nodeid, name, session, rootdir, paths)
+    against = None if session.update else stored.document
+    evidence = collect(request, limits, sweep, against, collectors)
+    return evaluate(
+        profile, nodeid=nodeid, name=name, limits=limits, session=session, rootdir=rootdir,
+        evidence=evidence, collectors=collectors, stored=stored, paths=paths,
+    )

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.collector import Collector, CollectorLimits
 from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
-from pytest_modelprof.baseline.compile_rows import compile_checks, compile_metrics
-from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, METRICS
+from pytest_modelprof.baseline.metrics import active_metrics, growth_fields
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.costs.user import REGISTER_HINT
 from pytest_modelprof.gate.settings import Limits
@@ -57,12 +57,11 @@ class FvcoreEvidence:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the collectors measured for one profile (plain JSON where it can be)."""
+    """What was measured for one profile: the document, and each collector's evidence."""
 
     document: BaselineDocument  # the current profile as a baseline would store it
-    timing: Mapping[str, Any] | None = None  # runtime.NormalisedTiming as JSON
-    sweep: Mapping[str, Any] | None = None  # runtime.sweep.SweepResult as JSON
-    fvcore: FvcoreEvidence | None = None
+    # Collector key -> its evidence (each collector's own type): gate.collect.collect.
+    collected: Mapping[str, Any] = field(default_factory=dict)
     # Layer -> op -> the lines of model code that called it now (baseline.ops.op_sites).
     op_sites: Mapping[str, Mapping[str, Sequence[str]]] | None = None
 
@@ -73,7 +72,7 @@ def _format_count(value: float, unit: str) -> str:
     return format_count(value, unit)
 
 
-def latency_tolerance(limits: Limits) -> float:
+def latency_tolerance(limits: CollectorLimits) -> float:
     """The relative latency tolerance the limits set (the runtime default otherwise).
 
     ``max_latency_delta=0`` (``Exact``) means 0: any slowdown the rounds are sure of."""
@@ -88,7 +87,7 @@ def latency_tolerance(limits: Limits) -> float:
 def latency_checks(
     timing: Mapping[str, Any] | None,
     baseline_timing: Mapping[str, Any] | None,
-    limits: Limits,
+    limits: CollectorLimits,
 ) -> list[Check]:
     """The latency limits, judged from calibration-normalised timing rounds.
 
@@ -104,7 +103,7 @@ def latency_checks(
         latency_gate,
     )
 
-    metric = METRICS.by_name("latency_ms")
+    metric = active_metrics().by_name("latency_ms")
     assert metric is not None
     from pytest_modelprof.runtime.paired import split_timing
 
@@ -219,7 +218,7 @@ def latency_checks(
     ]
 
 
-def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check]:
+def growth_checks(sweep: Mapping[str, Any] | None, limits: CollectorLimits) -> list[Check]:
     """One row per growth limit and swept axis: the fitted exponent against its limit.
 
     Latency exponents are as noisy as latency and warn unless ``timing_verdicts='fail'``. A scope
@@ -228,9 +227,10 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
     if sweep is None or not limits.growth:
         return []
     rows = []
+    fields = growth_fields()
     for key, limit in sorted(limits.growth.items()):
-        table = METRICS.growth_limits().get(key)
-        metric_name = GROWTH_LIMITS[key]  # the profile field the sweep fitted
+        table = active_metrics().growth_limits().get(key)
+        metric_name = fields[key]  # the profile field the sweep fitted
         label = table.label if table is not None else metric_name
         for series in sweep.get("series", []):
             fit = series.get("fits", {}).get(metric_name)
@@ -280,7 +280,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
     return rows
 
 
-def fvcore_check(evidence: FvcoreEvidence | None, limits: Limits) -> list[Check]:
+def fvcore_check(evidence: FvcoreEvidence | None, limits: CollectorLimits) -> list[Check]:
     """With ``fvcore=True``: our MACs against fvcore's count on the same model and inputs."""
     if evidence is None or not limits.fvcore or isinstance(limits.max_fvcore_delta, Ignore):
         return []
@@ -472,27 +472,29 @@ def judge(
     evidence: Evidence,
     baseline: BaselineDocument | None,
     limits: Limits,
+    collectors: Mapping[str, Collector[Any]],
     *,
     fail_on_environment: bool = False,
 ) -> Comparison:
-    """Every limit of one profile as rows: the table metrics, then the rules of their own."""
-    timed = evidence.timing is not None
+    """Every limit of one profile as rows: the table metrics, then the rules of their own.
+
+    Each collector judges the metrics it claims by its own rule (``Collector.checks``): rows of
+    table metrics take their table places, the others follow in the collectors' order."""
     policy: Policy = limits.policy(fail_on_environment=fail_on_environment)
-    compiled = compile_metrics()
-    comparison = compare(
-        evidence.document, baseline, policy,
-        skip=(frozenset({"latency_ms"}) if timed else frozenset()) | compiled,
-    )
-    # The compile metrics' rows, in their table places: compared as counts, breaks named.
-    order = {m.name: i for i, m in enumerate(METRICS)}
-    rows = (*comparison.checks, *compile_checks(
-        evidence.document, baseline, policy, timing_fail=limits.timing_fails is True
-    ))
+    found = evidence.collected
+    skip = frozenset().union(*(c.judged(found.get(k)) for k, c in collectors.items()))
+    comparison = compare(evidence.document, baseline, policy, skip=skip)
+    own = [
+        row
+        for key, c in collectors.items()
+        for row in c.checks(found.get(key), evidence.document, baseline, limits, policy)
+    ]
+    order = {m.name: i for i, m in enumerate(active_metrics())}
+    table = [r for r in own if r.kind in ("delta", "budget")]
+    rows = (*comparison.checks, *table)
     comparison = replace(comparison, checks=tuple(sorted(rows, key=lambda c: order[c.metric])))
     extra: Sequence[Check] = [
-        *latency_checks(evidence.timing, baseline.timing if baseline else None, limits),
-        *growth_checks(evidence.sweep, limits),
-        *fvcore_check(evidence.fvcore, limits),
+        *(r for r in own if r.kind not in ("delta", "budget")),
         *uncounted_check(
             evidence.document,
             baseline,

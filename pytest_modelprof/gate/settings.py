@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_modelprof.baseline.compare import Policy
-from pytest_modelprof.baseline.metrics import GROWTH_LIMITS, LIMIT_KEYS, METRICS
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, active_metrics
 from pytest_modelprof.baseline.tolerance import (
     Budget,
     Ignore,
@@ -49,7 +49,7 @@ __all__ = [
     "SESSION_SETTINGS",
     "TIMING_VERDICTS",
     "DEFAULT_TIMING_ROUNDS",
-    "LIMIT_NAMES",
+    "BUILTIN_LIMIT_NAMES",
     "MARKER_ARGS",
     "MARKER_SIGNATURE",
     "Limits",
@@ -82,12 +82,13 @@ SETTINGS: Final = (
 #: The settings with a run-wide ``--modelprof-<name>`` flag and ``modelprof_<name>`` ini key
 #: (``fvcore`` has the flag only): the base every marker is resolved over.
 SESSION_SETTINGS: Final = ("fail_on_improvement", "fail_on_uncounted", "timing_verdicts")
-#: Every limit name (the built-in metrics'), in the order the reference lists them.
-LIMIT_NAMES: Final[tuple[str, ...]] = (
-    *(m.delta_key for m in METRICS),
-    *(m.budget_key for m in METRICS if m.budget_key),
+#: Every limit of the built-in metrics, in the order the reference lists them (a session's own
+#: metrics add theirs: :func:`limit_names`).
+BUILTIN_LIMIT_NAMES: Final[tuple[str, ...]] = (
+    *(m.delta_key for m in BUILTIN_METRICS),
+    *(m.budget_key for m in BUILTIN_METRICS if m.budget_key),
     "max_fvcore_delta",  # how far the FLOPs may disagree with fvcore's (with fvcore=True)
-    *GROWTH_LIMITS,
+    *BUILTIN_METRICS.growth_limits(),
 )
 #: Marker-only arguments: what to profile and how (``sweep`` names the axes of a scaling sweep;
 #: ``dtype``, ``mode``, ``include_backward`` go to ``profile_model``, STEP_ARGS to fit).
@@ -110,9 +111,11 @@ DEFAULT_TIMING_ROUNDS: Final = 100
 
 
 def limit_names() -> tuple[str, ...]:
-    """:data:`LIMIT_NAMES` plus the limits of the session's own metrics (the active set)."""
-    extra = tuple(k for k in (*LIMIT_KEYS, *GROWTH_LIMITS) if k not in LIMIT_NAMES)
-    return (*LIMIT_NAMES, *extra)
+    """:data:`BUILTIN_LIMIT_NAMES` plus the limits of the session's own metrics (the active
+    set)."""
+    table = active_metrics()
+    extra = (*table.limit_keys(), *table.growth_limits())
+    return (*BUILTIN_LIMIT_NAMES, *(k for k in extra if k not in BUILTIN_LIMIT_NAMES))
 
 
 def cli_flag(key: str) -> str:
@@ -165,7 +168,7 @@ class Limits:
     max_fvcore_delta: Tolerance = DEFAULT_FVCORE_DELTA
     timing_verdicts: str | None = None  # None: decisive latency regressions fail (see above)
     timing_rounds: int = DEFAULT_TIMING_ROUNDS
-    growth: Mapping[str, float] = field(default_factory=dict)  # GROWTH_LIMITS key -> exponent
+    growth: Mapping[str, float] = field(default_factory=dict)  # growth limit -> exponent
     fail_on_uncounted: bool = False  # any uncounted op fails, not only a new one
     # torch.compile(dynamic=...) for the compile-health limits: None is torch's default
     # (automatic dynamic shapes after a recompile), True or False force it.
@@ -202,7 +205,7 @@ class Limits:
         """Every effective limit as text, for the ``settings`` of a baseline file."""
         policy = self.policy()
         out: dict[str, str] = {}
-        for metric in METRICS:
+        for metric in active_metrics():
             if metric.name == "instructions" and not self.limited(metric.name):
                 continue  # opt-in: baselines that never counted instructions stay as they were
             out[metric.delta_key] = format_tolerance(
@@ -237,6 +240,7 @@ class Limits:
         fail_on_uncounted = self.fail_on_uncounted
         compile_dynamic = self.compile_dynamic
         fail_on_improvement = self.fail_on_improvement
+        table = active_metrics()
         for key, raw in values.items():
             if raw is None:
                 continue  # None is "not given": the limit of the level below (or the default)
@@ -256,13 +260,13 @@ class Limits:
                     timing_verdicts = parse_verdicts(raw)
                 elif key == "timing_rounds":
                     timing_rounds = parse_rounds(raw)
-                elif key in GROWTH_LIMITS:
+                elif key in table.growth_limits():
                     if is_off(raw):  # as a tolerance is switched off: nothing is swept for it
                         growth.pop(key, None)
                     else:
                         growth[key] = parse_exponent(raw)
                 else:
-                    metric = LIMIT_KEYS[key]
+                    metric = table.limit_keys()[key]
                     if key == metric.delta_key:
                         tolerances[metric.name] = parse_tolerance(raw)
                     else:
@@ -505,7 +509,8 @@ def resolve_marker(
     limits = base.with_values({k: v for k, v in values.items() if k in names}, source)
     sweep = parse_sweep(values.get("sweep"), source)
     # Growth limits from the CLI or ini apply to tests with a sweep; in a marker they need one.
-    marker_growth = sorted(k for k in values if k in GROWTH_LIMITS and k in limits.growth)
+    growth_keys = active_metrics().growth_limits()
+    marker_growth = sorted(k for k in values if k in growth_keys and k in limits.growth)
     if marker_growth and sweep is None:
         raise SettingsError(
             f"{source}: {', '.join(marker_growth)} needs a sweep, e.g. "

@@ -11,9 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pytest_modelprof.baseline.document import BaselineEnvironment
-from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
-from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.environment import fact_changes
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric, active_metrics
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import (
     Commit,
@@ -40,7 +39,7 @@ __all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "b
 
 #: Shown when ``--metric`` is not given: the gate's summary metrics that a version recorded,
 #: less the derived ones (arithmetic intensity moves whenever FLOPs or bytes do).
-DEFAULT_METRICS = tuple(m.name for m in METRICS if m.summary and not m.derived_from)
+DEFAULT_METRICS = tuple(m.name for m in BUILTIN_METRICS if m.summary and not m.derived_from)
 
 class HistoryError(ModelprofError):
     """Nothing to show for what was asked: no baseline history, an unknown metric or test."""
@@ -49,11 +48,11 @@ class HistoryError(ModelprofError):
 def pick_metrics(names: Sequence[str] | None) -> list[Metric]:
     """The metrics asked for, from the metric table; a typo gets the close names."""
     if not names:
-        return [m for m in METRICS if m.name in DEFAULT_METRICS]
-    known = [m.name for m in METRICS]
+        return [m for m in active_metrics() if m.name in DEFAULT_METRICS]
+    known = [m.name for m in active_metrics()]
     picked: list[Metric] = []
     for name in names:
-        metric = METRICS.by_name(name)
+        metric = active_metrics().by_name(name)
         if metric is None:
             close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
             hint = f"did you mean {' or '.join(close)}? " if close else ""
@@ -153,15 +152,6 @@ def _lineages(entries: Sequence[LogEntry], start: Mapping[str, str], start_commi
             active[change.path] = lineage
             add(lineage, entry.commit, change.path, change.blob)
     return [lin for lin in [*done, *active.values()] if lin.versions]
-
-
-def _environment_changes(before: BaselineEnvironment, after: BaselineEnvironment) -> list[str]:
-    """Every recorded fact that changed, the model's ones (capture mode, device) included."""
-    changes = (
-        fact_change(f, getattr(before, f.field), getattr(after, f.field), unknown="unknown")
-        for f in ENVIRONMENT_FACTS
-    )
-    return [c for c in changes if c is not None]
 
 
 def _key(doc: VersionSummary) -> tuple[str, str]:
@@ -285,7 +275,10 @@ def _points(versions: Sequence[_Version], metric: Metric) -> list[Point]:
             points.append(Point.model_construct(
                 commit=v.commit.hash, value=value, delta=delta,
                 change=_round(delta / abs(before)) if before else None,
-                environment=_environment_changes(prev.doc.environment, v.doc.environment),
+                # Every recorded fact that changed, the model's ones (capture mode, device) too.
+                environment=fact_changes(
+                    prev.doc.environment, v.doc.environment, unknown="unknown"
+                ),
             ))
         prev = v
     return points

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_modelprof.baseline.compare import format_change
-from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, Step, TestHistory
 from pytest_modelprof.report.model import Chart, Fact
 from pytest_modelprof.report.view import breakable
@@ -56,7 +56,7 @@ class HistoryView:
 
 
 def _metric(name: str) -> Metric:
-    metric = METRICS.by_name(name)
+    metric = active_metrics().by_name(name)
     assert metric is not None, name  # the document was built from the table
     return metric
 

@@ -1,4 +1,4 @@
-"""The instructions collector the gate runs (``baseline.metrics``: ``INSTRUCTIONS``).
+"""The instructions collector the gate runs (:data:`INSTRUCTIONS_COLLECTOR`).
 
 Its evidence is the :class:`~pytest_modelprof.instructions.counts.InstructionCounts` as JSON
 plus ``instructions``: the gated figure (the forward, or the training step of a training-graph
@@ -7,15 +7,22 @@ profile). One callgrind server per process measures every test (:func:`shared_se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
+from pytest_modelprof.baseline.collector import (
+    CollectorLimits,
+    EvidenceData,
+    JsonCollector,
+    Measure,
+)
+from pytest_modelprof.baseline.metrics import INSTRUCTIONS
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.instructions.client import shared_server
+from pytest_modelprof.instructions.counts import keep_stored
 
-if TYPE_CHECKING:
-    from pytest_modelprof.baseline.collector import Measure
-
-__all__ = ["measure"]
+__all__ = ["INSTRUCTIONS_COLLECTOR", "InstructionsCollector", "measure", "keep"]
 
 
 def measure(call: Measure) -> dict[str, Any] | None:
@@ -38,3 +45,35 @@ def measure(call: Measure) -> dict[str, Any] | None:
     data: dict[str, Any] = counts.model_dump(mode="json")
     data["instructions"] = counts.training_step if training else counts.forward
     return data
+
+
+def keep(stored: EvidenceData | None, new: EvidenceData, limits: CollectorLimits) -> EvidenceData:
+    """Rewriting a baseline: the stored counts while the new one is within the measurement's
+    noise on the same CPU, so a rewrite of an unchanged model leaves the file byte-identical."""
+    if stored is None or stored.get("cpu") != new.get("cpu"):
+        return new
+    old, now = stored.get("instructions"), new.get("instructions")
+    if not isinstance(old, int) or not isinstance(now, int) or keep_stored(old, now) == now:
+        return new
+    return stored
+
+
+@dataclass(frozen=True)
+class InstructionsCollector(JsonCollector):
+    """Counts depend on the CPU: the baseline's environment records the one that counted."""
+
+    def facts(self, evidence: EvidenceData) -> Mapping[str, str]:
+        return {
+            "cpu": str(evidence.get("cpu", "unknown")),
+            "cpu_flags": str(evidence.get("cpu_flags", "")),
+        }
+
+
+#: CPU instructions per call under callgrind: one valgrind process per session or xdist worker;
+#: the evidence keeps the counts and the CPU.
+INSTRUCTIONS_COLLECTOR = InstructionsCollector(
+    INSTRUCTIONS,
+    measure_with=measure,
+    keep=keep,
+    needs="valgrind (apt-get install valgrind); the model run under callgrind",
+)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-if TYPE_CHECKING:
-    from pytest_modelprof.baseline.collector import EvidenceData, Measure
+from pytest_modelprof.baseline.collector import EvidenceData, JsonCollector, Measure
+from pytest_modelprof.baseline.llm_metrics import LLM
+from pytest_modelprof.units import Number
 
-__all__ = ["measure"]
+__all__ = ["LLM_COLLECTOR", "measure"]
 
 
 def measure(call: Measure) -> EvidenceData | None:
@@ -21,7 +23,7 @@ def measure(call: Measure) -> EvidenceData | None:
     from pytest_modelprof.llm.engine import profile_llm
 
     request = call.request
-    options: dict[str, Any] = dict(getattr(request, "llm", None) or ())
+    options: dict[str, Any] = dict(request.llm or ())
     context = options.get("context")
     if isinstance(context, tuple):  # a context sweep: the growth exponent of decode FLOPs
         from pytest_modelprof.llm.growth import decode_growth
@@ -31,3 +33,29 @@ def measure(call: Measure) -> EvidenceData | None:
     costs = profile_llm(request.model, dtype=request.dtype, **options)
     evidence: dict[str, Any] = costs.model_dump(mode="json")
     return evidence
+
+
+def _llm_values(evidence: EvidenceData) -> dict[str, Number]:
+    """The LLM metrics of the evidence (an ``LLMCosts`` document as JSON)."""
+    out: dict[str, Number] = {
+        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
+        "decode_flops": evidence["decode"]["flops_per_token"],
+        "prefill_flops": evidence["prefill"]["flops"],
+    }
+    growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
+    if isinstance(growth, Mapping):
+        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
+    return out
+
+
+#: LLM serving costs: a prefill and one decode step on meta (marker ``llm={...}``).
+LLM_COLLECTOR = JsonCollector(
+    LLM,
+    measure_with=measure,
+    when=lambda call: bool(call.limited) or call.request.llm is not None,
+    values_of=_llm_values,
+    needs=(
+        "a causal LM whose forward takes and returns its KV cache (the growth exponent: "
+        "a context sweep, llm={'context': [1024, 4096, 16384]})"
+    ),
+)

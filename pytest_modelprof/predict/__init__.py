@@ -10,7 +10,7 @@ not fitted on.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,6 +19,9 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.machines import PRECISIONS, GpuSpec, machine_spec
 from pytest_modelprof.predict.kernels import Kernel, eager_kernels, fused_kernels, site_texts
 from pytest_modelprof.predict.model import Constants, KernelTime, kernel_time, shipped_constants
+
+if TYPE_CHECKING:
+    from pytest_modelprof.profile import Profiled
 
 __all__ = ["Prediction", "TopKernel", "PredictionError", "predict", "predict_profile"]
 
@@ -159,20 +162,16 @@ def predict(
 
 
 def predict_profile(
-    profile: Any,
+    profiled: Profiled,
     gpu: str | GpuSpec,
     *,
     precision: str = "amp",
     mode: KernelMode = "eager",
     top: int = 10,
 ) -> Prediction:
-    """:func:`predict` for a profile made in this process (its capture is kept in memory)."""
-    capture = getattr(profile, "_capture", None)
-    if capture is None:
-        raise PredictionError(
-            f"{profile.model}: a prediction needs the capture, which a profile read from a file "
-            "does not hold; profile the model again (profile_model) in this process"
-        )
+    """:func:`predict` for a profile made in this process, with its capture
+    (:func:`~pytest_modelprof.profile.profile_with_capture`)."""
+    profile, capture = profiled.profile, profiled.capture
     batch = 1
     if profile.inputs and profile.inputs[0].shape:
         batch = int(profile.inputs[0].shape[0])

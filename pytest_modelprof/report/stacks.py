@@ -44,9 +44,9 @@ def _part_name(row: Check, total: Check | None) -> str:
 
 
 def _format(metric: str, value: float) -> str:
-    from pytest_modelprof.baseline.metrics import METRICS
+    from pytest_modelprof.baseline.metrics import active_metrics
 
-    found = METRICS.by_name(metric)
+    found = active_metrics().by_name(metric)
     return found.format(value) if found is not None else f"{value:g}"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from pytest_modelprof.baseline.environment import cpu_only
-from pytest_modelprof.baseline.metrics import METRICS
+from pytest_modelprof.baseline.metrics import active_metrics
 from pytest_modelprof.results.record import STATUS_ORDER, ProfileResult
 from pytest_modelprof.textfit import fit_line
 
@@ -57,7 +57,7 @@ def environment_line(
     cpu = cpu_only(changes)
     counts = [
         m.label
-        for m in METRICS
+        for m in active_metrics()
         if m.kernel_dependent
         and (names is None or m.name in names)
         and (m.cpu_dependent or not cpu)

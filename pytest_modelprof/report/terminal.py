@@ -429,16 +429,16 @@ def render_profile(
     verbose: bool = False,
     show_shape: bool = False,
     width: int = DEFAULT_WIDTH,
+    capture: Capture | None = None,
 ) -> str:
     """The full terminal report of one profile; ``verbose`` adds every layer (as a module tree
-    when the in-memory capture is available, else as a flat list)."""
+    when the op capture the profile was made from is given, else as a flat list)."""
     lines = _summary(profile, width)
     lines += _op_breakdown(profile, width)
     lines += _bottlenecks(profile, width)
     if top > 0 and profile.layers:
         lines += _top_layers(profile, top, show_shape, width)
     if verbose:
-        capture = profile.capture_record
         if capture is not None and capture.ops:
             lines += _module_tree(profile, capture, show_shape, width)
         else:

@@ -191,13 +191,13 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
-    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
+    from pytest_modelprof.baseline.metrics import Metric, active_metrics
 
     tests = []
     for test in data.get("tests", []):
         rows = []
         for old in test.get("checks", []):
-            metric = METRICS_BY_NAME.get(old.get("metric", ""))
+            metric = active_metrics().by_name(old.get("metric", ""))
             label = metric.label if metric is not None else old.get("metric", "")
 
             def fmt(value: float | None, metric: Metric | None = metric) -> str:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import torch
 from torch import nn
 
-from pytest_modelprof.baseline.metrics import GROWTH_LIMITS as _GROWTH_LIMITS
-from pytest_modelprof.baseline.metrics import METRICS, growth_labels
+from pytest_modelprof.baseline.metrics import active_metrics, growth_fields, growth_labels
 from pytest_modelprof.runtime.sweep_inputs import (
     SHAPE_AXES,
     ModelArg,
@@ -37,7 +36,6 @@ from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "SHAPE_AXES",
-    "GROWTH_LIMITS",
     "SweepPoint",
     "GrowthFit",
     "SweepSeries",
@@ -50,11 +48,6 @@ __all__ = [
     "axis_values_arg",
     "format_sweep",
 ]
-
-#: Gate limit name -> the swept metric it bounds (from the torch-free metric table, which the
-#: plugin's settings read too).
-GROWTH_LIMITS: Final[Mapping[str, str]] = _GROWTH_LIMITS
-
 
 class SweepPoint(Frozen):
     """The model measured at one value of one axis."""
@@ -166,16 +159,18 @@ def check_growth(
 ) -> list[GrowthViolation]:
     """Every (axis, metric) whose fitted exponent exceeds its limit by more than ``slack``.
 
-    ``limits`` maps names of :data:`GROWTH_LIMITS` to a maximum exponent (``None``: no limit).
+    ``limits`` maps growth limit names (:func:`~pytest_modelprof.baseline.metrics.
+    growth_fields`) to a maximum exponent (``None``: no limit).
     No hidden slack by default: a limit of 1.1 means 1.1 (pass ``slack`` to allow curvature).
     """
     out: list[GrowthViolation] = []
     for key, limit in limits.items():
         if limit is None:
             continue
-        metric = GROWTH_LIMITS.get(key)
+        fields = growth_fields()
+        metric = fields.get(key)
         if metric is None:
-            known = ", ".join(GROWTH_LIMITS)
+            known = ", ".join(fields)
             raise ValueError(f"unknown growth limit {key!r}; known: {known}")
         for series in result.series:
             fit = series.fits.get(metric)
@@ -408,7 +403,7 @@ def _fixed_keywords(
 
 def _swept() -> tuple[str, ...]:
     """The point fields a sweep fits: each metric's ``sweep_field`` that a point measures."""
-    fields = (m.sweep_field for m in METRICS if m.sweep_field in SweepPoint.model_fields)
+    fields = (m.sweep_field for m in active_metrics() if m.sweep_field in SweepPoint.model_fields)
     return tuple(dict.fromkeys(f for f in fields if f is not None))
 
 

@@ -20,7 +20,7 @@ from gpu_support import GPU, record
 
 from pytest_modelprof.machines import MACHINES
 from pytest_modelprof.predict import predict_profile
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 
 pytestmark = GPU
 
@@ -119,8 +119,8 @@ def test_predicted_samples_per_second_is_within_the_calibrated_error(
         torch.cuda.empty_cache()
         batch //= 4
         measured = _measure(name, size, batch)
-    profile = profile_model(f"timm:{name}", input_shape=(batch, 3, size, size), mode="meta")
-    predicted = predict_profile(profile, preset, precision="amp").samples_per_s
+    made = profile_with_capture(f"timm:{name}", input_shape=(batch, 3, size, size), mode="meta")
+    predicted = predict_profile(made, preset, precision="amp").samples_per_s
     error = predicted / measured - 1
     record(
         "predicted_gpu_time",

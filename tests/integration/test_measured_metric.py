@@ -2,8 +2,9 @@
 
 The toy counted metric (tests/unit/baseline/test_toy_metric.py) shows that a number the capture
 gives needs one ``Metric``; this toy *measured* metric brings its own
-:class:`~pytest_modelprof.baseline.collector.Collector` (it reads ``widgets.txt`` and logs each
-run) and reaches the baseline, the verdict and the reports without an edit to the gate.
+:class:`~pytest_modelprof.baseline.collector.Collector`, registered by the conftest under the
+key the metric names (it reads ``widgets.txt`` and logs each run), and reaches the baseline,
+the verdict and the reports without an edit to the gate.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from modelprof_testing import FAKE_ENGINE, Project
 
 MEASURED = '''
 
-from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.collector import JsonCollector
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.tolerance import Exact
 
@@ -34,8 +35,12 @@ WIDGETS = Metric(
     default_delta=Exact(),
     formatter=lambda v: f"{v:g} widgets",
     summary=False,
-    collector=Collector("widgets", measure=count_widgets),
+    collector="widgets",
 )
+
+
+def pytest_modelprof_register_collectors(config):
+    return [JsonCollector("widgets", measure_with=count_widgets)]
 
 
 def pytest_modelprof_register_metrics(config):
@@ -118,6 +123,19 @@ def test_a_metric_hook_that_returns_no_metric_is_named(project: Project) -> None
     result = project.run()
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*pytest_modelprof_register_metrics returned 'x'*Metric*"])
+
+
+def test_a_metric_whose_collector_nobody_registered_is_named(project: Project) -> None:
+    # The key is checked at start-up: no test runs with a metric that nothing can measure.
+    project.pytester.makeconftest(
+        FAKE_ENGINE + MEASURED.replace("def pytest_modelprof_register_collectors", "def _unused")
+    )
+    project.pytester.makepyfile(test_models=TESTS)
+    result = project.run()
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(
+        ["*metric 'widgets' names the collector 'widgets'*pytest_modelprof_register_collectors*"]
+    )
 
 
 def test_a_measured_metric_under_xdist(project: Project) -> None:

@@ -8,7 +8,7 @@ from modelprof_testing import Project
 
 from pytest_modelprof._options import OPTIONS, Option
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import LIMIT_NAMES, SETTINGS, Limits
+from pytest_modelprof.gate.settings import BUILTIN_LIMIT_NAMES, SETTINGS, Limits
 
 PLAIN = """
 import pytest
@@ -143,7 +143,7 @@ def _accepted(key: str, *candidates: str) -> str:
 
 
 # A value for each limit unlike its ini value, so a run shows the flag's value won.
-@pytest.mark.parametrize("key", LIMIT_NAMES)
+@pytest.mark.parametrize("key", BUILTIN_LIMIT_NAMES)
 def test_every_limit_reaches_the_limits_from_the_flag(project: Project, key: str) -> None:
     value = _accepted(key, "0.1", "5ms")
     project.pytester.makeini(_ini(f"{key} = {_accepted(key, '0.3', '7ms')}"))
@@ -151,7 +151,7 @@ def test_every_limit_reaches_the_limits_from_the_flag(project: Project, key: str
     project.run(f"--modelprof-limit={key}={value}", "--strict-config").assert_outcomes(passed=1)
 
 
-@pytest.mark.parametrize("key", LIMIT_NAMES)
+@pytest.mark.parametrize("key", BUILTIN_LIMIT_NAMES)
 def test_every_limit_reaches_the_limits_from_the_ini_list(project: Project, key: str) -> None:
     value = _accepted(key, "0.3", "7ms")
     project.pytester.makeini(_ini("max_flops_delta = 0.2", f"{key} = {value}"))

@@ -13,7 +13,7 @@ from modelprof_testing import FAKE_ENGINE, Project
 
 PARTS = '''
 
-from pytest_modelprof.baseline.collector import Collector
+from pytest_modelprof.baseline.collector import JsonCollector
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
 
@@ -22,15 +22,19 @@ def count(call):
     return json.loads((ROOT / "crates.json").read_text())
 
 
-CRATES = Collector("crates", measure=count)
+CRATES = JsonCollector("crates", measure_with=count)
 
 
 def _metric(name, label, stack=None):
     return Metric(
         name=name, label=label, direction="lower", delta_key=f"max_{name}_delta",
         default_delta=Exact() if stack is None else Ignore(),
-        formatter=lambda v: f"{v:g} kg", summary=False, collector=CRATES, stack=stack,
+        formatter=lambda v: f"{v:g} kg", summary=False, collector=CRATES.name, stack=stack,
     )
+
+
+def pytest_modelprof_register_collectors(config):
+    return [CRATES]
 
 
 def pytest_modelprof_register_metrics(config):

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof.capture.plan import TRAINING_GRAPH_NOTE
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_model, profile_with_capture
 
 
 class Net(nn.Module):
@@ -29,11 +29,9 @@ class Net(nn.Module):
 
 
 def _forward_flops(model: nn.Module, mode: str, backward: bool) -> dict[str, int]:
-    p = profile_model(
+    cap = profile_with_capture(
         model, input_shape=(2, 3, 8, 8), mode=mode, include_backward=backward  # type: ignore[arg-type]
-    )
-    cap = p.capture_record
-    assert cap is not None
+    ).capture
     flops: dict[str, int] = {}
     for op in cap.ops:
         if op.phase == "forward":

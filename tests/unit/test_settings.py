@@ -10,7 +10,7 @@ import pytest
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.settings import (
-    LIMIT_NAMES,
+    BUILTIN_LIMIT_NAMES,
     MARKER_SIGNATURE,
     SETTINGS,
     Limits,
@@ -201,8 +201,8 @@ def test_input_shape_forms() -> None:
 def test_flag_and_ini_names() -> None:
     assert cli_flag("fail_on_improvement") == "--modelprof-fail-on-improvement"
     assert ini_key("fail_on_improvement") == "modelprof_fail_on_improvement"
-    assert "max_fvcore_delta" in LIMIT_NAMES and "fvcore" in SETTINGS
-    assert not set(SETTINGS) & set(LIMIT_NAMES)
+    assert "max_fvcore_delta" in BUILTIN_LIMIT_NAMES and "fvcore" in SETTINGS
+    assert not set(SETTINGS) & set(BUILTIN_LIMIT_NAMES)
 
 
 def test_sweep_marker_values_are_validated() -> None:

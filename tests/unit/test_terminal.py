@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import Profiled, profile_model, profile_with_capture
 from pytest_modelprof.report.listings import render_fvcore, render_model_list
 from pytest_modelprof.report.terminal import (
     ELLIPSIS,
@@ -48,8 +48,13 @@ class _Deep(nn.Module):
 
 
 @pytest.fixture(scope="module")
-def deep_profile() -> ModelProfile:
-    return profile_model(_Deep(), input_shape=(1, 3, 16, 16), name="deep")
+def deep() -> Profiled:
+    return profile_with_capture(_Deep(), input_shape=(1, 3, 16, 16), name="deep")
+
+
+@pytest.fixture(scope="module")
+def deep_profile(deep: Profiled) -> ModelProfile:
+    return deep.profile
 
 
 # -- abbreviate --------------------------------------------------------------------------------
@@ -100,10 +105,12 @@ def test_render_table_never_exceeds_the_width_even_when_nothing_can_shrink() -> 
 
 # -- the profile -------------------------------------------------------------------------------
 
-def test_profile_report_fits_100_columns(deep_profile: ModelProfile) -> None:
+def test_profile_report_fits_100_columns(deep: Profiled) -> None:
     for verbose in (False, True):
         for show_shape in (False, True):
-            text = render_profile(deep_profile, verbose=verbose, show_shape=show_shape)
+            text = render_profile(
+                deep.profile, verbose=verbose, show_shape=show_shape, capture=deep.capture
+            )
             assert _widest(text) <= WIDTH, (verbose, show_shape)
 
 
@@ -133,8 +140,9 @@ def test_not_counted_sections_are_always_shown(deep_profile: ModelProfile) -> No
     assert "never_called_auxiliary_classifier" in text
 
 
-def test_verbose_tree_nests_children_under_parents(deep_profile: ModelProfile) -> None:
-    text = render_profile(deep_profile, verbose=True, show_shape=True)
+def test_verbose_tree_nests_children_under_parents(deep: Profiled) -> None:
+    deep_profile = deep.profile
+    text = render_profile(deep_profile, verbose=True, show_shape=True, capture=deep.capture)
     tree = text.split("Module tree")[1].splitlines()
     root = next(line for line in tree if line.startswith("  deep "))
     relu = next(line for line in tree if " ReLU " in line)
@@ -160,8 +168,9 @@ def test_backward_splits_forward_and_backward() -> None:
     assert profile.backward_macs > 0
 
 
-def test_profile_report_is_deterministic(deep_profile: ModelProfile) -> None:
-    assert render_profile(deep_profile, verbose=True) == render_profile(deep_profile, verbose=True)
+def test_profile_report_is_deterministic(deep: Profiled) -> None:
+    twice = [render_profile(deep.profile, verbose=True, capture=deep.capture) for _ in range(2)]
+    assert twice[0] == twice[1]
 
 
 # -- the model list ----------------------------------------------------------------------------

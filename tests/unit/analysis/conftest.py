@@ -7,8 +7,7 @@ from collections.abc import Callable
 import pytest
 import torchvision
 
-from pytest_modelprof.profile import profile_model
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.profile import Profiled, profile_with_capture
 
 # Small inputs keep the suite fast; ViT needs 224 (its position embedding fixes the patch grid).
 SHAPES = {
@@ -19,14 +18,14 @@ SHAPES = {
 
 
 @pytest.fixture(scope="session")
-def zoo_profile() -> Callable[[str], ModelProfile]:
-    """``zoo_profile("resnet18")``: the model's profile, built and captured once."""
-    cache: dict[str, ModelProfile] = {}
+def zoo_profile() -> Callable[[str], Profiled]:
+    """``zoo_profile("resnet18")``: the model's profile and capture, built and captured once."""
+    cache: dict[str, Profiled] = {}
 
-    def get(name: str) -> ModelProfile:
+    def get(name: str) -> Profiled:
         if name not in cache:
             model = torchvision.models.get_model(name)
-            cache[name] = profile_model(model, input_shape=SHAPES[name], name=name)
+            cache[name] = profile_with_capture(model, input_shape=SHAPES[name], name=name)
         return cache[name]
 
     return get

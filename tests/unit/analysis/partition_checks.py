@@ -5,13 +5,12 @@ from __future__ import annotations
 from pytest_modelprof.analysis.partition import PartitionReport, is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.exports.graph import GraphExport
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.profile import Profiled
 
 
-def check_partition(report: PartitionReport, profile: ModelProfile) -> None:
+def check_partition(report: PartitionReport, made: Profiled) -> None:
     """DAG, one subgraph per op, conservation, consistent edges, sane bytes and stages."""
-    capture = profile.capture_record
-    assert capture is not None
+    profile, capture = made.profile, made.capture
     subgraphs = report.subgraphs
     assert [s.id for s in subgraphs] == list(range(len(subgraphs)))
 

@@ -18,7 +18,7 @@ from pytest_modelprof.exports.graph import (
     export_graph,
     to_dot,
 )
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 from pytest_modelprof.units import format_count
 
 
@@ -37,9 +37,7 @@ class Residual(nn.Module):
 
 @pytest.fixture(scope="module")
 def capture() -> Capture:
-    profile = profile_model(Residual(), input_shape=(1, 4, 8, 8))
-    assert profile.capture_record is not None
-    return profile.capture_record
+    return profile_with_capture(Residual(), input_shape=(1, 4, 8, 8)).capture
 
 
 def edges_by_name(graph: GraphExport) -> set[tuple[str, str]]:
@@ -110,9 +108,8 @@ class Quoted(nn.Module):
 
 
 def test_dot_escapes_names() -> None:
-    profile = profile_model(Quoted(), input_shape=(2, 3), name='odd "name"')
-    assert profile.capture_record is not None
-    dot = export_graph(profile.capture_record, detail=False, fmt="dot", name='odd "name"')
+    capture = profile_with_capture(Quoted(), input_shape=(2, 3), name='odd "name"').capture
+    dot = export_graph(capture, detail=False, fmt="dot", name='odd "name"')
     assert dot.startswith('digraph "odd \\"name\\" module graph" {\n')
     assert 'label="blocks.say \\"hi\\"\\\\\\nReLU' in dot
 

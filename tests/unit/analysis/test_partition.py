@@ -13,18 +13,17 @@ from pytest_modelprof.analysis.partition import (
     PartitionSummary,
     partition,
 )
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 from pytest_modelprof.report.partition_text import render_partition_report
 from pytest_modelprof.schema import ModelProfile
 
 
 def run(model: nn.Module, **kw: object) -> tuple[ModelProfile, PartitionReport]:
     kw.setdefault("input_shape", (1, 8, 16, 16))
-    profile = profile_model(model, **kw)  # type: ignore[arg-type]
-    assert profile.capture_record is not None
-    report = partition(profile.capture_record)
-    check_partition(report, profile)
-    return profile, report
+    made = profile_with_capture(model, **kw)  # type: ignore[arg-type]
+    report = partition(made.capture)
+    check_partition(report, made)
+    return made.profile, report
 
 
 def test_conv_norm_activation_is_one_subgraph_with_fused_bytes() -> None:
@@ -167,11 +166,10 @@ def test_summary_and_rendering() -> None:
 
 
 def test_machine_sets_the_bottleneck() -> None:
-    profile, _ = run(ConvBnRelu())
-    assert profile.capture_record is not None
+    capture = profile_with_capture(ConvBnRelu(), input_shape=(1, 8, 16, 16)).capture
     # AI = 610304 FLOPs / 29440 B = 20.7 FLOP/B: compute-bound at balance 10, memory at 100.
-    low = partition(profile.capture_record, 10.0).subgraphs[0]
-    high = partition(profile.capture_record, 100.0).subgraphs[0]
+    low = partition(capture, 10.0).subgraphs[0]
+    high = partition(capture, 100.0).subgraphs[0]
     assert low.arithmetic_intensity == pytest.approx(610304 / 29440)
     assert (low.bottleneck, high.bottleneck) == ("compute-bound", "memory-bound")
 

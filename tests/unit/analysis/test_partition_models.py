@@ -9,22 +9,20 @@ from partition_checks import check_graph, check_partition
 
 from pytest_modelprof.analysis.partition import PartitionReport, partition
 from pytest_modelprof.exports.graph import build_graph
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.profile import Profiled
 
-Zoo = Callable[[str], ModelProfile]
+Zoo = Callable[[str], Profiled]
 
 
-def report_of(profile: ModelProfile) -> PartitionReport:
-    assert profile.capture_record is not None
-    return partition(profile.capture_record)
+def report_of(made: Profiled) -> PartitionReport:
+    return partition(made.capture)
 
 
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "vit_b_16"])
 def test_universal_checks(zoo_profile: Zoo, name: str) -> None:
-    profile = zoo_profile(name)
-    capture = profile.capture_record
-    assert capture is not None
-    check_partition(report_of(profile), profile)
+    made = zoo_profile(name)
+    capture = made.capture
+    check_partition(report_of(made), made)
     check_graph(build_graph(capture, detail=True, name=name), capture, dag=True)
     check_graph(build_graph(capture, detail=False, name=name), capture, dag=False)
 
@@ -78,23 +76,22 @@ def test_vit_b_16_attention_blocks(zoo_profile: Zoo) -> None:
     assert all(s.unfused_bytes - s.memory >= 2 * scores for s in attention)
 
 
-def _yolo_profile() -> ModelProfile:
-    from pytest_modelprof.profile import profile_model
+def _yolo_profile() -> Profiled:
+    from pytest_modelprof.profile import profile_with_capture
 
     try:
-        return profile_model("yolov8n.yaml", input_shape=(1, 3, 320, 320))
+        return profile_with_capture("yolov8n.yaml", input_shape=(1, 3, 320, 320))
     except ImportError:  # the model registry has not landed: build it with ultralytics
         tasks = pytest.importorskip("ultralytics.nn.tasks", reason="ultralytics is not installed")
         model = tasks.DetectionModel("yolov8n.yaml", verbose=False)
-        return profile_model(model, input_shape=(1, 3, 320, 320), name="yolov8n.yaml")
+        return profile_with_capture(model, input_shape=(1, 3, 320, 320), name="yolov8n.yaml")
 
 
 def test_yolov8n_graph_has_no_dangling_nodes() -> None:
-    profile = _yolo_profile()
-    capture = profile.capture_record
-    assert capture is not None
-    report = report_of(profile)
-    check_partition(report, profile)
+    made = _yolo_profile()
+    capture = made.capture
+    report = report_of(made)
+    check_partition(report, made)
     check_graph(build_graph(capture, detail=True), capture, dag=True)
     check_graph(build_graph(capture, detail=False), capture, dag=False)
     assert 55 <= report.kind_counts["conv"] <= 75

@@ -11,7 +11,7 @@ from pytest_modelprof.analysis import grouping
 from pytest_modelprof.analysis import partition as part
 from pytest_modelprof.analysis import subgraph_order as order
 from pytest_modelprof.capture.record import Capture
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 from pytest_modelprof.zoo import LlamaConfig, LlamaDecoder
 
 
@@ -34,15 +34,14 @@ def _capture(name: str) -> Capture:
         cfg = LlamaConfig(vocab=64, dim=32, layers=6, heads=4, kv_heads=2, ffn=64, max_seq=8)
         with torch.device("meta"):
             model = LlamaDecoder(cfg)
-        p = profile_model(model, inputs=(torch.zeros(1, 8, dtype=torch.long, device="meta"),))
-    else:
-        kwargs = {"init_weights": False} if name in ("googlenet", "inception_v3") else {}
-        with torch.device("meta"):
-            model = torchvision.models.get_model(name, **kwargs)
-        size = 75 if name == "inception_v3" else 64
-        p = profile_model(model, input_shape=(1, 3, size, size))
-    assert p.capture_record is not None
-    return p.capture_record
+        return profile_with_capture(
+            model, inputs=(torch.zeros(1, 8, dtype=torch.long, device="meta"),)
+        ).capture
+    kwargs = {"init_weights": False} if name in ("googlenet", "inception_v3") else {}
+    with torch.device("meta"):
+        model = torchvision.models.get_model(name, **kwargs)
+    size = 75 if name == "inception_v3" else 64
+    return profile_with_capture(model, input_shape=(1, 3, size, size)).capture
 
 
 @pytest.mark.parametrize("name", ["llama", "googlenet", "densenet121", "inception_v3"])

@@ -1,12 +1,16 @@
 """The package's layout holds: no import cycles (lazy imports included), no module over 500 lines.
 
 Import-linter would need a config and a tool in CI; the graph is small enough to walk here, and
-this version also sees imports inside functions (the lazy ones that used to hide a cycle).
+this version also sees imports inside functions (the lazy ones that used to hide a cycle) and a
+module named by a string (``importlib.import_module("pytest_modelprof.profile")``, a
+``sys.modules`` lookup). An object named by an import string (``"pytest_modelprof.x:y"``) is
+refused outright: it hides a dependency the walk cannot place.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -59,8 +63,78 @@ def _imports(path: Path, name: str, known: set[str], *, type_only: bool = False)
                     out.add(sub)
                 elif base in known:
                     out.add(base)
+    out.update(_named_modules(tree, known, skip) - NOT_IMPORTS.get(name, set()))
     out.discard(name)
     return out
+
+
+#: Strings that spell a module's name without importing it: module -> such names.
+NOT_IMPORTS = {
+    # The entry-point group users register models under (importlib.metadata), not the module.
+    "pytest_modelprof.models._registry": {"pytest_modelprof.models"},
+}
+
+
+def _named_modules(tree: ast.AST, known: set[str], skip: set[int]) -> set[str]:
+    """The package's modules a string names whole (imported by name at run time)."""
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if id(node) not in skip
+        and isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value in known
+    }
+
+
+#: ``"pytest_modelprof.gate.collect:latency_evidence"``: an object named by its import path.
+IMPORT_STRING = re.compile(r"\bpytest_modelprof(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+
+
+def import_strings(root: Path) -> list[str]:
+    """``file:line: "pytest_modelprof.x:y"`` for each string in the modules under ``root`` that
+    names an object by import path (docstrings and comments included: a reader follows them)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [
+                f"{path.relative_to(root).as_posix()}:{number}: {hit}"
+                for hit in IMPORT_STRING.findall(line)
+            ]
+    return found
+
+
+def test_no_object_is_named_by_an_import_string() -> None:
+    # A collector, a factory or a hook named "pytest_modelprof.pkg.module:function" is an
+    # import the layering walk cannot see: the owner registers it instead.
+    assert import_strings(PACKAGE) == []
+
+
+def test_the_import_string_scan_finds_a_planted_one(tmp_path: Path) -> None:
+    # The check itself can fail: a metric table naming its collector by string is caught, and
+    # so is one in a docstring; a user's "pkg.module:factory" and a plain module name are not.
+    (tmp_path / "metrics.py").write_text(
+        '"""Rows name ``pytest_modelprof.llm.gate:measure``."""\n'
+        'TIMING = Collector("timing", measure="pytest_modelprof.gate.collect:latency_evidence")\n'
+        'HINT = "pass model=\'pkg.module:factory\'"\n'
+        'LAZY = {"profile_model": "pytest_modelprof.profile"}\n'
+    )
+    assert import_strings(tmp_path) == [
+        "metrics.py:1: pytest_modelprof.llm.gate:measure",
+        "metrics.py:2: pytest_modelprof.gate.collect:latency_evidence",
+    ]
+
+
+def test_a_module_named_by_a_string_is_an_edge(tmp_path: Path) -> None:
+    # importlib.import_module("pytest_modelprof.profile") depends on it as an import does.
+    module = tmp_path / "lazy.py"
+    module.write_text(
+        'import importlib\n'
+        'def get():\n'
+        '    return importlib.import_module("pytest_modelprof.profile")\n'
+    )
+    known = {"pytest_modelprof.profile", "pytest_modelprof.lazy"}
+    assert _imports(module, "pytest_modelprof.lazy", known) == {"pytest_modelprof.profile"}
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -41,6 +41,7 @@ def run(
         limits=Limits().with_values(limits, "marker on test_net"),
         session=settings,
         rootdir=tmp_path,
+        evidence={"compile": profile.compile_health} if profile.compile_health else None,
     )
 
 

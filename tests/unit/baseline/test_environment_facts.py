@@ -10,12 +10,11 @@ import torch.nn as nn
 
 from pytest_modelprof.baseline.compare import compare
 from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
-from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS
-from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_changes
+from pytest_modelprof.baseline.metrics import Metric, extended_metrics
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.judge import growth_checks
 from pytest_modelprof.gate.settings import Limits
-from pytest_modelprof.history.build import _environment_changes
 from pytest_modelprof.report.summary import environment_line, problem_lines
 from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime.sweep import sweep
@@ -64,14 +63,15 @@ def test_the_history_names_every_fact_the_gate_names() -> None:
         cpu_flags="avx2",
     )
     after = before.model_copy(update={"cpu": "Intel", "cpu_flags": "avx2 avx512f"})
-    assert _environment_changes(before, after) == [
+    # The history's notes: every fact, from the one function the gate's comparison uses too.
+    assert fact_changes(before, after, unknown="unknown") == [
         "cpu AMD \u2192 Intel",
         "cpu flags +avx512f",
     ]
 
 
 def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile) -> None:
-    with METRICS.extended(TOY):
+    with extended_metrics(TOY):
         before = _doc(make_profile(memory=100))
         other_cpu = _doc(make_profile(memory=200), cpu="Intel")
         comparison = compare(other_cpu, before, Limits().policy())

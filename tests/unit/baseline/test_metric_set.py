@@ -8,11 +8,10 @@ import pytest
 
 from pytest_modelprof.baseline.metrics import (
     BUILTIN_METRICS,
-    GROWTH_LIMITS,
-    LIMIT_KEYS,
-    METRICS,
     Metric,
     active_metrics,
+    extended_metrics,
+    growth_fields,
     growth_labels,
     use_metrics,
 )
@@ -36,7 +35,7 @@ def test_a_borrowed_metric_is_not_seen_by_another_thread() -> None:
     inside, done = threading.Event(), threading.Event()
 
     def borrow() -> None:
-        with METRICS.extended(TOY):
+        with extended_metrics(TOY):
             inside.set()
             done.wait(5)
 
@@ -45,7 +44,10 @@ def test_a_borrowed_metric_is_not_seen_by_another_thread() -> None:
     assert inside.wait(5)
     try:
         # Another thread (an xdist worker's, a second session's) keeps its own metric set.
-        seen = (METRICS.by_name("toy_tokens"), "max_toy_tokens_delta" in LIMIT_KEYS)
+        seen = (
+            active_metrics().by_name("toy_tokens"),
+            "max_toy_tokens_delta" in active_metrics().limit_keys(),
+        )
     finally:
         done.set()
         worker.join()
@@ -58,7 +60,7 @@ def test_a_session_table_carries_its_limits_and_growth_facts() -> None:
     with use_metrics(table):
         assert active_metrics() is table
         # Growth limits and labels come from the metric's own fields, nothing else to edit.
-        assert GROWTH_LIMITS["max_toy_tokens_growth_exponent"] == "toy_tokens"
+        assert growth_fields()["max_toy_tokens_growth_exponent"] == "toy_tokens"
         assert growth_labels()["toy_tokens"] == "toy tokens"
         spec = resolve_marker(
             (), {"max_toy_tokens_delta": 0.1, "max_toy_tokens_growth_exponent": 1.5,
@@ -66,7 +68,7 @@ def test_a_session_table_carries_its_limits_and_growth_facts() -> None:
         )
         assert "toy_tokens" in spec.limits.explicit
         assert spec.limits.growth == {"max_toy_tokens_growth_exponent": 1.5}
-    assert "max_toy_tokens_growth_exponent" not in GROWTH_LIMITS
+    assert "max_toy_tokens_growth_exponent" not in growth_fields()
     assert growth_labels()["peak_activation_bytes"] == "peak act."
 
 

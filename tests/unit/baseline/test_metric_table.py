@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_modelprof.baseline.metrics import LIMIT_KEYS, METRICS, METRICS_BY_NAME, metric_values
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, metric_values
 from pytest_modelprof.baseline.tolerance import Ignore
 from pytest_modelprof.schema import ModelProfile
+
+# The built-in table, as constants are: no session adds to it.
+METRICS = BUILTIN_METRICS
+METRICS_BY_NAME = {m.name: m for m in BUILTIN_METRICS}
+LIMIT_KEYS = BUILTIN_METRICS.limit_keys()
 
 MakeProfile = Callable[..., ModelProfile]
 

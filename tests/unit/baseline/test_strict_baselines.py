@@ -11,7 +11,7 @@ import pytest
 from pytest_modelprof._json import MAX_DEPTH, JSONProblem, load_json
 from pytest_modelprof.baseline.compare import Policy, compare
 from pytest_modelprof.baseline.document import BaselineDocument
-from pytest_modelprof.baseline.metrics import METRICS
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.schema import ModelProfile
@@ -148,7 +148,7 @@ def test_a_written_limit_never_passes_against_a_missing_figure(
     make_profile: MakeProfile,
 ) -> None:
     current, before = _docs(make_profile)
-    metric = METRICS.by_name("subgraphs")
+    metric = BUILTIN_METRICS.by_name("subgraphs")
     assert metric is not None
     policy = Policy(tolerances={"subgraphs": Exact()}, explicit=frozenset({"subgraphs"}))
     row = next(c for c in compare(current, before, policy).checks if c.metric == "subgraphs")

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_modelprof.baseline.metrics import METRICS, Metric
+from pytest_modelprof.baseline.metrics import Metric, active_metrics, extended_metrics
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.evaluate import evaluate
 from pytest_modelprof.gate.settings import Limits, SessionSettings
@@ -37,14 +37,14 @@ def test_a_toy_metric_shows_in_every_report(
     settings = SessionSettings(baseline_dir=tmp_path / "b", update=True)
     two = make_profile(layers=[make_layer("a", 10), make_layer("b", 10)])
     three = make_profile(layers=[make_layer("a", 10), make_layer("b", 10), make_layer("c", 0)])
-    with METRICS.extended(TOY):
+    with extended_metrics(TOY):
         evaluate(two, nodeid="t.py::t", name=None, limits=Limits(), session=settings,
                  rootdir=tmp_path)
         check = SessionSettings(baseline_dir=tmp_path / "b")
         out = evaluate(three, nodeid="t.py::t", name=None, limits=Limits(), session=check,
                        rootdir=tmp_path)
     # Outside the block the table is as before: the metric was only borrowed.
-    assert METRICS.by_name("toy_layers") is None
+    assert active_metrics().by_name("toy_layers") is None
     record = out.record
     assert record.failed and record.status == "regressed"
     assert any("toy layer count: 2 toy-layers \u2192 3 toy-layers" in f for f in record.failures)
@@ -69,6 +69,6 @@ def test_a_metric_name_or_limit_cannot_be_registered_twice() -> None:
     import pytest
 
     with pytest.raises(ValueError, match="already registered"):
-        with METRICS.extended(TOY, TOY):
+        with extended_metrics(TOY, TOY):
             pass
-    assert METRICS.by_name("toy_layers") is None
+    assert active_metrics().by_name("toy_layers") is None

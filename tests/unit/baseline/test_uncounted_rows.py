@@ -8,6 +8,7 @@ import pytest
 
 from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS
 from pytest_modelprof.gate.judge import Evidence, judge, uncounted_check
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.schema import Environment, ModelProfile, UncountedOp
@@ -58,14 +59,16 @@ def test_more_bytes_at_the_same_calls_regress_and_warn_in_another_environment(
     assert f"more bytes: {OP} 128 B \u2192 2.05 KB moved (\u00d71)" in same_env.reason
     # Bytes depend on kernels: recorded on another torch, more bytes alone warn ...
     elsewhere = doc(make_profile, (OP, 1, 2048), torch="2.14.1")
-    rows = judge(Evidence(elsewhere), before, Limits()).checks
+    rows = judge(Evidence(elsewhere), before, Limits(), BUILTIN_COLLECTORS).checks
     (soft,) = [c for c in rows if c.kind == "uncounted"]
     assert soft.verdict == "warning" and "another environment" in soft.reason
     # ... unless --modelprof-fail-on-environment; more calls fail whatever the environment.
-    rows = judge(Evidence(elsewhere), before, Limits(), fail_on_environment=True).checks
+    rows = judge(
+        Evidence(elsewhere), before, Limits(), BUILTIN_COLLECTORS, fail_on_environment=True
+    ).checks
     assert [c.verdict for c in rows if c.kind == "uncounted"] == ["regressed"]
     more_calls = doc(make_profile, (OP, 2, 256), torch="2.14.1")
-    rows = judge(Evidence(more_calls), before, Limits()).checks
+    rows = judge(Evidence(more_calls), before, Limits(), BUILTIN_COLLECTORS).checks
     assert [c.verdict for c in rows if c.kind == "uncounted"] == ["regressed"]
 
 

@@ -6,14 +6,11 @@ import torch
 from torch import nn
 
 from pytest_modelprof.capture.record import OpRecord
-from pytest_modelprof.profile import profile_model
-from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.profile import Profiled, profile_model, profile_with_capture
 
 
-def ops_of(p: ModelProfile) -> list[OpRecord]:
-    cap = p.capture_record
-    assert cap is not None
-    return [op for op in cap.ops if not op.is_view]
+def ops_of(p: Profiled) -> list[OpRecord]:
+    return [op for op in p.capture.ops if not op.is_view]
 
 
 class Like(nn.Module):
@@ -30,7 +27,7 @@ class Like(nn.Module):
 
 def test_like_ops_read_no_data_and_depend_on_nothing() -> None:
     for make in ("zeros_like", "empty_like", "ones_like", "full_like", "rand_like", "randn_like"):
-        p = profile_model(Like(make), input_shape=(8, 8), mode="meta")
+        p = profile_with_capture(Like(make), input_shape=(8, 8), mode="meta")
         mul, like, add = ops_of(p)
         # zeros_like(h) looks at h's shape only: it reads 0 bytes, writes 256, and does not wait
         # for the op that produced h (no dataflow edge, so stages and critical path are right).
@@ -45,7 +42,7 @@ def test_new_zeros_reads_no_data() -> None:
             h = x * 2
             return h.new_zeros((4, 4)) + 1  # 16 float32 = 64 B written
 
-    p = profile_model(New(), input_shape=(8, 8), mode="meta")
+    p = profile_with_capture(New(), input_shape=(8, 8), mode="meta")
     _, new, _ = ops_of(p)
     assert (new.bytes_read, new.bytes_written, new.producers) == (0, 64, ())
 
@@ -57,7 +54,7 @@ def test_out_destination_is_written_not_read() -> None:
             torch.add(x, 1.0, out=buf)  # reads x (256 B), writes buf (256 B)
             return buf
 
-    p = profile_model(Out(), input_shape=(8, 8), mode="real")
+    p = profile_with_capture(Out(), input_shape=(8, 8), mode="real")
     mul, add = ops_of(p)
     assert (add.bytes_read, add.bytes_written) == (256, 256)
     assert add.producers == ()  # overwriting buf does not read what the mul wrote
@@ -69,10 +66,10 @@ def test_unread_secondary_outputs_are_still_written() -> None:
             return x.max(dim=1).values  # the indices are never read
 
     # x (64, 10) float32; max over dim 1: values 64 x 4 B = 256 B + indices 64 x 8 B = 512 B.
-    p = profile_model(Max(), input_shape=(64, 10), mode="meta")
+    p = profile_with_capture(Max(), input_shape=(64, 10), mode="meta")
     (op,) = ops_of(p)
     assert (op.bytes_read, op.bytes_written) == (2560, 768)
-    assert p.total_memory == 2560 + 768
+    assert p.profile.total_memory == 2560 + 768
 
 
 def test_batch_norm_save_statistics_nothing_reads_are_not_traffic() -> None:
@@ -80,7 +77,7 @@ def test_batch_norm_save_statistics_nothing_reads_are_not_traffic() -> None:
     # running statistics in place; the save_mean/save_invstd outputs (kernel-specific sizes)
     # are dropped when nothing reads them, so every device reports the same bytes.
     bn = nn.BatchNorm2d(4)
-    p = profile_model(bn, input_shape=(2, 4, 3, 3), mode="meta", include_backward=False)
+    p = profile_with_capture(bn, input_shape=(2, 4, 3, 3), mode="meta", include_backward=False)
     norm = [op for op in ops_of(p) if op.family == "norm"]
     assert [op.bytes_written for op in norm] == [288]
 

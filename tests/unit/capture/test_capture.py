@@ -11,7 +11,7 @@ from torch import nn
 
 from pytest_modelprof.costs import default_registry
 from pytest_modelprof.errors import ModelInputError, UncountedOpsError
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_model, profile_with_capture
 
 
 class Residual(nn.Module):
@@ -60,12 +60,11 @@ def test_counts_do_not_depend_on_grad_mode() -> None:
 
 
 def test_module_scopes_edges_and_uncalled() -> None:
-    p = profile_model(Residual(), input_shape=(1, 4, 8, 8), mode="meta")
+    made = profile_with_capture(Residual(), input_shape=(1, 4, 8, 8), mode="meta")
+    p, cap = made.profile, made.capture
     names = [layer.name for layer in p.layers]
     assert names == ["conv", "act", "(model)"]
     assert p.uncalled_modules == ["unused"]
-    cap = p.capture_record
-    assert cap is not None
     conv = next(op for op in cap.ops if op.op == "aten.convolution.default")
     relu = next(op for op in cap.ops if op.op.startswith("aten.relu"))
     add = next(op for op in cap.ops if op.op == "aten.add.Tensor")
@@ -293,9 +292,7 @@ def test_in_place_write_through_a_view_links_later_readers_of_the_base() -> None
             mask[:2] = 1.0  # writes into mask's buffer through a view of its first two rows
             return x * mask
 
-    p = profile_model(MaskFill(), input_shape=(4, 4), mode="meta")
-    cap = p.capture_record
-    assert cap is not None
+    cap = profile_with_capture(MaskFill(), input_shape=(4, 4), mode="meta").capture
     # Torch versions lower the assignment differently (fill_, or scalar_tensor + copy_): find
     # the ops by what they do, not by name.
     (mul,) = [op for op in cap.ops if op.index in cap.output_ops]
@@ -328,9 +325,8 @@ def test_outputs_inside_dicts_are_model_outputs() -> None:
             b = x * 2
             return a, {"b": b}
 
-    p = profile_model(DictOut(), input_shape=(4, 4), mode="meta")
-    cap = p.capture_record
-    assert cap is not None
+    made = profile_with_capture(DictOut(), input_shape=(4, 4), mode="meta")
+    p, cap = made.profile, made.capture
     add = next(op for op in cap.ops if op.op == "aten.add.Tensor")
     mul = next(op for op in cap.ops if op.op == "aten.mul.Tensor")
     assert cap.output_ops == (add.index, mul.index)

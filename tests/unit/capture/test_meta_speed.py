@@ -12,7 +12,7 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from pytest_modelprof._compat import TorchDispatchMode
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_model, profile_with_capture
 
 
 def test_repeated_meta_kernels_run_once_per_distinct_call() -> None:
@@ -98,11 +98,11 @@ def test_integer_true_division_follows_the_default_dtype_of_each_call() -> None:
         previous = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
-            profile = profile_model(module, inputs=(x,))
+            capture = profile_with_capture(module, inputs=(x,)).capture
         finally:
             torch.set_default_dtype(previous)
-        last = profile._capture.ops[-1] if profile._capture is not None else None
-        assert last is not None and last.op.startswith("aten.div")
+        last = capture.ops[-1]
+        assert last.op.startswith("aten.div")
         written.append((last.outputs[0].dtype, last.bytes_written))
     assert written == [("float32", 12), ("float64", 24)]
 

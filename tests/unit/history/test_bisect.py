@@ -86,7 +86,7 @@ def test_bisect_names_the_commit_that_raised_flops(
 
 def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
     """The search itself over the real history, each step's figure given (no pytest run)."""
-    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
     from pytest_modelprof.history.bisect import Probe, bisect
     from pytest_modelprof.history.git import Commit, Repo
 
@@ -96,7 +96,7 @@ def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
         value = flops[commit.hash]
         return Probe(commit, value=value, skipped="" if value else "does not build")
 
-    metric = METRICS_BY_NAME["flops"]
+    metric = BUILTIN_METRICS.by_name("flops")
     found = bisect(Repo(repo.root), repo.commits[0], "HEAD", runner, metric, tolerance=1.5)
     assert found.first_bad is None and found.steps == 2  # +100 % is within 150 %
     found = bisect(Repo(repo.root), repo.commits[0], "HEAD", runner, metric, tolerance=0.5)

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from pytest_modelprof.baseline.collector import Measure
-from pytest_modelprof.baseline.metrics import LLM
 from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.llm.gate import LLM_COLLECTOR as LLM
 from pytest_modelprof.llm.growth import decode_growth, fit_exponent
 
 CONTEXTS = (16, 32, 64, 128)
@@ -60,14 +60,12 @@ def test_a_cache_keeps_decode_linear_and_a_redone_prefix_is_quadratic() -> None:
 
 def test_the_gate_collector_gives_the_exponent_only_for_a_context_sweep() -> None:
     sweep = ProfileRequest(PrefixRedone(), llm=(("context", CONTEXTS), ("prompt", 4)))
-    evidence = LLM.run(Measure(sweep, Limits()))
+    evidence = LLM.measure(Measure(sweep, Limits()))
     assert evidence is not None and evidence["context"] == CONTEXTS[-1]
-    values = LLM.metric_values(evidence, ["decode_flops_growth_exponent", "kv_cache_bytes"])
+    values = LLM.values(evidence)
     assert values["decode_flops_growth_exponent"] > 1.5
     assert values["kv_cache_bytes"] == 2 * 32 * CONTEXTS[-1] * 4
     single = ProfileRequest(PrefixRedone(), llm=(("context", 16), ("prompt", 4)))
-    evidence = LLM.run(Measure(single, Limits()))
+    evidence = LLM.measure(Measure(single, Limits()))
     assert evidence is not None
-    assert "decode_flops_growth_exponent" not in LLM.metric_values(
-        evidence, ["decode_flops_growth_exponent"]
-    )
+    assert "decode_flops_growth_exponent" not in LLM.values(evidence)

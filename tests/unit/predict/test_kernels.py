@@ -7,11 +7,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_modelprof.predict.kernels import Kernel, eager_kernels, site_texts
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 
 
 def _kernels(model: nn.Module, shape: tuple[int, ...], precision: str) -> list[Kernel]:
-    capture = profile_model(model, input_shape=shape, mode="meta")._capture
+    capture = profile_with_capture(model, input_shape=shape, mode="meta").capture
     assert capture is not None
     return eager_kernels(capture.ops, site_texts(capture.sites), precision)
 
@@ -75,7 +75,7 @@ def test_fused_mode_launches_fewer_kernels_that_move_fewer_bytes() -> None:
     from pytest_modelprof.predict.kernels import fused_kernels
 
     model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()).eval()
-    capture = profile_model(model, input_shape=(2, 8, 16, 16), mode="meta")._capture
+    capture = profile_with_capture(model, input_shape=(2, 8, 16, 16), mode="meta").capture
     assert capture is not None
     eager = eager_kernels(capture.ops, site_texts(capture.sites), "fp32")
     fused = fused_kernels(capture, "fp32")

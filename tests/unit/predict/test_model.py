@@ -9,7 +9,7 @@ from pytest_modelprof.machines import MACHINES, machine_spec, resolve_machine
 from pytest_modelprof.predict import PredictionError, predict, predict_profile
 from pytest_modelprof.predict.kernels import CLASSES, Kernel
 from pytest_modelprof.predict.model import ClassConstants, Constants, kernel_time
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 
 FLAT = Constants(
     {
@@ -74,25 +74,21 @@ def test_the_gpu_table_has_the_cards_and_old_preset_names_resolve() -> None:
 
 
 def test_prediction_errors_name_the_culprit() -> None:
-    profile = profile_model(nn.Linear(8, 8), input_shape=(2, 8), mode="meta")
+    made = profile_with_capture(nn.Linear(8, 8), input_shape=(2, 8), mode="meta")
     with pytest.raises(PredictionError, match="unknown precision 'fp8'.*amp"):
-        predict_profile(profile, "h100", precision="fp8")
+        predict_profile(made, "h100", precision="fp8")
     with pytest.raises(PredictionError, match="unknown machine 'h1000'; did you mean 'h100'"):
-        predict_profile(profile, "h1000")
-    loaded = type(profile).from_json(profile.to_json())
-    with pytest.raises(PredictionError, match="profile the model again"):
-        predict_profile(loaded, "h100")
+        predict_profile(made, "h1000")
 
 
 def test_a_prediction_adds_up_and_scales_with_the_gpu() -> None:
-    profile = profile_model(
+    capture = profile_with_capture(
         nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.Linear(1024, 256)),
         input_shape=(64, 256),
         mode="meta",
-    )
-    assert profile._capture is not None
-    slow = predict(profile._capture, "t4", batch=64, constants=FLAT)
-    fast = predict(profile._capture, "h100", batch=64, constants=FLAT)
+    ).capture
+    slow = predict(capture, "t4", batch=64, constants=FLAT)
+    fast = predict(capture, "h100", batch=64, constants=FLAT)
     assert fast.forward_ms < slow.forward_ms
     assert sum(slow.bound_shares.values()) == pytest.approx(1.0)
     assert slow.samples_per_s == pytest.approx(64 / (slow.forward_ms / 1e3))

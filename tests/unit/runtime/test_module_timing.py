@@ -21,7 +21,7 @@ from pytest_modelprof.exports.graph import (
     to_dot,
     with_forward_times,
 )
-from pytest_modelprof.profile import profile_model
+from pytest_modelprof.profile import profile_with_capture
 from pytest_modelprof.runtime.module_timing import (
     ROOT_LABEL,
     ModuleTimings,
@@ -80,9 +80,8 @@ def test_paths_match_the_module_graph_nodes(
     resnet18_times: tuple[nn.Module, ModuleTimings],
 ) -> None:
     model, times = resnet18_times
-    profile = profile_model(model, input_shape=(1, 3, 32, 32))
-    assert profile.capture_record is not None
-    graph = build_graph(profile.capture_record, detail=False)
+    capture = profile_with_capture(model, input_shape=(1, 3, 32, 32)).capture
+    graph = build_graph(capture, detail=False)
     module_nodes = [n.module for n in graph.nodes if n.kind == "module"]
     assert module_nodes
     assert set(module_nodes) <= set(times.by_path())
@@ -119,9 +118,8 @@ def test_a_shared_module_is_billed_to_the_path_under_its_caller() -> None:
     by_path = times.by_path()
     assert by_path["b1.act"].calls == 1
     assert by_path["b2.act"].calls == 1
-    profile = profile_model(model, input_shape=(2, 8))
-    assert profile.capture_record is not None
-    assert {"b1.act", "b2.act"} <= set(profile.capture_record.modules)
+    capture = profile_with_capture(model, input_shape=(2, 8)).capture
+    assert {"b1.act", "b2.act"} <= set(capture.modules)
 
 
 def test_model_is_left_as_it_was() -> None:
@@ -201,9 +199,7 @@ def test_a_timed_module_graph_carries_forward_ms_on_every_module_node(
     resnet18_times: tuple[nn.Module, ModuleTimings],
 ) -> None:
     model, times = resnet18_times
-    profile = profile_model(model, input_shape=(1, 3, 32, 32))
-    capture = profile.capture_record
-    assert capture is not None
+    capture = profile_with_capture(model, input_shape=(1, 3, 32, 32)).capture
     untimed = json.loads(export_graph(capture, detail=False, fmt="json"))
     assert all("forward_ms" not in n for n in untimed["nodes"])  # the old document, unchanged
     forward_ms = times.forward_ms_by_path()
