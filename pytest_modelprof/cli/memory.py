@@ -167,9 +167,9 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
     )
     if options.device_count > 1 and options.shard == "none":
         raise ModelprofError(
-            f"--device-count {options.device_count} without --shard: plain data parallelism keeps a "
-            "full copy per device, so the estimate is that of one device; pass --shard zero1, "
-            "zero2, zero3 or fsdp to divide the model states"
+            f"--device-count {options.device_count} without --shard: plain data parallelism "
+            "keeps a full copy per device, so the estimate is that of one device; pass --shard "
+            "zero1, zero2, zero3 or fsdp to divide the model states"
         )
     if options.device_count == 1 and options.shard != "none":
         print(
