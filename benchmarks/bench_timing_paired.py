@@ -1,4 +1,4 @@
-"""The paired mode of ``bench_timing_gate.py --paired``: base and head in two processes, ABBA.
+"""The paired mode of ``bench_timing_gate.py --paired``: base and head in one process, ABBA.
 
 Kept apart from the stored-baseline benchmark it extends; ``bench_timing_gate.py`` calls
 :func:`run_paired` with its parsed arguments.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bench_timing_gate import _bench_model, _pct, _spin, wilson
 
-from pytest_modelprof.history.paired import TimingProcess, time_paired
+from pytest_modelprof.history.paired import PAIRED_FIRST, PAIRED_STEP, TimingProcess, time_paired
 from pytest_modelprof.runtime.noise import DEFAULT_TOLERANCE
 
 QUICK_PAIRED_SESSIONS = 20
@@ -26,19 +26,32 @@ SLOWDOWNS = (0.15, 0.08, 0.0)
 COST_SESSIONS = 5
 
 
-def _process(folder: Path, name: str, slowdown: float, size: int) -> TimingProcess:
+def _process(folder: Path, name: str) -> TimingProcess:
     here = str(Path(__file__).resolve().parent)
-    proc = TimingProcess(Path.cwd(), [here, *sys.path], folder / f"{name}.log")
-    answer = proc.ask(
-        op="load",
-        model="bench_timing_gate:paired_model",
-        input_shape=[1, 3, size, size],
+    return TimingProcess(Path.cwd(), [here, *sys.path], folder / f"{name}.log")
+
+
+def _session(
+    proc: TimingProcess, slowdown: float, args: argparse.Namespace
+) -> tuple[str, float, int, float]:
+    """One timed test as the gate runs it: load both sides, then paired rounds to a verdict;
+    (verdict, estimate, rounds, wall seconds)."""
+    t0 = time.perf_counter()
+    build_ms = proc.load(
+        "bench_timing_gate:paired_model",
+        {"base": {"kwargs": {"slowdown": 0.0}}, "head": {"kwargs": {"slowdown": slowdown}}},
+        input_shape=[1, 3, args.input_size, args.input_size],
         device="cpu",
-        kwargs={"slowdown": slowdown},
     )
-    if not answer.get("ok"):
-        raise SystemExit(f"{name}: {answer['error']}")
-    return proc
+    timing, comparison = time_paired(
+        proc,
+        base_label="base",
+        rounds=args.rounds,
+        tolerance=DEFAULT_TOLERANCE,
+        max_rounds=args.max_rounds,
+        build_ms=build_ms,
+    )
+    return comparison.verdict, comparison.slowdown, timing.rounds, time.perf_counter() - t0
 
 
 def _stored_cost(args: argparse.Namespace) -> float:
@@ -70,7 +83,9 @@ def run_paired(args: argparse.Namespace) -> int:
     print(f"# {' '.join([sys.executable, *sys.argv])}")
     print(
         f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
-        f"{sessions} paired sessions per slowdown, one busy process beside them",
+        f"{sessions} paired sessions per slowdown, one busy process beside them; "
+        f"--rounds {args.rounds} (first look after {min(PAIRED_FIRST, args.rounds)} rounds, "
+        f"then every {PAIRED_STEP})",
         flush=True,
     )
     ctx = mp.get_context("spawn")
@@ -78,37 +93,23 @@ def run_paired(args: argparse.Namespace) -> int:
     busy.start()
     results: dict[float, list[tuple[str, float, int, float]]] = {s: [] for s in SLOWDOWNS}
     with tempfile.TemporaryDirectory(prefix="bench-paired-") as tmp:
-        folder = Path(tmp)
-        base = _process(folder, "base", 0.0, args.input_size)
-        heads = {s: _process(folder, f"head{s}", s, args.input_size) for s in SLOWDOWNS}
         try:
             for k in range(sessions):
-                for slowdown in SLOWDOWNS if k % 2 == 0 else SLOWDOWNS[::-1]:
-                    t0 = time.perf_counter()
-                    timing, comparison = time_paired(
-                        heads[slowdown],
-                        base,
-                        base_label="base",
-                        rounds=args.rounds,
-                        tolerance=DEFAULT_TOLERANCE,
-                        max_rounds=args.max_rounds,
-                    )
-                    results[slowdown].append(
-                        (
-                            comparison.verdict,
-                            comparison.slowdown,
-                            timing.rounds,
-                            time.perf_counter() - t0,
-                        )
-                    )
+                # A fresh process per session, as a pytest session starts one: whatever luck
+                # a process draws (its pages, its core) is drawn again each time.
+                proc = _process(Path(tmp), f"session{k}")
+                try:
+                    for slowdown in SLOWDOWNS if k % 2 == 0 else SLOWDOWNS[::-1]:
+                        results[slowdown].append(_session(proc, slowdown, args))
+                finally:
+                    proc.close()
                 print(
-                    f"# session {k + 1}/{sessions} done at {time.time() - started:.0f} s",
+                    f"# session {k + 1}/{sessions} done at {time.time() - started:.0f} s, "
+                    f"load average {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
             stored_s = _stored_cost(args)
         finally:
-            for proc in (base, *heads.values()):
-                proc.close()
             busy.terminate()
             busy.join(timeout=10)
     lines = [
@@ -142,5 +143,6 @@ def run_paired(args: argparse.Namespace) -> int:
         f"sides, mean over all sessions), stored-baseline {stored_s:.2f} s, ratio "
         f"{paired_s / stored_s:.2f}x. Took {time.time() - started:.0f} s."
     )
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     print(f"gate paired: worst false alarms {_pct(fa)} %, worst detection {_pct(det)} %")
     return 0
