@@ -1,14 +1,15 @@
-"""The base commit timed beside the head in the same session: two long-lived processes, ABBA.
+"""The base commit timed beside the head in the same session: one long-lived process, ABBA.
 
 :class:`PairedBase` checks the base commit out in a detached worktree (:func:`~pytest_modelprof.
 history.worktree.detached_worktree`, removed on every way out, the user's tree untouched) on
-first use, and starts two worker processes (:mod:`~pytest_modelprof.runtime.paired_worker`): one
-importing the head's code (the user's tree), one the base's (the worktree). Each timed test
-loads its model by name in both, warms both up, and alternates rounds between them in ABBA
-order until :func:`~pytest_modelprof.runtime.paired.compare_paired_sequential` is decided or
-reaches the round cap. Where no base can be timed (a module object instead of a name, a model
-missing or broken at the base, an unknown commit) :class:`PairedUnavailable` says why, and
-the gate judges against the stored baseline instead.
+first use, and starts one timing process (:mod:`~pytest_modelprof.runtime.paired_worker`) that
+builds each timed test's model by name twice: from the base's code (the worktree) and from the
+head's (the user's tree). It warms both up and alternates blocks between them in ABBA order
+until :func:`~pytest_modelprof.runtime.paired.compare_paired_sequential` is decided or reaches
+the round cap. Where no base can be timed (a module object instead of a name, a model missing
+or broken at the base, an unknown commit) :class:`PairedUnavailable` says why, and the gate
+judges against the stored baseline instead. :func:`time_against` does the same once, for
+``modelprof bench --against`` and ``modelprof compare OLD NEW --model``.
 """
 
 from __future__ import annotations
@@ -348,7 +349,7 @@ def time_against(
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> tuple[PairedTiming, LatencyComparison]:
     """``model`` timed at ``ref`` and at the head (the tree as it is, or ``head_ref``), paired,
-    in two worker processes: what ``modelprof bench --against`` and ``modelprof compare REF
+    in one timing process: what ``modelprof bench --against`` and ``modelprof compare REF
     REF`` report. Nothing of the user's changes; a ref that cannot be timed raises
     :class:`PairedUnavailable` saying why."""
     base = open_paired_base(ref, root, head_ref=head_ref)

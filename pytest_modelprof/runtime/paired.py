@@ -92,7 +92,7 @@ class PairedTiming(BaseModel):
     """One session's rounds: ``base_ms[i]`` and ``head_ms[i]`` were timed one after the other.
 
     Each value is one side's block time of round ``i`` (the fastest call of the block, see
-    :mod:`~pytest_modelprof.runtime.paired_runner`); ``base`` names the commit timed as base.
+    :mod:`~pytest_modelprof.runtime.paired_worker`); ``base`` names the commit timed as base.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
