@@ -29,7 +29,6 @@ the next request, so a model missing at the base commit does not end the session
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import sys
@@ -98,7 +97,6 @@ class _Pair:
         sys.modules.update(side.modules)
         if side.path is not None:
             sys.path[:] = side.path
-            importlib.invalidate_caches()
         known = set(sys.modules)
         model, side.run = _build(self.request, side.kwargs)
         side.params = sum(p.numel() for p in model.parameters())
