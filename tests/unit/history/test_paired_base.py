@@ -140,3 +140,25 @@ def test_one_process_builds_the_model_from_each_commit_s_own_code(tmp_path: Path
         assert not broken["ok"] and broken["side"] == "base" and "nope" in broken["error"]
     finally:
         worker.close()
+
+
+def test_a_model_new_at_the_head_cannot_be_timed_at_the_base_and_says_which_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path / "r")
+    (repo.root / "newmodel_paired.py").write_text(
+        "import torch.nn as nn\n\n\ndef build():\n    return nn.Linear(4, 4)\n"
+    )
+    repo.commit("a new model")
+    monkeypatch.chdir(repo.root)
+    base = PairedBase(Repo(repo.root), repo.commits[1])
+    try:
+        with pytest.raises(PairedUnavailable) as info:
+            base.measure(
+                "newmodel_paired:build", input_shape=[2, 4], device=None, rounds=10, tolerance=0.1
+            )
+    finally:
+        base.close()
+    text = str(info.value)
+    assert text.startswith(f"newmodel_paired:build does not build at base {repo.commits[1][:12]}")
+    assert "newmodel_paired" in text.split(":", 2)[-1]  # the import error itself follows
