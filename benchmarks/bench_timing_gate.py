@@ -33,14 +33,14 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-``--paired`` judges the paired mode instead (``--modelprof-timing-base``): a base process and a
-head process (:class:`~pytest_modelprof.history.paired.TimingProcess`), each holding its own
-copy of the model, the head slowed by +15 %, +8 % or 0 %, timed in ABBA rounds
-(:func:`~pytest_modelprof.history.paired.time_paired`, the plugin's code) with one busy process
-beside them the whole time; ``--sessions`` paired sessions per slowdown. False alarms are
-``regressed`` verdicts at 0 %, detection ``regressed`` at +15 %; at +8 % (the limit itself) the
-share called regressed is shown. It also times stored-baseline sessions of the same model in
-this process, for the cost ratio per timed test.
+``--paired`` judges the paired mode instead (``--modelprof-timing-base``): one timing process
+per session (:class:`~pytest_modelprof.history.paired.TimingProcess`, started afresh each
+session) builds the model for both sides, the head slowed by +15 %, +8 % or 0 %, and times them
+in ABBA rounds (:func:`~pytest_modelprof.history.paired.time_paired`, the plugin's code) with one
+busy process beside them the whole time; ``--sessions`` paired sessions per slowdown. False
+alarms are ``regressed`` verdicts at 0 %, detection ``regressed`` at +15 %; at +8 % (the limit
+itself) the share called regressed is shown. One stored-baseline test of the same model per
+session, in this process, gives the cost ratio per timed test under the same load.
 
 Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
            python benchmarks/bench_timing_gate.py --paired --quick

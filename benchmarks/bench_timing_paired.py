@@ -1,4 +1,4 @@
-"""The paired mode of ``bench_timing_gate.py --paired``: base and head in two processes, ABBA.
+"""The paired mode of ``bench_timing_gate.py --paired``: base and head in one process, ABBA.
 
 Kept apart from the stored-baseline benchmark it extends; ``bench_timing_gate.py`` calls
 :func:`run_paired` with its parsed arguments.
@@ -12,38 +12,51 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench_timing_gate import _bench_model, _pct, _spin, wilson
 
-from pytest_modelprof.history.paired import TimingProcess, time_paired
+from pytest_modelprof.history.paired import PAIRED_FIRST, PAIRED_STEP, TimingProcess, time_paired
 from pytest_modelprof.runtime.noise import DEFAULT_TOLERANCE
 
 QUICK_PAIRED_SESSIONS = 20
 FULL_PAIRED_SESSIONS = 60
 SLOWDOWNS = (0.15, 0.08, 0.0)
-#: Stored-baseline sessions timed for the cost comparison.
-COST_SESSIONS = 5
 
 
-def _process(folder: Path, name: str, slowdown: float, size: int) -> TimingProcess:
+def _process(folder: Path, name: str) -> TimingProcess:
     here = str(Path(__file__).resolve().parent)
-    proc = TimingProcess(Path.cwd(), [here, *sys.path], folder / f"{name}.log")
-    answer = proc.ask(
-        op="load",
-        model="bench_timing_gate:paired_model",
-        input_shape=[1, 3, size, size],
+    return TimingProcess(Path.cwd(), [here, *sys.path], folder / f"{name}.log")
+
+
+def _session(
+    proc: TimingProcess, slowdown: float, args: argparse.Namespace
+) -> tuple[str, float, int, float]:
+    """One timed test as the gate runs it: load both sides, then paired rounds to a verdict;
+    (verdict, estimate, rounds, wall seconds)."""
+    t0 = time.perf_counter()
+    build_ms = proc.load(
+        "bench_timing_gate:paired_model",
+        {"base": {"kwargs": {"slowdown": 0.0}}, "head": {"kwargs": {"slowdown": slowdown}}},
+        input_shape=[1, 3, args.input_size, args.input_size],
         device="cpu",
-        kwargs={"slowdown": slowdown},
     )
-    if not answer.get("ok"):
-        raise SystemExit(f"{name}: {answer['error']}")
-    return proc
+    timing, comparison = time_paired(
+        proc,
+        base_label="base",
+        rounds=args.rounds,
+        tolerance=DEFAULT_TOLERANCE,
+        max_rounds=args.max_rounds,
+        build_ms=build_ms,
+    )
+    return comparison.verdict, comparison.slowdown, timing.rounds, time.perf_counter() - t0
 
 
-def _stored_cost(args: argparse.Namespace) -> float:
-    """Mean wall seconds of one stored-baseline timed test (the plugin's sequential measurement
-    against a baseline of 4 x rounds), single-threaded in this process."""
+def _stored_test(args: argparse.Namespace) -> Callable[[], float]:
+    """What one stored-baseline timed test costs: the plugin's sequential measurement against a
+    baseline of 4 x rounds (measured here, once), single-threaded in this process; returns a
+    call that runs one such test and gives its wall seconds."""
     import torch
 
     from pytest_modelprof.runtime.calibration import (
@@ -55,12 +68,13 @@ def _stored_cost(args: argparse.Namespace) -> float:
     model = _bench_model()
     x = torch.randn(1, 3, args.input_size, args.input_size)
     baseline = measure_forward_normalised(model, x, rounds=4 * args.rounds)
-    took = []
-    for _ in range(COST_SESSIONS):
+
+    def one() -> float:
         t0 = time.perf_counter()
         measure_forward_sequential(model, x, baseline, rounds=args.rounds)
-        took.append(time.perf_counter() - t0)
-    return sum(took) / len(took)
+        return time.perf_counter() - t0
+
+    return one
 
 
 def run_paired(args: argparse.Namespace) -> int:
@@ -70,45 +84,37 @@ def run_paired(args: argparse.Namespace) -> int:
     print(f"# {' '.join([sys.executable, *sys.argv])}")
     print(
         f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
-        f"{sessions} paired sessions per slowdown, one busy process beside them",
+        f"{sessions} paired sessions per slowdown, one busy process beside them; "
+        f"--rounds {args.rounds} (first look after {min(PAIRED_FIRST, args.rounds)} rounds, "
+        f"then every {PAIRED_STEP})",
         flush=True,
     )
     ctx = mp.get_context("spawn")
     busy = ctx.Process(target=_spin, args=(time.time() + 4 * 3600,), daemon=True)
     busy.start()
     results: dict[float, list[tuple[str, float, int, float]]] = {s: [] for s in SLOWDOWNS}
+    stored_test = _stored_test(args)
+    stored: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-paired-") as tmp:
-        folder = Path(tmp)
-        base = _process(folder, "base", 0.0, args.input_size)
-        heads = {s: _process(folder, f"head{s}", s, args.input_size) for s in SLOWDOWNS}
         try:
             for k in range(sessions):
-                for slowdown in SLOWDOWNS if k % 2 == 0 else SLOWDOWNS[::-1]:
-                    t0 = time.perf_counter()
-                    timing, comparison = time_paired(
-                        heads[slowdown],
-                        base,
-                        base_label="base",
-                        rounds=args.rounds,
-                        tolerance=DEFAULT_TOLERANCE,
-                        max_rounds=args.max_rounds,
-                    )
-                    results[slowdown].append(
-                        (
-                            comparison.verdict,
-                            comparison.slowdown,
-                            timing.rounds,
-                            time.perf_counter() - t0,
-                        )
-                    )
+                # A fresh process per session, as a pytest session starts one: whatever luck
+                # a process draws (its pages, its core) is drawn again each time.
+                proc = _process(Path(tmp), f"session{k}")
+                try:
+                    for slowdown in SLOWDOWNS if k % 2 == 0 else SLOWDOWNS[::-1]:
+                        results[slowdown].append(_session(proc, slowdown, args))
+                finally:
+                    proc.close()
+                # A stored-baseline test in each session, so both modes see the same load.
+                stored.append(stored_test())
                 print(
-                    f"# session {k + 1}/{sessions} done at {time.time() - started:.0f} s",
+                    f"# session {k + 1}/{sessions} done at {time.time() - started:.0f} s, "
+                    f"load average {os.getloadavg()[0]:.2f}",
                     flush=True,
                 )
-            stored_s = _stored_cost(args)
+            stored_s = sum(stored) / len(stored)
         finally:
-            for proc in (base, *heads.values()):
-                proc.close()
             busy.terminate()
             busy.join(timeout=10)
     lines = [
@@ -139,8 +145,10 @@ def run_paired(args: argparse.Namespace) -> int:
     print(
         f"targets (false alarms <= 1 %, upper end <= 2 %, detection >= 95 %): "
         f"{'met' if met else 'MISSED'}. Cost per timed test: paired {paired_s:.2f} s (both "
-        f"sides, mean over all sessions), stored-baseline {stored_s:.2f} s, ratio "
+        f"sides, mean over all sessions), stored-baseline {stored_s:.2f} s (one test per session, "
+        f"interleaved), ratio "
         f"{paired_s / stored_s:.2f}x. Took {time.time() - started:.0f} s."
     )
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
     print(f"gate paired: worst false alarms {_pct(fa)} %, worst detection {_pct(det)} %")
     return 0

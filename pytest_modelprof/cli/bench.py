@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pytest_modelprof.cli._common import (
     DTYPES,
+    EXIT_FAILED,
     EXIT_OK,
     PROG,
     Command,
@@ -67,6 +68,12 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
                    help="measured calls per phase for --instructions, after 10 unmeasured ones "
                         "(default: 5; the figure is per call)")
+    p.add_argument("--against", metavar="REF",
+                   help="also time the forward at git commit REF (a branch, tag or hash, checked "
+                        "out in a temporary worktree) and here, in alternating rounds in one "
+                        "process; exit 1 when this tree is slower beyond 8 %%; --json adds "
+                        "against.{ref,commit,verdict,slowdown,ci_low,ci_high,rounds,base_ms,"
+                        "head_ms,reason}")
     add_option(p, "--json",
                help="print only the JSON document to stdout (progress stays on stderr); "
                         "keys: runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,"
@@ -114,11 +121,40 @@ def _run_bench(args: argparse.Namespace) -> int:
         progress.close()
     if args.instructions:
         run = _with_instructions(run, args)
+    regressed = False
+    if args.against:
+        run, regressed = _with_against(run, args)
     if args.json:  # the text report says it; --json keeps stdout a document, so stderr
         for warning in busy_warnings(run.report):
             print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
     out(run.report.to_json() if args.json else render_bench(run, top=args.top))
-    return EXIT_OK
+    return EXIT_FAILED if regressed else EXIT_OK
+
+
+def _with_against(run: BenchRun, args: argparse.Namespace) -> tuple[BenchRun, bool]:
+    """The run with its forward timed against ``--against`` paired, and whether it regressed."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from pytest_modelprof.errors import ModelprofError
+    from pytest_modelprof.history.paired import time_against
+
+    if run.dtype != "float32":
+        raise ModelprofError(f"--against times float32 weights; leave --dtype={run.dtype} out")
+    print(f"{PROG} bench {args.model}: timing the forward at {args.against} and here, paired "
+          "(a temporary worktree) ...", file=sys.stderr)
+    shape = run.input_shapes[0] if len(run.input_shapes) == 1 else args.input_shape
+    timing, comparison = time_against(
+        args.model, args.against, root=Path.cwd(), input_shape=shape, device=str(args.device),
+        kwargs=dict(args.arch),
+    )
+    data = {"ref": args.against, "commit": timing.base, "verdict": comparison.verdict,
+            "slowdown": comparison.slowdown, "ci_low": comparison.ci_low,
+            "ci_high": comparison.ci_high, "rounds": timing.rounds,
+            "base_ms": comparison.baseline_ms, "head_ms": comparison.current_ms,
+            "reason": comparison.describe()}
+    report = run.report.model_copy(update={"against": data})
+    return replace(run, report=report), comparison.verdict == "regressed"
 
 
 def _batch_hint(message: str, args: argparse.Namespace) -> str:
@@ -208,6 +244,8 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
     lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
     lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", 100)]
+    if doc.against is not None:
+        lines += fit_line(f"forward against {doc.against['ref']}: {doc.against['reason']}", 100)
     if doc.instructions is not None:
         c = doc.instructions
         lines.append(
@@ -249,7 +287,8 @@ COMMAND = Command(
   modelprof bench resnet50 --batch 8 --optimizer adamw --top 15
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --json > bench.json
   modelprof bench resnet18 --input-shape 2,3,32,32 --rounds 5 --instructions --json
-  modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10""",
+  modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10
+  modelprof bench my_pkg.nets:make_net --input-shape 1,3,32,32 --rounds 5 --against v1.0""",
     add_arguments=_add_bench_arguments,
     run=_run_bench,
 )

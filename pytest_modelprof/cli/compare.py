@@ -38,6 +38,16 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "the timing rounds of two baseline or results files")
     add_option(p, "--top", default=10, metavar="N",
                help="layer changes shown per profile (default: 10)")
+    p.add_argument("--model", metavar="NAME",
+                   help="OLD and NEW are git refs (branch, tag, hash): build NAME at each in a "
+                        "temporary worktree and time their forwards paired, in this session, "
+                        "against --limit max_latency_delta (default 8 %%); exit 1 when NEW is "
+                        "slower beyond it")
+    add_option(p, "--input-shape",
+               help="with --model: the input shape, e.g. 1,3,224,224 (default: the model's)")
+    add_option(p, "--rounds", default=20,
+               help="with --model: paired rounds before the first verdict (default: 20; "
+                    "more only while undecided, up to 8 x N)")
     add_report_outputs(p)
     add_option(p, "--json", help="print the comparison as a results document to stdout instead "
                "of the text")
@@ -80,6 +90,8 @@ def _run_compare(args: argparse.Namespace) -> int:
     from pytest_modelprof.results.document import load_document
 
     limits = _compare_limits(args)
+    if args.model:
+        return _run_paired(args, limits)
     results = compare_documents(
         load_document(args.old), load_document(args.new), limits, new_source=args.new
     )
@@ -96,6 +108,25 @@ def _run_compare(args: argparse.Namespace) -> int:
 
 
 
+def _run_paired(args: argparse.Namespace, limits: Any) -> int:
+    """``--model``: the model at OLD and at NEW, timed paired in two processes."""
+    from pathlib import Path
+
+    from pytest_modelprof.cli._common import note
+    from pytest_modelprof.gate.judge import latency_tolerance
+    from pytest_modelprof.history.paired import time_against
+
+    note(f"modelprof compare: timing {args.model} at {args.old} and {args.new}, paired "
+         "(two temporary worktrees) ...")
+    _, comparison = time_against(
+        args.model, args.old, head_ref=args.new, root=Path.cwd(), input_shape=args.input_shape,
+        rounds=args.rounds, tolerance=latency_tolerance(limits),
+    )
+    out(f"{args.model} at {args.new} against {args.old}: {comparison.describe()}\n")
+    return EXIT_FAILED if comparison.verdict == "regressed" else EXIT_OK
+
+
+
 COMMAND = Command(
     name="compare",
     summary="diff two profiles (or two results files): metrics, layer changes; exit 1 if worse",
@@ -107,13 +138,17 @@ COMMAND = Command(
         "id). Prints the metrics and the layers that changed most. Counted metrics are exact\n"
         "by default, like the gate: any growth is a regression. A latency limit is judged\n"
         "from the timing rounds the files stored; profiles store none, so it is refused\n"
-        "there. Exit code 1 when anything regressed beyond its limit."
+        "there. Exit code 1 when anything regressed beyond its limit.\n"
+        "With --model NAME, OLD and NEW are git refs instead: NAME is built at each in a\n"
+        "temporary worktree (yours untouched) and the two forwards are timed in alternating\n"
+        "rounds in one process, so a busy machine slows both (docs/timing-paired.md)."
     ),
     examples="""\
   modelprof compare old.json new.json
   modelprof compare old.json new.json --max-delta 5% --html diff.html --markdown diff.md
   modelprof compare main-results.json pr-results.json --limit max_params_delta=0
-  modelprof compare old.json new.json --limit max_flops=5G --top 20""",
+  modelprof compare old.json new.json --limit max_flops=5G --top 20
+  modelprof compare v1.0 main --model my_pkg.nets:make_net --input-shape 1,3,32,32""",
     add_arguments=_add_compare_arguments,
     run=_run_compare,
 )

@@ -1,14 +1,15 @@
-"""The base commit timed beside the head in the same session: two long-lived processes, ABBA.
+"""The base commit timed beside the head in the same session: one long-lived process, ABBA.
 
 :class:`PairedBase` checks the base commit out in a detached worktree (:func:`~pytest_modelprof.
 history.worktree.detached_worktree`, removed on every way out, the user's tree untouched) on
-first use, and starts two worker processes (:mod:`~pytest_modelprof.runtime.paired_worker`): one
-importing the head's code (the user's tree), one the base's (the worktree). Each timed test
-loads its model by name in both, warms both up, and alternates rounds between them in ABBA
-order until :func:`~pytest_modelprof.runtime.paired.compare_paired_sequential` is decided or
-reaches the round cap. Where no base can be timed (a module object instead of a name, a model
-missing or broken at the base, an unknown commit) :class:`PairedUnavailable` says why, and
-the gate judges against the stored baseline instead.
+first use, and starts one timing process (:mod:`~pytest_modelprof.runtime.paired_worker`) that
+builds each timed test's model by name twice: from the base's code (the worktree) and from the
+head's (the user's tree). It warms both up and alternates blocks between them in ABBA order
+until :func:`~pytest_modelprof.runtime.paired.compare_paired_sequential` is decided or reaches
+the round cap. Where no base can be timed (a module object instead of a name, a model missing
+or broken at the base, an unknown commit) :class:`PairedUnavailable` says why, and the gate
+judges against the stored baseline instead. :func:`time_against` does the same once, for
+``modelprof bench --against`` and ``modelprof compare OLD NEW --model``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from typing import IO, Any
 
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import Repo, find_repo, run_git
-from pytest_modelprof.history.worktree import _end_group, detached_worktree
+from pytest_modelprof.history.worktree import Worktree, _end_group, detached_worktree
 from pytest_modelprof.runtime import paired_worker
-from pytest_modelprof.runtime.noise import LatencyComparison
+from pytest_modelprof.runtime.noise import DEFAULT_TOLERANCE, LatencyComparison
 from pytest_modelprof.runtime.paired import (
+    SIDES,
     PairedTiming,
     PairedUnavailable,
+    Side,
     abba_sides,
     compare_paired_sequential,
     use_paired_base,
@@ -43,51 +46,35 @@ __all__ = [
     "PairedBase",
     "ci_base_ref",
     "open_paired_base",
+    "time_against",
     "AUTO",
 ]
 
 #: ``--modelprof-timing-base auto``: the merge base of a pull request in GitHub Actions, else off.
 AUTO = "auto"
-#: A block of calls lasts about this long, so a round is long next to the pipe's round trip
-#: and short next to the drift of a busy machine (both sides get the same number of calls).
-BLOCK_MS = 10.0
+#: A block of calls lasts about this long (or as long as building the model, where that takes
+#: longer, so rebuilding costs at most half the time): long next to the timer, short next to
+#: the drift of a busy machine (both sides get the same number of calls).
+BLOCK_MS = 5.0
 #: Untimed calls on each side before the first round, as the stored-baseline mode makes.
 WARMUP_CALLS = 5
-#: Both sides rebuild their model every this many rounds. Two processes of the same model
-#: differed by 10-25 % for a whole session, even with fixed hash seeds and address layout (the
-#: memory pages each drew: cache conflicts); rebuilding every 5 rounds brought +0/8/15/30 %
-#: heads to +0.0/10.7/18.7/34.5 %, what the same models measured in one process.
-RELOAD_EVERY = 5
-#: Untimed calls after a rebuild.
-RELOAD_WARMUP = 2
-#: Linux ``personality`` flag: no address-space layout randomisation (``setarch -R``).
-ADDR_NO_RANDOMIZE = 0x0040000
-
-
-def _same_layout() -> None:
-    """In the child before exec: no address-space randomisation (Linux ``personality``), so
-    both sides run with the same layout; elsewhere, or where refused, nothing."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).personality(ADDR_NO_RANDOMIZE)
-    except (OSError, AttributeError):
-        pass
+#: Untimed calls after each rebuild.
+RELOAD_WARMUP = 1
+#: Paired rounds before the first verdict (at most the test's ``timing_rounds``), and between
+#: later looks while undecided, up to the stored-baseline mode's cap.
+PAIRED_FIRST = 20
+PAIRED_STEP = 10
+#: The rounds :func:`time_against` asks for (its cap is 8 x this).
+PAIRED_ROUNDS = 20
 
 
 class TimingProcess:
-    """One side's process: JSON requests in, JSON answers out, its stderr in a file."""
+    """The process that times both sides: JSON requests in, JSON answers out, stderr in a file."""
 
     def __init__(self, cwd: Path, pythonpath: Sequence[str], log: Path) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(pythonpath)
-        # Per-process luck must not differ between the sides: with a random hash seed, or a
-        # random address layout (ASLR), identical processes differed by 15-80 % in speed on a
-        # small model; with both fixed, by under 3 %. The environment is padded to a multiple of
-        # 4 KiB as well, so both sides' stacks start at the same offset within a page.
-        env["PYTHONHASHSEED"] = "0"
-        size = sum(len(k) + len(v) + 2 for k, v in env.items()) + len("MODELPROF_PAD=")
-        env["MODELPROF_PAD"] = "x" * (-size % 4096)
+        env["PYTHONHASHSEED"] = "0"  # the same dict and set orders in every session
         self._log = log
         with log.open("wb") as err:
             self._proc: subprocess.Popen[str] = subprocess.Popen(
@@ -99,7 +86,6 @@ class TimingProcess:
                 stderr=err,
                 text=True,
                 start_new_session=True,
-                preexec_fn=_same_layout,
             )
 
     def ask(self, **request: Any) -> dict[str, Any]:
@@ -117,6 +103,26 @@ class TimingProcess:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
+    def load(self, model: str, sides: Mapping[str, Mapping[str, Any]], **request: Any) -> float:
+        """Build ``model`` for both sides (``sides[side]``: ``path``, ``root``, ``kwargs``, see
+        :mod:`~pytest_modelprof.runtime.paired_worker`); the slower build's milliseconds."""
+        answer = self.ask(op="load", model=model, sides=dict(sides), **request)
+        if not answer.get("ok"):
+            raise PairedUnavailable(
+                f"{model} does not build at the {answer.get('side') or 'either'} side: "
+                f"{answer['error']}"
+            )
+        return float(answer["build_ms"])
+
+    def rounds(
+        self, order: Sequence[Side], calls: int, *, fresh: bool, warmup: int = RELOAD_WARMUP
+    ) -> list[float]:
+        """One block time per entry of ``order``; each block's model rebuilt first if ``fresh``."""
+        answer = self.ask(op="rounds", order=list(order), calls=calls, fresh=fresh, warmup=warmup)
+        if not answer.get("ok"):
+            raise PairedUnavailable(f"timing failed: {answer['error']}")
+        return [float(ms) for ms in answer["ms"]]
+
     def close(self) -> None:
         stdin: IO[str] | None = self._proc.stdin
         try:
@@ -126,55 +132,48 @@ class TimingProcess:
         except OSError:
             pass
         _end_group(self._proc)
-
-
-def _time(worker: TimingProcess, calls: int, warmup: int) -> float:
-    answer = worker.ask(op="time", calls=calls, warmup=warmup)
-    if not answer.get("ok"):
-        raise PairedUnavailable(f"timing failed: {answer['error']}")
-    return float(answer["ms"])
-
-
-def _reload(worker: TimingProcess) -> None:
-    answer = worker.ask(op="reload")
-    if not answer.get("ok"):
-        raise PairedUnavailable(f"rebuilding the model failed: {answer['error']}")
-    _time(worker, 1, RELOAD_WARMUP)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
 
 
 def time_paired(
-    head: TimingProcess,
-    base: TimingProcess,
+    worker: TimingProcess,
     *,
     base_label: str,
     rounds: int,
     tolerance: float,
     max_rounds: int | None = None,
+    build_ms: float = 0.0,
+    block_ms: float = BLOCK_MS,
+    fresh: bool = True,
+    first: int = PAIRED_FIRST,
+    step: int = PAIRED_STEP,
 ) -> tuple[PairedTiming, LatencyComparison]:
-    """Warm both processes up (their model loaded), size a block to about :data:`BLOCK_MS`,
-    then ABBA rounds until the paired verdict is decided or the round cap is reached."""
+    """Warm both sides up (the model loaded), size a block to about ``block_ms`` (at least
+    ``build_ms``), then ABBA rounds, one look's worth per request, until the paired verdict is
+    decided or the round cap (8 x ``rounds``) is reached: the first look after ``first``
+    rounds (at most ``rounds``), then one every ``step``."""
     # The fastest of a few calls sizes the block: one call may have waited for the CPU.
-    one = _time(head, WARMUP_CALLS, WARMUP_CALLS)
-    _time(base, WARMUP_CALLS, WARMUP_CALLS)
-    calls = max(1, min(1000, math.ceil(BLOCK_MS / max(one, 1e-3))))
-    sides = {"head": head, "base": base}
+    one = worker.rounds(["head", "base"], WARMUP_CALLS, fresh=False, warmup=WARMUP_CALLS)[0]
+    calls = max(1, min(1000, math.ceil(max(block_ms, build_ms) / max(one, 1e-3))))
     done = [0]
 
     def measure_rounds(n: int) -> PairedTiming:
-        times: dict[str, list[float]] = {"base": [], "head": []}
-        for i in range(done[0], done[0] + n):
-            if i and i % RELOAD_EVERY == 0:
-                for proc in (base, head):
-                    _reload(proc)
-            for side in abba_sides(i):
-                times[side].append(_time(sides[side], calls, 0))
+        order = [side for i in range(done[0], done[0] + n) for side in abba_sides(i)]
+        times = worker.rounds(order, calls, fresh=fresh)
         done[0] += n
+        mine = {s: [t for t, o in zip(times, order, strict=True) if o == s] for s in SIDES}
         return PairedTiming(
-            base=base_label, base_ms=times["base"], head_ms=times["head"], calls=calls
+            base=base_label, base_ms=mine["base"], head_ms=mine["head"], calls=calls
         )
 
     return compare_paired_sequential(
-        measure_rounds, rounds=rounds, max_rounds=max_rounds, tolerance=tolerance
+        measure_rounds,
+        rounds=rounds,
+        max_rounds=max_rounds,
+        tolerance=tolerance,
+        first=min(first, rounds),
+        step=step,
     )
 
 
@@ -191,24 +190,26 @@ def _mapped(paths: Sequence[str], root: Path, tree: Path) -> list[str]:
 
 
 class PairedBase:
-    """The session's base side: worktree and processes made on first use, ended by :meth:`close`."""
+    """The session's base side: worktree and processes made on first use, ended by :meth:`close`.
 
-    def __init__(self, repo: Repo, ref: str, *, tmp: Path | None = None) -> None:
-        self.repo, self.ref, self._tmp = repo, ref, tmp
+    The head is the user's tree as it is; with ``head_ref`` it is that commit instead, checked
+    out in a second detached worktree (``modelprof compare REF REF``)."""
+
+    def __init__(
+        self, repo: Repo, ref: str, *, head_ref: str | None = None, tmp: Path | None = None
+    ) -> None:
+        self.repo, self.ref, self.head_ref, self._tmp = repo, ref, head_ref, tmp
         self._stack = ExitStack()
-        self._workers: dict[str, TimingProcess] | None = None
+        self._worker: tuple[TimingProcess, dict[str, dict[str, Any]]] | None = None
         self.broken: str | None = None
         self.commit = ""
+        self.head_commit: str | None = None
 
-    def _start(self) -> dict[str, TimingProcess]:
-        if self.broken is not None:
-            raise PairedUnavailable(self.broken)
-        if self._workers is not None:
-            return self._workers
+    def _checkout(self, ref: str, side: str) -> tuple[str, Worktree]:
         try:
-            self.commit = self.repo.resolve(self.ref)
+            commit = self.repo.resolve(ref)
             tree = self._stack.enter_context(
-                detached_worktree(self.repo, self.commit, tmp=self._tmp, prefix="modelprof-base-")
+                detached_worktree(self.repo, commit, tmp=self._tmp, prefix=f"modelprof-{side}-")
             )
         except ModelprofError as exc:
             shallow = (
@@ -217,20 +218,36 @@ class PairedBase:
                 if self._shallow()
                 else ""
             )
-            self.broken = f"no base at {self.ref}: {exc}{shallow}"
+            self.broken = f"no {side} at {ref}: {exc}{shallow}"
             raise PairedUnavailable(self.broken) from None
-        here = _mapped(sys.path, self.repo.root, self.repo.root)
-        there = _mapped(sys.path, self.repo.root, tree.path)
-        cwd = Path(_mapped([os.getcwd()], self.repo.root, tree.path)[0])
-        self._workers = {
-            "head": TimingProcess(Path.cwd(), here, tree.scratch / "head.log"),
-            "base": TimingProcess(
-                cwd if cwd.is_dir() else tree.path, there, tree.scratch / "base.log"
-            ),
+        return commit, tree
+
+    def _path(self, tree: Path) -> list[str]:
+        """``sys.path`` for code at ``tree``: the entries inside the repository moved there,
+        and the working directory last (the CLI's ``pkg.mod:factory`` names)."""
+        return _mapped([*sys.path, os.getcwd()], self.repo.root, tree)
+
+    def _start(self) -> tuple[TimingProcess, dict[str, dict[str, Any]]]:
+        if self.broken is not None:
+            raise PairedUnavailable(self.broken)
+        if self._worker is not None:
+            return self._worker
+        self.commit, base = self._checkout(self.ref, "base")
+        head_tree = self.repo.root
+        if self.head_ref is not None:
+            self.head_commit, head = self._checkout(self.head_ref, "head")
+            head_tree = head.path
+        sides = {
+            "base": {"path": self._path(base.path), "root": str(base.path)},
+            "head": {"path": self._path(head_tree), "root": str(head_tree)},
         }
-        for worker in self._workers.values():
-            self._stack.callback(worker.close)
-        return self._workers
+        cwd = Path(_mapped([os.getcwd()], self.repo.root, head_tree)[0])
+        worker = TimingProcess(
+            cwd if cwd.is_dir() else head_tree, sides["head"]["path"], base.scratch / "timing.log"
+        )
+        self._stack.callback(worker.close)
+        self._worker = (worker, sides)
+        return self._worker
 
     def _shallow(self) -> bool:
         try:
@@ -254,32 +271,32 @@ class PairedBase:
             raise PairedUnavailable(
                 "the test passes a module, not a model name the base commit can build"
             )
-        workers = self._start()
-        load = {
-            "op": "load",
-            "model": model,
-            "input_shape": list(input_shape or []) or None,
-            "device": device,
-            "kwargs": dict(kwargs or {}),
-        }
-        for side, worker in workers.items():
-            answer = worker.ask(**load)
-            if not answer.get("ok"):
-                where = f"base {self.commit[:12]}" if side == "base" else "the head"
-                raise PairedUnavailable(f"{model} does not build at {where}: {answer['error']}")
+        worker, sides = self._start()
+        try:
+            build_ms = worker.load(
+                model,
+                sides,
+                input_shape=list(input_shape or []) or None,
+                device=device,
+                kwargs=dict(kwargs or {}),
+            )
+        except PairedUnavailable as exc:
+            head = f"{self.head_ref} ({self.head_commit[:12]})" if self.head_commit else "the head"
+            text = str(exc).replace("the base side", f"base {self.commit[:12]}", 1)
+            raise PairedUnavailable(text.replace("the head side", head, 1)) from None
         return time_paired(
-            workers["head"],
-            workers["base"],
+            worker,
             base_label=self.commit,
             rounds=rounds,
             max_rounds=max_rounds,
             tolerance=tolerance,
+            build_ms=build_ms,
         )
 
     def close(self) -> None:
-        """End both processes and remove the worktree (nothing else of the user's)."""
+        """End the timing process and remove the worktrees (nothing else of the user's)."""
         self._stack.close()
-        self._workers = None
+        self._worker = None
 
 
 def ci_base_ref(env: Mapping[str, str], root: Path) -> str | None:
@@ -308,15 +325,45 @@ def ci_base_ref(env: Mapping[str, str], root: Path) -> str | None:
     return merge_base if done.returncode == 0 and merge_base else target
 
 
-def open_paired_base(ref: str, root: Path) -> PairedBase:
+def open_paired_base(ref: str, root: Path, *, head_ref: str | None = None) -> PairedBase:
     """A :class:`PairedBase` for ``ref`` in the repository holding ``root`` (outside one, a base
     that says so on first use)."""
     try:
-        return PairedBase(find_repo([root]), ref)
+        return PairedBase(find_repo([root]), ref, head_ref=head_ref)
     except ModelprofError as exc:
-        base = PairedBase(Repo(root), ref)
+        base = PairedBase(Repo(root), ref, head_ref=head_ref)
         base.broken = f"no base at {ref}: {exc}"
         return base
+
+
+def time_against(
+    model: str,
+    ref: str,
+    *,
+    head_ref: str | None = None,
+    root: Path,
+    input_shape: Sequence[int] | None = None,
+    device: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    rounds: int = PAIRED_ROUNDS,
+    tolerance: float = DEFAULT_TOLERANCE,
+) -> tuple[PairedTiming, LatencyComparison]:
+    """``model`` timed at ``ref`` and at the head (the tree as it is, or ``head_ref``), paired,
+    in one timing process: what ``modelprof bench --against`` and ``modelprof compare REF
+    REF`` report. Nothing of the user's changes; a ref that cannot be timed raises
+    :class:`PairedUnavailable` saying why."""
+    base = open_paired_base(ref, root, head_ref=head_ref)
+    try:
+        return base.measure(
+            model,
+            input_shape=input_shape,
+            device=device,
+            rounds=rounds,
+            tolerance=tolerance,
+            kwargs=kwargs,
+        )
+    finally:
+        base.close()
 
 
 def session_base(ref: str | None, root: Path, env: Mapping[str, str]) -> Callable[[], None] | None:

@@ -167,12 +167,15 @@ class BenchReport(Frozen):
     # CPU instructions per call (``modelprof bench --instructions``: instructions.counts
     # .InstructionCounts as JSON); left out otherwise.
     instructions: dict[str, Any] | None = None
+    # The forward timed at another commit and here, paired (``modelprof bench --against``).
+    against: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Sorted keys, fixed float rounding, indent 2, trailing newline."""
         data = self.model_dump(mode="json")
-        if data.get("instructions") is None:
-            data.pop("instructions", None)
+        for optional in ("instructions", "against"):
+            if data.get(optional) is None:
+                data.pop(optional, None)
         return dumps_deterministic(data)
 
 

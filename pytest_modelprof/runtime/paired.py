@@ -42,6 +42,7 @@ from pytest_modelprof.runtime.timing import quantile
 
 __all__ = [
     "Side",
+    "SIDES",
     "PairedTiming",
     "PairedComparison",
     "abba_sides",
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 Side = Literal["base", "head"]
+#: Both sides, in the order the rounds report them.
+SIDES: Final[tuple[Side, Side]] = ("base", "head")
 
 #: Each round's order: base first in even rounds, head first in odd ones (ABBA ABBA ...).
 _ORDERS: Final[tuple[tuple[Side, Side], tuple[Side, Side]]] = (("base", "head"), ("head", "base"))
@@ -89,7 +92,7 @@ class PairedTiming(BaseModel):
     """One session's rounds: ``base_ms[i]`` and ``head_ms[i]`` were timed one after the other.
 
     Each value is one side's block time of round ``i`` (the fastest call of the block, see
-    :mod:`~pytest_modelprof.runtime.paired_runner`); ``base`` names the commit timed as base.
+    :mod:`~pytest_modelprof.runtime.paired_worker`); ``base`` names the commit timed as base.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -248,18 +251,22 @@ def compare_paired_sequential(
     max_rounds: int | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     alpha: float = DEFAULT_ALPHA,
+    first: int | None = None,
+    step: int | None = None,
 ) -> tuple[PairedTiming, LatencyComparison]:
-    """``rounds`` paired rounds from ``measure(n)``, then more while the verdict is undecided
-    or its interval straddles a limit, up to ``max_rounds`` (default
-    :data:`~pytest_modelprof.runtime.noise.DEFAULT_MAX_ROUNDS_FACTOR` x ``rounds``, as the
-    stored-baseline mode)."""
+    """``first`` paired rounds from ``measure(n)`` (default ``rounds``), then ``step`` more
+    (default ``first``) while the verdict is undecided or its interval straddles a limit, up
+    to ``max_rounds`` (default :data:`~pytest_modelprof.runtime.noise.DEFAULT_MAX_ROUNDS_FACTOR`
+    x ``rounds``, as the stored-baseline mode)."""
     limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
-    if rounds < 2 or limit < rounds:
-        raise ValueError(f"need 2 <= rounds <= max_rounds, got {rounds} and {limit}")
-    timing = measure(rounds)
+    first = min(first or rounds, limit)
+    step = step or first
+    if first < 2 or limit < first:
+        raise ValueError(f"need 2 <= rounds <= max_rounds, got {first} and {limit}")
+    timing = measure(first)
     comparison = compare_paired(timing, tolerance=tolerance, alpha=alpha)
     while needs_more_rounds(comparison) and timing.rounds < limit:
-        timing = timing.extended(measure(min(rounds, limit - timing.rounds)))
+        timing = timing.extended(measure(min(step, limit - timing.rounds)))
         comparison = compare_paired(timing, tolerance=tolerance, alpha=alpha)
     return timing, comparison
 

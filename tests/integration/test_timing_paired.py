@@ -81,16 +81,10 @@ def _latency_rows(report: Path) -> list[dict[str, object]]:
 
 
 @pytest.mark.slow
-@pytest.mark.paired
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_slower_head_fails_paired_under_load_and_an_unchanged_one_passes(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Under the suite's own load (xdist, a busy process) an unchanged head has read as a
-    # regression in 1 of 5 runs: the mode's false-alarm target is not met yet, so this runs
-    # only when asked for (`-m paired`), as the valgrind sessions do.
-    if "paired" not in (request.config.getoption("markexpr") or ""):
-        pytest.skip("the paired mode's false-alarm target is not met yet: run with -m paired")
     repo = pytester.path
     for key, value in {
         "GIT_AUTHOR_NAME": "t",

@@ -5,6 +5,7 @@ Real git repositories in temporary folders; no model is timed here (the pytester
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pytest_modelprof.history.git import Repo
 from pytest_modelprof.history.paired import (
     AUTO,
     PairedBase,
+    TimingProcess,
     ci_base_ref,
     open_paired_base,
     session_base,
@@ -93,3 +95,70 @@ def test_no_ref_is_off_even_on_a_pull_request(tmp_path: Path) -> None:
     close = session_base(AUTO, repo.root, env)
     assert close is not None
     close()
+
+
+def test_one_process_builds_the_model_from_each_commit_s_own_code(tmp_path: Path) -> None:
+    """The same module name means the base's file for the base side and the head's for the
+    head, in one process, however often either is rebuilt."""
+    trees = {}
+    for side, width in (("base", 4), ("head", 8)):
+        tree = tmp_path / side
+        tree.mkdir()
+        (tree / "twotrees_model.py").write_text(
+            f"import torch.nn as nn\n\n\ndef build():\n    return nn.Linear(4, {width})\n"
+        )
+        trees[side] = tree
+    path = [p for p in sys.path if p]
+    worker = TimingProcess(tmp_path, path, tmp_path / "timing.log")
+    try:
+        answer = worker.ask(
+            op="load",
+            model="twotrees_model:build",
+            input_shape=[2, 4],
+            sides={s: {"path": [str(t), *path], "root": str(t)} for s, t in trees.items()},
+        )
+        assert answer["ok"], answer
+        assert answer["params"] == {"base": 4 * 4 + 4, "head": 4 * 8 + 8}
+        times = worker.rounds(["base", "head", "head", "base"], 2, fresh=True)
+        assert len(times) == 4 and all(t > 0 for t in times)
+        # Rebuilt in the other order, each side still gets its own file.
+        again = worker.ask(
+            op="load",
+            model="twotrees_model:build",
+            input_shape=[2, 4],
+            sides={
+                s: {"path": [str(t), *path], "root": str(t)} for s, t in reversed(trees.items())
+            },
+        )
+        assert again["params"] == answer["params"]
+        broken = worker.ask(
+            op="load",
+            model="twotrees_model:nope",
+            input_shape=[2, 4],
+            sides={s: {"path": [str(t), *path], "root": str(t)} for s, t in trees.items()},
+        )
+        assert not broken["ok"] and broken["side"] == "base" and "nope" in broken["error"]
+    finally:
+        worker.close()
+
+
+def test_a_model_new_at_the_head_cannot_be_timed_at_the_base_and_says_which_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path / "r")
+    (repo.root / "newmodel_paired.py").write_text(
+        "import torch.nn as nn\n\n\ndef build():\n    return nn.Linear(4, 4)\n"
+    )
+    repo.commit("a new model")
+    monkeypatch.chdir(repo.root)
+    base = PairedBase(Repo(repo.root), repo.commits[1])
+    try:
+        with pytest.raises(PairedUnavailable) as info:
+            base.measure(
+                "newmodel_paired:build", input_shape=[2, 4], device=None, rounds=10, tolerance=0.1
+            )
+    finally:
+        base.close()
+    text = str(info.value)
+    assert text.startswith(f"newmodel_paired:build does not build at base {repo.commits[1][:12]}")
+    assert "newmodel_paired" in text.split(":", 2)[-1]  # the import error itself follows

@@ -118,3 +118,24 @@ def test_bad_rounds_are_refused_with_the_reason() -> None:
     with pytest.raises(ValueError, match="2 base rounds but 1 head"):
         compare_paired(PairedTiming(base="x", base_ms=[1.0, 1.0], head_ms=[1.0]))
     assert math.isfinite(compare_paired(_session(0.0, rounds=2)).slowdown)
+
+
+def test_the_first_look_comes_early_and_later_ones_in_smaller_steps() -> None:
+    """A clear case is decided at the first look, an undecided one looks again every ``step``
+    rounds up to the cap: what keeps the paired mode's cost near the stored-baseline mode's."""
+    asked: list[int] = []
+
+    def measure(n: int) -> PairedTiming:
+        asked.append(n)
+        return _session(0.08, rounds=n, seed=len(asked), noise=0.2)
+
+    timing, _ = compare_paired_sequential(measure, rounds=100, max_rounds=45, first=20, step=10)
+    assert asked[0] == 20 and set(asked[1:]) <= {10, 5} and timing.rounds == sum(asked) <= 45
+    clear: list[int] = []
+
+    def measure_clear(n: int) -> PairedTiming:
+        clear.append(n)
+        return _session(0.5, rounds=n, seed=3)
+
+    _, verdict = compare_paired_sequential(measure_clear, rounds=100, first=20, step=10)
+    assert verdict.verdict == "regressed" and clear == [20]
