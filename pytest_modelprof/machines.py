@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_modelprof.errors import SettingsError, UsageError, did_you_mean
+
 __all__ = ["Machine", "MACHINES", "resolve_machine"]
 
 
@@ -46,7 +48,7 @@ def resolve_machine(machine: str | float | Machine | None) -> Machine:
         return machine
     if isinstance(machine, (int, float)) and not isinstance(machine, bool):
         if machine <= 0:
-            raise ValueError(f"machine balance must be positive FLOPs/byte, got {machine}")
+            raise SettingsError(f"machine balance must be positive FLOPs/byte, got {machine}")
         return Machine(
             name=f"balance={machine:g}", peak_flops=float(machine) * 1e12, bandwidth=1e12
         )
@@ -61,10 +63,10 @@ def resolve_machine(machine: str | float | Machine | None) -> Machine:
             except ValueError:
                 pass
             known = ", ".join([*sorted(MACHINES), *GPUS])
-            raise ValueError(
+            raise SettingsError(
                 f"unknown machine {machine!r}; use one of {known} or a balance in FLOPs/byte"
             ) from None
-    raise TypeError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")
+    raise UsageError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")
 
 
 # -- memory capacities ("Will it fit?", pytest_modelprof.fit) -----------------------------------
@@ -91,13 +93,11 @@ GPU_MEMORY: dict[str, int] = {
 def resolve_capacity(gpu: str | int) -> tuple[str, int]:
     """A GPU preset name or a byte count (``"24GB"``, ``"22GiB"``, ``25769803776``) ->
     (label, bytes); an unknown name gets "did you mean"."""
-    import difflib
-
     from pytest_modelprof.units import format_bytes, parse_bytes
 
     if isinstance(gpu, int) and not isinstance(gpu, bool):
         if gpu <= 0:
-            raise ValueError(f"a memory capacity must be positive bytes, got {gpu}")
+            raise SettingsError(f"a memory capacity must be positive bytes, got {gpu}")
         return format_bytes(gpu), gpu
     name = str(gpu).strip().lower()
     if name in GPU_MEMORY:
@@ -105,14 +105,13 @@ def resolve_capacity(gpu: str | int) -> tuple[str, int]:
     try:
         nbytes = int(parse_bytes(name))
     except ValueError:
-        close = difflib.get_close_matches(name, list(GPU_MEMORY), n=3, cutoff=0.4)
-        hint = f"did you mean {' or '.join(close)}? " if close else ""
-        raise ValueError(
-            f"unknown GPU {gpu!r}; {hint}use one of {', '.join(GPU_MEMORY)} or a size in "
+        hint = did_you_mean(name, GPU_MEMORY, n=3, cutoff=0.4)
+        raise SettingsError(
+            f"unknown GPU {gpu!r}{hint or '.'} Use one of {', '.join(GPU_MEMORY)} or a size in "
             "bytes such as 24GB"
         ) from None
     if nbytes <= 0:
-        raise ValueError(f"a memory capacity must be positive bytes, got {gpu!r}")
+        raise SettingsError(f"a memory capacity must be positive bytes, got {gpu!r}")
     return format_bytes(nbytes), nbytes
 
 
@@ -215,8 +214,6 @@ GPUS: dict[str, GpuSpec] = {
 def resolve_gpu(name: str | GpuSpec) -> GpuSpec:
     """A GPU by hardware name (``rtx4090``, ``a100-40gb``, ``h100``); an unknown name says
     which exist."""
-    import difflib
-
     if isinstance(name, GpuSpec):
         return name
     key = str(name).strip().lower()
@@ -228,6 +225,5 @@ def resolve_gpu(name: str | GpuSpec) -> GpuSpec:
         key = "a100-80gb"
     if key in GPUS:
         return GPUS[key]
-    close = difflib.get_close_matches(key, list(GPUS), n=3, cutoff=0.4)
-    hint = f"did you mean {' or '.join(close)}? " if close else ""
-    raise ValueError(f"unknown GPU {name!r}; {hint}use one of {', '.join(GPUS)}")
+    hint = did_you_mean(key, GPUS, n=3, cutoff=0.4)
+    raise SettingsError(f"unknown GPU {name!r}{hint or '.'} Use one of {', '.join(GPUS)}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from pytest_modelprof.baseline.collector import Collector
 from pytest_modelprof.baseline.tolerance import Tolerance
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.units import parse_quantity
 
 if TYPE_CHECKING:
@@ -116,14 +117,14 @@ class MetricTable(Sequence[Metric]):
         taken = {m.name for m in self._metrics}
         keys = {k for m in self._metrics for k in (m.delta_key, m.budget_key, m.growth_key) if k}
         if metric.name in taken:
-            raise ValueError(f"metric {metric.name!r} is already registered")
+            raise SettingsError(f"metric {metric.name!r} is already registered")
         clash = {metric.delta_key, metric.budget_key, metric.growth_key} & keys
         if clash:
-            raise ValueError(f"limit name {sorted(k for k in clash if k)} is already taken")
+            raise SettingsError(f"limit name {sorted(k for k in clash if k)} is already taken")
         collector = metric.collector
         same = {m.collector.name: m.collector for m in self._metrics if m.collector is not None}
         if collector is not None and same.get(collector.name, collector) is not collector:
-            raise ValueError(
+            raise SettingsError(
                 f"metric {metric.name!r}: another collector is already called "
                 f"{collector.name!r}; share the one Collector object or rename it"
             )

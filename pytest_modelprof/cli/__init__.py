@@ -12,7 +12,6 @@ the same way. Heavy imports (torch) happen inside the commands, so ``--help`` an
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from collections.abc import Sequence
 
@@ -36,7 +35,7 @@ from pytest_modelprof.cli import bisect as bisect_command
 from pytest_modelprof.cli import compile as compile_command
 from pytest_modelprof.cli import sweep as sweep_command
 from pytest_modelprof.cli._common import EXIT_OK, EXIT_USAGE, PROG, Command, suggest
-from pytest_modelprof.errors import ModelNotFoundError, ModelprofError
+from pytest_modelprof.errors import ModelNotFoundError, ModelprofError, did_you_mean
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -97,8 +96,7 @@ def _unknown_command(words: Sequence[str]) -> str | None:
     names = [c.name for c in COMMANDS]
     if words[0] in names:
         return None
-    close = difflib.get_close_matches(words[0], names, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else f"; the commands are {', '.join(names)}"
+    hint = did_you_mean(words[0], names, n=1) or f"; the commands are {', '.join(names)}"
     return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
 
 

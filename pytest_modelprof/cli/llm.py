@@ -37,12 +37,11 @@ def _parse_gpu(text: str) -> str:
     from pytest_modelprof.machines import MACHINES
 
     if text not in MACHINES:
-        import difflib
+        from pytest_modelprof.errors import did_you_mean
 
-        close = difflib.get_close_matches(text, list(MACHINES), n=3, cutoff=0.4)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        hint = did_you_mean(text, MACHINES, n=3, cutoff=0.4)
         raise argparse.ArgumentTypeError(
-            f"unknown machine preset {text!r}.{hint} Presets: {', '.join(sorted(MACHINES))}"
+            f"unknown machine preset {text!r}{hint or '.'} Presets: {', '.join(sorted(MACHINES))}"
         )
     return text
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_modelprof.analysis.partition import is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture, OpRecord
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.schema import dumps_deterministic
 from pytest_modelprof.units import format_count
 
@@ -511,4 +512,4 @@ def export_graph(capture: Capture, *, detail: bool, fmt: GraphFormat,
         return to_text(graph)
     if fmt == "dot":
         return to_dot(graph)
-    raise ValueError(f"unknown graph format {fmt!r}; use json, txt or dot")
+    raise SettingsError(f"unknown graph format {fmt!r}; use json, txt or dot")

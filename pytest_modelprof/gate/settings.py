@@ -11,7 +11,6 @@ start-up in every run, so it must not import pydantic or torch.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
     shown,
 )
-from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.errors import SettingsError, did_you_mean
 from pytest_modelprof.fit.options import STEP_KEYS as STEP_ARGS
 from pytest_modelprof.gate.shapes import parse_input_shape, parse_sweep
 from pytest_modelprof.instructions.mode import instructions_mode
@@ -55,7 +54,6 @@ __all__ = [
     "resolve_marker",
     "parse_input_shape",
     "parse_capture_options",
-    "did_you_mean",
     "limit_names",
     "MODES",
 ]
@@ -321,12 +319,6 @@ def parse_capture_options(values: Mapping[str, object], source: str) -> dict[str
     return out
 
 
-def did_you_mean(word: str, choices: Sequence[str]) -> str:
-    """``"; did you mean max_flops_delta?"`` for a near miss, else ``""``."""
-    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(close)}?" if close else ""
-
-
 @dataclass(frozen=True)
 class MarkerSpec:
     """One test's ``@pytest.mark.profile``, resolved over the session settings."""
@@ -353,7 +345,7 @@ def _parse_bool(raw: object) -> bool:
             return True
         if text in {"0", "false", "no", "off", ""}:
             return False
-    raise ValueError(f"expected true or false, got {raw!r}")
+    raise SettingsError(f"expected true or false, got {raw!r}")
 
 
 #: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
@@ -369,19 +361,19 @@ def _parse_rounds(raw: object) -> int:
         except ValueError:
             value = -1
     if not 10 <= value <= MAX_TIMING_ROUNDS:
-        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
+        raise SettingsError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
     return value
 
 
 def _parse_exponent(raw: object) -> float:
     if isinstance(raw, bool):
-        raise ValueError("expected a growth exponent such as 1.1")
+        raise SettingsError("expected a growth exponent such as 1.1")
     try:
         value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
     except OverflowError:
         value = math.inf
     if not (value > 0 and math.isfinite(value)):
-        raise ValueError("a growth exponent must be a finite number > 0")
+        raise SettingsError("a growth exponent must be a finite number > 0")
     return value
 
 

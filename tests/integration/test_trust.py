@@ -389,7 +389,7 @@ def test_a_misspelled_limit_gets_a_suggestion(project: Project) -> None:
     )
     result = project.run()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*unknown argument max_flop_delta*did you mean max_flops_delta*"])
+    result.stdout.fnmatch_lines(["*unknown argument max_flop_delta*did you mean 'max_flops_delta'*"])
     failures = result.stdout.str().split("short test summary")[0]
     assert failures.count("unknown argument max_flop_delta") == 1  # one error, printed once
     assert "Traceback" not in result.stdout.str()

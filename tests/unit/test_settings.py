@@ -90,7 +90,7 @@ def test_unknown_marker_argument_is_named() -> None:
     message = str(info.value)
     assert message.startswith("marker on t.py::test_x: unknown arguments bogus, max_flop_delta")
     assert MARKER_SIGNATURE in message
-    assert "did you mean max_flops_delta" in message  # a near miss gets a suggestion
+    assert "did you mean 'max_flops_delta'" in message  # a near miss gets a suggestion
 
 
 def test_marker_model_positional_or_keyword() -> None:

@@ -90,7 +90,7 @@ def test_arch_pairs_separated_by_commas_and_zero3(capsys: pytest.CaptureFixture[
         (("--optimizer", "adamw:fuse"), "did you mean 'fused'?"),
         (("--precision", "bf16mixed"), "did you mean 'bf16-mixed'"),
         (("--train", "--shard", "zero4", "--devices", "2"), "did you mean 'zero3'"),
-        (("--gpu", "h100"), "did you mean h100-80gb"),
+        (("--gpu", "h100"), "did you mean 'h100-80gb'"),
         (("--shard", "zero2", "--devices", "2"), "an inference estimate has none"),
         (("--train", "--devices", "4"), "without --shard"),
     ],
@@ -112,7 +112,7 @@ def test_capacity_accepts_names_and_sizes() -> None:
     assert resolve_capacity("h100-80gb") == ("h100-80gb", 81_559 * 2**20)
     assert resolve_capacity("24GB") == ("24 GB", 24 * 10**9)
     assert resolve_capacity("22GiB")[1] == 22 * 2**30
-    with pytest.raises(ValueError, match="did you mean a100-80gb"):
+    with pytest.raises(ValueError, match="did you mean 'a100-80gb'"):
         resolve_capacity("a100-80")
 
 

@@ -186,7 +186,7 @@ def test_bad_sizes_and_presets_are_refused(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(ModelInputError, match="context must be an integer >= 2"):
         profile_llm(TinyDecoder(), context=1)
     code, _, err = _cli(capsys, "llm", "hf:llama", "--gpu", "h100")
-    assert code == 2 and "Did you mean: h100-bf16" in err
+    assert code == 2 and "did you mean 'h100-bf16'" in err
 
 
 def test_a_local_hugging_face_folder_is_profiled_like_the_name(tmp_path: Any) -> None:

@@ -68,7 +68,7 @@ def test_the_gpu_table_has_the_cards_and_old_preset_names_resolve() -> None:
     assert resolve_gpu("h100-bf16").name == "h100"
     assert resolve_machine("rtx4090").peak_flops == GPUS["rtx4090"].fp16_tensor
     assert resolve_machine("a100-bf16").name == "a100-bf16"  # the old presets are kept
-    with pytest.raises(ValueError, match="did you mean rtx4090"):
+    with pytest.raises(ValueError, match="did you mean 'rtx4090'"):
         resolve_gpu("rtx4900")
 
 
