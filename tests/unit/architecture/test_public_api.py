@@ -22,7 +22,9 @@ import pytest_modelprof
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "pytest_modelprof"
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-_DEEP_IMPORT = re.compile(r"\b(?:from\s+pytest_modelprof\.\w[\w.]*\s+import|import\s+pytest_modelprof\.\w)")
+_DEEP_IMPORT = re.compile(
+    r"\b(?:from\s+pytest_modelprof\.\w[\w.]*\s+import|import\s+pytest_modelprof\.\w)"
+)
 _TOP_IMPORT = re.compile(r"from\s+pytest_modelprof\s+import\s+(?:\(([^)]*)\)|([\w ,]+))")
 
 
@@ -89,7 +91,9 @@ def test_every_top_level_name_loads_and_the_import_needs_no_torch() -> None:
         "assert not missing, missing\n"
         "assert sorted(dir(p)) == sorted(set(dir(p))) and set(p.__all__) <= set(dir(p))\n"
     )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
     )
@@ -127,14 +131,29 @@ def test_annotating_with_the_fixture_type_type_checks(tmp_path: Path) -> None:
     (tmp_path / "test_good.py").write_text(SAMPLE)
     # A typo in a keyword is caught: the type is not Any.
     (tmp_path / "test_bad.py").write_text(SAMPLE.replace("input_shape=", "input_shap="))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    )
     done = subprocess.run(
         [
-            sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-            "--ignore-missing-imports", "--no-incremental", "--cache-dir", str(tmp_path / "cache"),
-            "test_good.py", "test_bad.py",
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--follow-imports=silent",
+            "--ignore-missing-imports",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "test_good.py",
+            "test_bad.py",
         ],
-        capture_output=True, text=True, env=env, cwd=tmp_path, check=False, timeout=600,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=600,
     )
     errors = [ln for ln in done.stdout.splitlines() if ": error:" in ln]
     assert [ln.split(":")[0] for ln in errors] == ["test_bad.py"], done.stdout[-3000:]
@@ -145,24 +164,34 @@ def test_annotating_with_the_fixture_type_type_checks(tmp_path: Path) -> None:
 
 #: Builtin exceptions that a raise must not use for what a user did wrong.
 BUILTINS = frozenset(
-    {"ValueError", "TypeError", "RuntimeError", "LookupError", "KeyError", "IndexError",
-     "Exception", "OSError", "NotImplementedError"}
+    {
+        "ValueError",
+        "TypeError",
+        "RuntimeError",
+        "LookupError",
+        "KeyError",
+        "IndexError",
+        "Exception",
+        "OSError",
+        "NotImplementedError",
+    }
 )
 #: ``"path: function: Exception"`` of the raises that are internal invariants or protocols,
 #: each with its reason. Checked for stale entries.
 ALLOWED = {
-    # The mapping protocol: ``metrics["flops"]`` of an unknown key is a KeyError, as dict's.
-    "pytest_modelprof/baseline/compare.py: Comparison.__getitem__: KeyError": "mapping",
-    "pytest_modelprof/baseline/metrics.py: MetricTable.__getitem__: KeyError": "mapping",
+    # The mapping protocol: ``check["flops"]`` of an unknown key is a KeyError, as a dict's.
+    "pytest_modelprof/baseline/compare.py: Check.__getitem__: KeyError": "mapping",
+    "pytest_modelprof/baseline/metrics.py: _ByName.__getitem__: KeyError": "mapping",
     # Mirrors the error torch's own kernel raises for a bad call; the capture reports it as the
     # model's (the model made the call), as it does for any kernel's error.
-    "pytest_modelprof/_compat.py: _grouped_mm_meta.check: RuntimeError": "torch's kernel error",
-    # Our own invariants: reached only by a bug of ours, and they ask for a report.
-    "pytest_modelprof/analysis/grouping.py: _topological: RuntimeError": "invariant",
+    "pytest_modelprof/_compat.py: _grouped_mm_rule.need: RuntimeError": "torch's kernel error",
+    # Our own invariants: reached only by a bug of ours (the callers build what they check).
+    "pytest_modelprof/analysis/grouping.py: topological: RuntimeError": "invariant",
+    "pytest_modelprof/analysis/concurrency.py: _check: ValueError": "invariant",
     "pytest_modelprof/analysis/concurrency.py: critical_path: ValueError": "invariant",
     "pytest_modelprof/runtime/context.py: ProfilingContext.__enter__: RuntimeError": "invariant",
-    # A formula's wrong return value is wrapped, with the formula named, as a FormulaError.
-    "pytest_modelprof/capture/ops.py: _cost_of: TypeError": "wrapped as FormulaError",
+    # A formula's wrong return value, caught at once and raised as a FormulaError naming it.
+    "pytest_modelprof/capture/ops.py: price: TypeError": "wrapped as FormulaError",
 }
 
 
@@ -273,6 +302,6 @@ def test_did_you_mean_has_one_format() -> None:
         "; did you mean 'max_flops_delta'?"
     )
     assert did_you_mean("resnet", ["resnet18", "resnet34", "resnet50"]) == (
-        "; did you mean 'resnet18' or 'resnet34'?"
+        "; did you mean 'resnet50' or 'resnet34'?"
     )
     assert did_you_mean("zzz", ["max_flops_delta"]) == ""
