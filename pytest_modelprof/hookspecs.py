@@ -15,12 +15,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.gate.settings import ProfileRequest
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = [
-    "pytest_modelprof_profile",
-    "pytest_modelprof_record",
-    "pytest_modelprof_register_formulas",
-    "pytest_modelprof_register_metrics",
-]
+__all__: list[str] = []
 
 
 @pytest.hookspec(firstresult=True)

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from pytest_modelprof.capture.record import Capture
 
 __all__ = [
-    "PROFILE_SCHEMA_VERSION",
     "describe_inputs",
     "Bottleneck",
     "CaptureMode",

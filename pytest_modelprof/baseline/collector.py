@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Measure", "Collector", "EvidenceData", "any_limit"]
+__all__ = ["Measure", "Collector", "EvidenceData"]
 
 #: A collector's evidence: plain JSON (numbers, strings, lists, dicts), kept in the baseline.
 EvidenceData = Mapping[str, Any]

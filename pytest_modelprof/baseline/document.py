@@ -21,8 +21,6 @@ from pytest_modelprof.schema import FLOAT_DIGITS, ModelProfile, TensorSpec, dump
 
 __all__ = [
     "BASELINE_SCHEMA_VERSION",
-    "MIGRATIONS",
-    "ALWAYS_RECORDED",
     "BaselineLayer",
     "BaselineOpFamily",
     "BaselineEnvironment",

@@ -28,7 +28,6 @@ __all__ = [
     "format_tolerance",
     "is_off",
     "shown",
-    "IGNORE",
 ]
 
 

@@ -35,7 +35,7 @@ from torch.utils.hooks import RemovableHandle
 from pytest_modelprof._compat import module_registries, registries_state, without_fake_mode
 from pytest_modelprof.errors import UsageError
 
-__all__ = ["standin_copy", "StandinFactory", "fake_lazy_layers"]
+__all__ = ["standin_copy", "fake_lazy_layers"]
 
 StandinFactory = Callable[[torch.Tensor], torch.Tensor]
 """Makes the stand-in for one tensor (a parameter is wrapped as a parameter afterwards)."""

@@ -23,7 +23,7 @@ from pytest_modelprof.cli._common import (
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun
 
-__all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
+__all__ = ["COMMAND", "HOOK_OVERHEAD"]
 
 # Torch-free copy of runtime.bench.OPTIMIZERS: building the parser must not import torch.
 OPTIMIZER_CHOICES = ("sgd", "adam", "adamw")

@@ -6,7 +6,7 @@ import argparse
 
 from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_device, parse_shape
 
-__all__ = ["COMMAND", "parse_batch_sizes"]
+__all__ = ["COMMAND"]
 
 
 def parse_batch_sizes(text: str) -> list[int]:

@@ -9,7 +9,7 @@ from typing import Any
 from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_arch, parse_dtype
 from pytest_modelprof.cli.bench import parse_positive
 
-__all__ = ["COMMAND", "parse_arch_list", "parse_memory"]
+__all__ = ["COMMAND"]
 
 # A comma that starts another KEY=VALUE (a value may hold commas itself: a list, a dict).
 _NEXT_PAIR = re.compile(r",(?=\s*[A-Za-z_]\w*\s*=)")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.fit.estimate import MemoryEstimate
     from pytest_modelprof.fit.verdict import Fit
 
-__all__ = ["COMMAND", "render_memory"]
+__all__ = ["COMMAND"]
 
 
 def parse_arch_list(text: str) -> list[tuple[str, Any]]:

@@ -32,18 +32,7 @@ from pytest_modelprof.schema import dumps_deterministic
 from pytest_modelprof.units import format_count
 
 __all__ = [
-    "GRAPH_SCHEMA_VERSION",
-    "GraphFormat",
-    "GraphNode",
-    "GraphEdge",
-    "GraphStats",
-    "GraphExport",
-    "build_graph",
-    "with_forward_times",
     "export_graph",
-    "to_json",
-    "to_text",
-    "to_dot",
 ]
 
 GRAPH_SCHEMA_VERSION = 1

@@ -15,7 +15,7 @@ from pytest_modelprof.baseline.collector import EvidenceData, Measure
 from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
 from pytest_modelprof.fit.options import StepOptions, step_options
 
-__all__ = ["memory_evidence", "request_options", "sweep_memory"]
+__all__ = ["memory_evidence", "sweep_memory"]
 
 
 def memory_evidence(call: Measure) -> EvidenceData | None:

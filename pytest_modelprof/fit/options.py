@@ -15,10 +15,8 @@ __all__ = [
     "OPTIMIZERS",
     "OPTIMIZER_IMPLS",
     "PRECISIONS",
-    "RECIPES",
     "SHARDS",
     "StepOptions",
-    "choose",
     "parse_optimizer",
 ]
 

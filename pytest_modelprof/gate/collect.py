@@ -24,15 +24,9 @@ if TYPE_CHECKING:
     from pytest_modelprof.compile_health import CompileHealth
 
 __all__ = [
-    "SWEEP",
-    "FVCORE",
     "collect",
     "latency_evidence",
     "compile_evidence",
-    "measure_latency",
-    "run_sweep",
-    "run_fvcore",
-    "measure_compile",
 ]
 
 

@@ -21,7 +21,7 @@ from pytest_modelprof.gate.results import (
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["compare_profiles", "compare_documents", "merge_results"]
+__all__ = ["compare_documents", "merge_results"]
 
 
 def _status(verdict: Verdict) -> Status:

@@ -32,11 +32,9 @@ if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
-    "Outcome",
     "evaluate",
     "stored_evidence",
     "update_command",
-    "failure_text",
 ]
 
 

@@ -25,7 +25,6 @@ __all__ = [
     "SourceLocation",
     "ProfileResult",
     "GateRecord",
-    "model_label",
     "error_record",
     "records_to_json",
     "records_from_json",

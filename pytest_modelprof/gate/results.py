@@ -35,11 +35,7 @@ from pytest_modelprof.gate.record import (
 from pytest_modelprof.schema import ModelProfile, dumps_deterministic
 
 __all__ = [
-    "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
-    "SCHEMA_PATH",
-    "CheckResult",
-    "MetricResult",
     "SourceLocation",
     "ProfileResult",
     "RunInfo",
@@ -48,7 +44,6 @@ __all__ = [
     "collect_run_info",
     "results_from_records",
     "load_document",
-    "results_json_schema",
 ]
 
 RESULTS_SCHEMA_VERSION: Final = 4

@@ -37,12 +37,8 @@ from pytest_modelprof.instructions.mode import instructions_mode
 from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
-    "FVCORE_KEYS",
-    "TIMING_KEYS",
     "BOOL_KEYS",
-    "DEFAULT_TIMING_ROUNDS",
     "LIMIT_NAMES",
-    "MARKER_ARGS",
     "MARKER_SIGNATURE",
     "Limits",
     "SessionSettings",
@@ -54,8 +50,6 @@ __all__ = [
     "resolve_marker",
     "parse_input_shape",
     "parse_capture_options",
-    "limit_names",
-    "MODES",
 ]
 
 FVCORE_KEYS: Final = ("fvcore", "max_fvcore_delta")

@@ -27,7 +27,7 @@ from pytest_modelprof.errors import ModelprofError, close_matches, did_you_mean,
 from pytest_modelprof.history.git import Commit, GitError, Repo, commits, run_git
 from pytest_modelprof.history.worktree import detached_worktree, run_group
 
-__all__ = ["Probe", "BisectResult", "search", "StepRunner", "TestIdError", "bisect"]
+__all__ = ["StepRunner", "bisect"]
 
 Verdict = Literal["good", "bad", "skip"]
 

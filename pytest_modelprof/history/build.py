@@ -35,7 +35,7 @@ from pytest_modelprof.history.model import (
 from pytest_modelprof.history.versions import VersionSummary, read_version
 from pytest_modelprof.schema import FLOAT_DIGITS
 
-__all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "build_history"]
+__all__ = ["HistoryError", "pick_metrics", "read_history"]
 
 #: Shown when ``--metric`` is not given: the gate's summary metrics that a version recorded,
 #: less the derived ones (arithmetic intensity moves whenever FLOPs or bytes do).

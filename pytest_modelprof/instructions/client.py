@@ -35,11 +35,8 @@ __all__ = [
     "DEFAULT_WARMUP",
     "InstructionsUnavailable",
     "find_valgrind",
-    "valgrind_command",
     "InstructionServer",
-    "counts_from_reply",
     "shared_server",
-    "close_shared",
 ]
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu, GitHub's runners)"

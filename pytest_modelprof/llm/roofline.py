@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytest_modelprof.llm.costs import LLMCosts, Roofline
 from pytest_modelprof.machines import GPU_MEMORY, Machine
 
-__all__ = ["MEMORY_BYTES", "machine_memory", "roofline"]
+__all__ = ["roofline"]
 
 
 #: Memory of the GPU presets: the capacity of the card whose bandwidth the preset uses, from the

@@ -51,9 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PREFIX",
-    "INSTALL_HINT",
     "DEFAULT_SEQ_LEN",
-    "hf_available",
     "hf_names",
     "hf_spec",
     "is_hf_name",

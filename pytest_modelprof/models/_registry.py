@@ -40,7 +40,6 @@ __all__ = [
     "DuplicateModelError",
     "Registry",
     "default_registry",
-    "nearly_contains",
 ]
 
 ENTRY_POINT_GROUP: Final = "pytest_modelprof.models"

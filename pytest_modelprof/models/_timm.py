@@ -19,7 +19,7 @@ from pytest_modelprof.models._spec import ModelSpec, Shape
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["PREFIX", "INSTALL_HINT", "timm_available", "timm_names", "timm_spec", "is_timm_name"]
+__all__ = ["PREFIX", "timm_names", "timm_spec", "is_timm_name"]
 
 PREFIX: Final = "timm:"
 INSTALL_HINT: Final = 'pip install "pytest-modelprof[timm]"'

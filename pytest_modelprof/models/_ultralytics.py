@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
-    "INSTALL_HINT",
     "ultralytics_available",
     "ultralytics_names",
     "ultralytics_spec",

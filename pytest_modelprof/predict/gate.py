@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_modelprof.baseline.collector import EvidenceData, Measure
 
-__all__ = ["GATE_GPU", "GATE_PRECISION", "measure"]
+__all__ = ["measure"]
 
 #: The GPU the gate predicts on: a common card of the calibration tables.
 GATE_GPU = "rtx4090"

@@ -23,11 +23,6 @@ from pytest_modelprof.report.markdown import fit, render_markdown
 from pytest_modelprof.report.view import build_view
 
 __all__ = [
-    "MAX_CHARS",
-    "MAX_FILE_BYTES",
-    "MAX_ROWS",
-    "MAX_TESTS",
-    "MAX_TEXT",
     "load_results",
     "render_comment",
 ]

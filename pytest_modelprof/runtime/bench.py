@@ -57,23 +57,10 @@ from pytest_modelprof.runtime.timing import (
 from pytest_modelprof.schema import dumps_deterministic
 
 __all__ = [
-    "OptimizerName",
-    "OPTIMIZERS",
-    "RuntimeStats",
-    "RuntimeSection",
-    "MemoryBreakdown",
-    "MemorySection",
-    "FlopsSection",
-    "HardwareInfo",
     "BenchReport",
     "BenchRun",
-    "ProgressFn",
     "StderrProgress",
-    "make_optimizer",
-    "hardware_info",
-    "bench_model",
     "bench",
-    "with_batch",
 ]
 
 OptimizerName = Literal["sgd", "adam", "adamw"]

@@ -21,7 +21,6 @@ from pytest_modelprof.errors import SettingsError
 
 __all__ = [
     "ProfilingContext",
-    "DROPOUT_TYPES",
     "training_flags",
     "restore_training_flags",
 ]

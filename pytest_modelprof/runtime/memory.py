@@ -42,11 +42,8 @@ from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = [
-    "MemoryMode",
-    "MemoryMethod",
     "MemoryStats",
     "AllocationTracker",
-    "BREAKDOWN_KEYS",
     "measure_memory",
     "storage_bytes",
     "collector_paused",

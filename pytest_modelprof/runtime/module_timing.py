@@ -35,8 +35,6 @@ from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import CudaEventTimer, timer_for
 
 __all__ = [
-    "ROOT_LABEL",
-    "ModuleTime",
     "ModuleTimings",
     "time_modules",
     "format_module_times",

@@ -41,19 +41,11 @@ from pytest_modelprof.runtime.noise import (
 from pytest_modelprof.runtime.timing import quantile
 
 __all__ = [
-    "Side",
     "PairedTiming",
-    "PairedComparison",
     "abba_sides",
-    "log_ratios",
-    "hodges_lehmann",
-    "signed_rank_p",
-    "compare_paired",
     "compare_paired_sequential",
-    "PairedHead",
     "split_timing",
     "PairedUnavailable",
-    "PairedSource",
     "use_paired_base",
     "paired_base",
 ]

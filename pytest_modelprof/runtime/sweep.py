@@ -38,16 +38,8 @@ from pytest_modelprof.runtime.timing import TimingStats, time_forward
 
 __all__ = [
     "SHAPE_AXES",
-    "GROWTH_LIMITS",
-    "SweepPoint",
-    "GrowthFit",
-    "SweepSeries",
-    "SweepResult",
-    "GrowthViolation",
     "sweep",
-    "fit_growth",
     "check_growth",
-    "parse_axis_values",
     "axis_values_arg",
     "format_sweep",
 ]

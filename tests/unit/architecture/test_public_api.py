@@ -305,3 +305,121 @@ def test_did_you_mean_has_one_format() -> None:
         "; did you mean 'resnet50' or 'resnet34'?"
     )
     assert did_you_mean("zzz", ["max_flops_delta"]) == ""
+
+
+# ---- internal modules: __all__ lists what the rest of the package imports ----
+
+
+def _module_names() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def imported_names(modules: dict[str, str]) -> dict[str, set[str]]:
+    """For each module (dotted name -> source), the names other modules take from it:
+    ``from m import n``, ``m.n`` after ``import m``, ``"m:n"`` and lazy tables ``{"n": "m"}``."""
+    used: dict[str, set[str]] = {m: set() for m in modules}
+    for name, source in modules.items():
+        tree = ast.parse(source)
+        is_package = any(m.startswith(name + ".") for m in modules)
+        package = name if is_package else name.rpartition(".")[0]
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in modules:
+                        aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    elif base in modules and base != name:
+                        used[base].add(alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in modules:
+                        aliases[alias.asname or alias.name] = alias.name
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                # "module:name", as a collector or an entry point names what it calls
+                where, _, what = node.value.partition(":")
+                if where in modules and what.isidentifier():
+                    used[where].add(what)
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    if (
+                        isinstance(key, ast.Constant)
+                        and isinstance(value, ast.Constant)
+                        and value.value in modules
+                    ):
+                        used[str(value.value)].add(str(key.value))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            chain: list[str] = []
+            current: ast.expr = node
+            while isinstance(current, ast.Attribute):
+                chain.insert(0, current.attr)
+                current = current.value
+            head = aliases.get(current.id) if isinstance(current, ast.Name) else None
+            while head is not None and chain and f"{head}.{chain[0]}" in modules:
+                head = f"{head}.{chain.pop(0)}"
+            if head is not None and chain and head != name:
+                used[head].add(chain[0])
+    return used
+
+
+def _defined(tree: ast.Module) -> set[str]:
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        targets += [node.target] if isinstance(node, ast.AnnAssign) else []
+        out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def unimported_exports(modules: dict[str, str]) -> list[str]:
+    """``"module: name"`` for each name a module (not a package) defines and lists in
+    ``__all__`` that no other module imports: ``__all__`` of an internal module is its
+    interface to the rest of the package, not a second public API."""
+    used = imported_names(modules)
+    packages = {m.rpartition(".")[0] for m in modules}
+    out: list[str] = []
+    for name, source in modules.items():
+        if name in packages:
+            continue
+        tree = ast.parse(source)
+        exported = [
+            str(e.value)
+            for node in tree.body
+            if isinstance(node, (ast.Assign, ast.AnnAssign))
+            and "__all__" in ast.unparse(node).split("=")[0]
+            and isinstance(node.value, (ast.List, ast.Tuple))
+            for e in node.value.elts
+            if isinstance(e, ast.Constant)
+        ]
+        defined = _defined(tree)
+        out += [f"{name}: {n}" for n in exported if n in defined and n not in used[name]]
+    return out
+
+
+def test_an_internal_modules_all_lists_what_the_package_imports_from_it() -> None:
+    modules = {m: p.read_text(encoding="utf-8") for m, p in _module_names().items()}
+    extra = unimported_exports(modules)
+    assert extra == [], f"take these off __all__ (or import them from another module): {extra}"
+
+
+def test_the_scan_finds_an_export_nobody_imports() -> None:
+    modules = {
+        "pkg": "",
+        "pkg.a": '__all__ = ["used", "by_attr", "lazy", "named", "orphan"]\n'
+        "def used(): ...\ndef by_attr(): ...\ndef lazy(): ...\ndef named(): ...\n"
+        "def orphan(): ...\n",
+        "pkg.b": "from pkg.a import used\nimport pkg.a as mod\nmod.by_attr()\n"
+        'TABLE = {"lazy": "pkg.a"}\nHOOK = "pkg.a:named"\n',
+    }
+    assert unimported_exports(modules) == ["pkg.a: orphan"]
