@@ -12,7 +12,6 @@ __all__ = [
     "WeakTensorKeyDictionary",
     "fake_fallback_errors",
     "op_schema",
-    "op_overloads",
     "qualified_op_name",
     "has_data",
     "view_base",

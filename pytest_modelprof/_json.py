@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any, Final
 
-__all__ = ["MAX_DEPTH", "MAX_INT", "JSONProblem", "load_json", "field_path"]
+__all__ = ["MAX_INT", "JSONProblem", "load_json", "field_path"]
 
 #: Deeper nesting than any document of ours has (a results file reaches about 8 levels).
 MAX_DEPTH: Final = 64

@@ -11,6 +11,8 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from pytest_modelprof.errors import ModelInputError, UsageError
+
 __all__ = [
     "Inputs",
     "as_inputs",
@@ -40,7 +42,7 @@ def as_inputs(inputs: Any) -> Inputs:
         return inputs[0], dict(inputs[1])
     if isinstance(inputs, (tuple, list)):
         return tuple(inputs), {}
-    raise TypeError(
+    raise UsageError(
         "inputs must be a tensor, a tuple of positional values, a dict of keyword values or "
         f"an (args, kwargs) pair, not {type(inputs).__name__}"
     )
@@ -83,7 +85,7 @@ def default_loss(output: Any) -> torch.Tensor:
     """The sum of every floating-point output that requires grad (a stand-in training loss)."""
     tensors = [t for t in flat_tensors(output) if t.requires_grad and t.is_floating_point()]
     if not tensors:
-        raise ValueError(
+        raise ModelInputError(
             "no output requires grad, so there is nothing to back-propagate; pass loss_fn= or "
             "check that the model has trainable parameters"
         )

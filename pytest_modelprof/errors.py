@@ -17,9 +17,13 @@ __all__ = [
     "SettingsError",
     "ReportError",
     "FormulaError",
+    "MeasurementError",
+    "UsageError",
     "GlobalStateWarning",
     "clause",
+    "close_matches",
     "did_you_mean",
+    "suggestion",
 ]
 
 
@@ -67,6 +71,15 @@ class FormulaError(ModelprofError):
     """A cost formula that failed on an op or could not be registered; names whose it is."""
 
 
+class MeasurementError(ModelprofError, ValueError):
+    """Measurements that cannot be summarised or compared (too few rounds or points, timings of
+    another calibration); says what is missing or differs."""
+
+
+class UsageError(ModelprofError, TypeError):
+    """A function of the API called with an argument of the wrong kind or an unknown keyword."""
+
+
 class GlobalStateWarning(UserWarning):
     """A forward left stand-in tensors (meta or fake) in module-level or class state."""
 
@@ -78,11 +91,26 @@ def clause(text: object) -> str:
     return words[:-1] if words.endswith(".") and not words.endswith("..") else words
 
 
-def did_you_mean(word: str, choices: Iterable[str], *, cutoff: float = 0.6) -> str:
+def close_matches(
+    word: str, choices: Iterable[str], *, n: int = 2, cutoff: float = 0.6
+) -> list[str]:
+    """The at most ``n`` of ``choices`` nearest to ``word``, nearest first (the one matcher)."""
+    return difflib.get_close_matches(word, list(choices), n=n, cutoff=cutoff)
+
+
+def suggestion(options: Iterable[str]) -> str:
+    """``"; did you mean 'a', 'b' or 'c'?"`` for the options a caller picked, else ``""``."""
+    quoted = [repr(str(o)) for o in options]
+    if not quoted:
+        return ""
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    return f"; did you mean {listed}?"
+
+
+def did_you_mean(word: str, choices: Iterable[str], *, n: int = 2, cutoff: float = 0.6) -> str:
     """``"; did you mean 'max_flops_delta'?"`` for a near miss of ``word``, else ``""``.
 
     The one spelling of a suggestion in every message: it follows the sentence that names the
     culprit, and the caller ends the message with what to do.
     """
-    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=cutoff)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return suggestion(close_matches(word, choices, n=n, cutoff=cutoff))

@@ -16,13 +16,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = [
-    "pytest_modelprof_profile",
-    "pytest_modelprof_record",
-    "pytest_modelprof_register_formulas",
-    "pytest_modelprof_register_metrics",
-    "pytest_modelprof_register_collectors",
-]
+__all__: list[str] = []
 
 
 @pytest.hookspec(firstresult=True)

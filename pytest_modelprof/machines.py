@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_modelprof.errors import SettingsError, did_you_mean
+from pytest_modelprof.errors import SettingsError, UsageError, did_you_mean
 
 __all__ = ["GENERIC", "Machine", "MACHINES", "resolve_machine"]
 
@@ -174,4 +174,4 @@ def resolve_machine(machine: str | float | Machine | None, precision: str = "amp
                                 f"{did_you_mean(precision, PRECISIONS)} (the precisions: "
                                 f"{', '.join(PRECISIONS)})")
         return machine_spec(machine).machine(precision)
-    raise TypeError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")
+    raise UsageError(f"machine must be a name, a number or a Machine, not {type(machine).__name__}")

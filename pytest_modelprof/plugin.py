@@ -49,7 +49,7 @@ from pytest_modelprof.gate.settings import (
 )
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.fixture import TestProfiles
+    from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
     from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
@@ -176,11 +176,11 @@ def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
 
 
 @pytest.fixture
-def modelprof(request: pytest.FixtureRequest) -> Any:
+def modelprof(request: pytest.FixtureRequest) -> Modelprof:
     """Profile a model, register it for this test's baseline gate and return the profile:
     ``modelprof(module_or_name, input_shape=..., inputs=..., name=None, dtype=None,
     mode="auto", include_backward=False, fail_on_uncounted=False)``."""
-    from pytest_modelprof.gate.fixture import ModelprofFixture
+    from pytest_modelprof.gate.fixture import Modelprof
 
     item = request.node
     assert isinstance(item, pytest.Item)
@@ -195,14 +195,14 @@ def modelprof(request: pytest.FixtureRequest) -> Any:
 
         # Disabled: the fixture still returns a profile (tests may assert on it) but nothing
         # is registered for the gate and no baseline is read or written.
-        return ModelprofFixture(
+        return Modelprof(
             None,
             lambda req: profile_model(
                 req.model, registry=session_formulas(item.config), **req.engine_kwargs()
             ),
             defaults,
         )
-    return ModelprofFixture(
+    return Modelprof(
         _profiles(item),
         lambda req: _profile(item.config, req),
         defaults,

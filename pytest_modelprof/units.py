@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from pytest_modelprof.errors import SettingsError
+
 __all__ = ["Number", "format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
 
 #: A figure: a count, bytes, a time or a ratio.
@@ -58,10 +60,12 @@ def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         return float(text)
     if not isinstance(text, str):
-        raise ValueError(f"expected a number or a string like '9G', got {text!r}")
+        raise SettingsError(f"expected a number or a string like '9G', got {text!r}")
     match = _QUANTITY.match(text)
     if match is None:
-        raise ValueError(f"cannot read {text!r} as a quantity; write e.g. '9G', '30M' or '120MB'")
+        raise SettingsError(
+            f"cannot read {text!r} as a quantity; write e.g. '9G', '30M' or '120MB'"
+        )
     number, word = match.group(1), match.group(2)
     words = _UNIT_WORDS.get(unit, frozenset({unit.lower()}))
     # A whole unit word first ("MACs" is MACs, not mega-"ACs"), then prefix + unit word.
@@ -73,7 +77,7 @@ def parse_quantity(text: str | float | int, *, unit: str = "") -> float:
     expected = (
         "bytes (e.g. '120MB')" if unit == "B" else "a count (e.g. '9G', '4.1 GFLOPs', '30M params')"
     )
-    raise ValueError(f"cannot read {text!r}: unknown unit {word!r}; expected {expected}")
+    raise SettingsError(f"cannot read {text!r}: unknown unit {word!r}; expected {expected}")
 
 
 def parse_bytes(text: str | float | int) -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-__all__ = ["LlamaConfig", "LlamaDecoder", "LLAMA_70B", "closed_form"]
+__all__: list[str] = []
 
 
 @dataclass(frozen=True)

@@ -38,16 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Verdict",
-    "CheckKind",
     "FAILING",
     "Policy",
     "Check",
-    "LayerDelta",
     "Comparison",
     "compare",
     "format_change",
-    "change_text",
-    "layer_growth",
     "grown_layer_text",
 ]
 

@@ -27,8 +27,6 @@ from pytest_modelprof.schema import (
 
 __all__ = [
     "BASELINE_SCHEMA_VERSION",
-    "MIGRATIONS",
-    "ALWAYS_RECORDED",
     "BaselineLayer",
     "BaselineOpFamily",
     "BaselineEnvironment",

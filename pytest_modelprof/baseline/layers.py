@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.baseline.compare import Comparison
     from pytest_modelprof.baseline.document import BaselineDocument, BaselineLayer
 
-__all__ = ["LAYER_COSTS", "layer_changes", "layer_detail", "layer_row_metric", "with_layer_changes"]
+__all__ = ["layer_detail", "layer_row_metric", "with_layer_changes"]
 
 #: The per-layer costs a baseline stores (``BaselineLayer``'s numbers), in the entries' order.
 LAYER_COSTS: Final = ("flops", "macs", "params", "memory")

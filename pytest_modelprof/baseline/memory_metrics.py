@@ -19,7 +19,7 @@ from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Exact, Ignore
 from pytest_modelprof.units import format_bytes, parse_bytes
 
-__all__ = ["MEMORY", "MEMORY_METRICS", "STEP_COMPONENTS"]
+__all__ = ["MEMORY_METRICS", "STEP_COMPONENTS"]
 
 #: The key of the collector of these metrics (registered by its owner package).
 MEMORY: Final = "memory"

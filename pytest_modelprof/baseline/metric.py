@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, overload
 
 from pytest_modelprof.baseline.tolerance import Tolerance
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.units import Number, parse_quantity
 
 if TYPE_CHECKING:
@@ -113,10 +114,10 @@ class MetricTable(Sequence[Metric]):
         taken = {m.name for m in self._metrics}
         keys = {k for m in self._metrics for k in (m.delta_key, m.budget_key, m.growth_key) if k}
         if metric.name in taken:
-            raise ValueError(f"metric {metric.name!r} is already registered")
+            raise SettingsError(f"metric {metric.name!r} is already registered")
         clash = {metric.delta_key, metric.budget_key, metric.growth_key} & keys
         if clash:
-            raise ValueError(f"limit name {sorted(k for k in clash if k)} is already taken")
+            raise SettingsError(f"limit name {sorted(k for k in clash if k)} is already taken")
         return metric
 
     def with_metrics(self, *metrics: Metric) -> MetricTable:

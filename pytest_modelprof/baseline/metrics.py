@@ -37,7 +37,6 @@ __all__ = [
     "TIMING",
     "COMPILE",
     "LLM",
-    "INSTRUCTIONS",
     "PREDICTED",
     "growth_fields",
     "growth_labels",

@@ -19,11 +19,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.schema import OpCalls
 
 __all__ = [
-    "OpSites",
-    "OpChange",
-    "op_label",
     "op_sites",
-    "op_changes",
     "op_change_text",
     "explain_ops",
 ]

@@ -28,13 +28,9 @@ from pytest_modelprof.errors import BaselineError
 
 __all__ = [
     "RunCoverage",
-    "Survey",
-    "find_stale",
     "survey",
     "prune",
-    "parent_nodeid",
     "stored_inputs",
-    "function_of",
 ]
 
 

@@ -24,7 +24,6 @@ from pytest_modelprof.errors import BaselineError
 __all__ = [
     "BaselinePaths",
     "baseline_relpath",
-    "meeting_key",
     "sanitize_component",
     "read_text",
     "write_atomic",

@@ -9,12 +9,13 @@ This module imports only the standard library: the plugin parses settings with i
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
+
+from pytest_modelprof.errors import SettingsError, did_you_mean, suggestion
 
 __all__ = [
     "Exact",
@@ -27,7 +28,6 @@ __all__ = [
     "format_tolerance",
     "is_off",
     "shown",
-    "IGNORE",
 ]
 
 
@@ -51,7 +51,7 @@ class Relative:
 
     def __post_init__(self) -> None:
         if not (self.fraction >= 0.0 and math.isfinite(self.fraction)):
-            raise ValueError(f"a tolerance must be a finite fraction >= 0, got {self.fraction}")
+            raise SettingsError(f"a tolerance must be a finite fraction >= 0, got {self.fraction}")
 
     def allows(self, worse_by: float) -> bool:
         """Whether a relative change of ``worse_by`` (positive = worse) is within tolerance."""
@@ -84,7 +84,7 @@ class Budget:
 
     def __post_init__(self) -> None:
         if not (self.limit >= 0.0 and math.isfinite(self.limit)):
-            raise ValueError(f"a budget must be a finite number >= 0, got {self.limit}")
+            raise SettingsError(f"a budget must be a finite number >= 0, got {self.limit}")
 
 
 #: The one spelling that switches a check off.
@@ -130,8 +130,8 @@ def is_off(value: object) -> bool:
         return False
     text = value.strip().lower()
     if text in _OFF_TYPOS:
-        raise ValueError(
-            f"{IGNORE!r} is the one spelling that turns a check off; did you mean {IGNORE!r}?"
+        raise SettingsError(
+            f"{IGNORE!r} is the one spelling that turns a check off{suggestion([IGNORE])}"
         )
     return text == IGNORE
 
@@ -151,7 +151,7 @@ def _typo_hint(fraction: float) -> str:
     if fraction < 100:
         meant = fraction / 100
         text = f"{meant:.2f}" if float(f"{meant:.2f}") == meant else f"{meant:g}"
-        head += f": did you mean {text} ({fraction:g} %)? Write"
+        head += f"{suggestion([text])} Write"
         return f"{head} '{percent}%' if you mean +{percent} %"
     return f"{head}; write '{percent}%' if you mean +{percent} %"
 
@@ -166,7 +166,7 @@ def parse_tolerance(value: object) -> Tolerance:
     if isinstance(value, (Exact, Relative, Ignore)):
         return value
     if value is None:
-        raise ValueError(
+        raise SettingsError(
             f"None is no limit; leave the argument out for the default, or write {IGNORE!r}"
         )
     if is_off(value):
@@ -181,19 +181,19 @@ def parse_tolerance(value: object) -> Tolerance:
         try:
             fraction = _number(match.group(1)) / 100 if match else _number(text)
         except ValueError:
-            words = ("exact", IGNORE)
-            near = difflib.get_close_matches(text, words, n=1, cutoff=0.6)
-            raise ValueError(
+            raise SettingsError(
                 "expected a fraction such as 0.1, a percentage such as '10%', 'exact' or "
-                f"{IGNORE!r}" + (f"; did you mean {near[0]!r}?" if near else "")
+                f"{IGNORE!r}{did_you_mean(text, ('exact', IGNORE))}"
             ) from None
         percent = match is not None
     else:
-        raise ValueError(f"expected a fraction such as 0.1 or '10%', not a {type(value).__name__}")
+        raise SettingsError(
+            f"expected a fraction such as 0.1 or '10%', not a {type(value).__name__}"
+        )
     if not (math.isfinite(fraction) and fraction >= 0):
-        raise ValueError("a tolerance must be a finite fraction >= 0")
+        raise SettingsError("a tolerance must be a finite fraction >= 0")
     if fraction >= 1 and not percent:
-        raise ValueError(_typo_hint(fraction))
+        raise SettingsError(_typo_hint(fraction))
     return Exact() if fraction == 0 else Relative(fraction)
 
 
@@ -208,7 +208,7 @@ def parse_budget(value: object, parse: Callable[[str | float | int], float]) -> 
     if is_off(value):
         return None
     if not isinstance(value, (str, int, float)):
-        raise ValueError(
+        raise SettingsError(
             f"expected a number or a string such as '9G', not a {type(value).__name__}"
         )
     try:
@@ -216,7 +216,7 @@ def parse_budget(value: object, parse: Callable[[str | float | int], float]) -> 
     except OverflowError:
         limit = math.inf
     if not math.isfinite(limit) or limit < 0:
-        raise ValueError("a budget must be a finite number >= 0")
+        raise SettingsError("a budget must be a finite number >= 0")
     return Budget(limit)
 
 

@@ -26,7 +26,7 @@ from pytest_modelprof._compat import fake_fallback_errors, view_base
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.errors import clause
 
-__all__ = ["Failure", "FailureKind", "classify", "PROBE_LIMIT_BYTES"]
+__all__ = ["Failure", "classify"]
 
 FailureKind = Literal["limitation", "model", "rejected", "engine"]
 """``limitation``: this mode cannot run it, the next may. ``model``: the model's own code raised.

@@ -26,7 +26,7 @@ import torch
 from pytest_modelprof._compat import TorchDispatchMode, has_data
 from pytest_modelprof._tensors import Inputs
 
-__all__ = ["MaskChecks", "has_padding", "unpadded_masks"]
+__all__ = ["has_padding", "unpadded_masks"]
 
 _MASKS = "transformers.masking_utils"
 _READS = (torch.ops.aten._local_scalar_dense.default, torch.ops.aten.is_nonzero.default)

@@ -37,7 +37,7 @@ from pytest_modelprof._compat import (
 )
 from pytest_modelprof._tensors import flat_tensors
 
-__all__ = ["lookup", "remember", "cache_stats", "clear"]
+__all__ = ["lookup", "remember"]
 
 _SCALARS = (
     type(None),

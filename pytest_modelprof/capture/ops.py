@@ -21,14 +21,10 @@ from pytest_modelprof.costs.registry import (
 from pytest_modelprof.errors import FormulaError
 
 __all__ = [
-    "SHAPE_ONLY_OPS",
     "OpInfo",
     "tensor_meta",
     "schema_info",
-    "to_meta",
     "read_bytes",
-    "with_data",
-    "formula_error",
     "OpCall",
     "read_tensors",
     "price",

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from pytest_modelprof.errors import SettingsError, UsageError
 from pytest_modelprof.schema import CaptureMode
 
 __all__ = [
@@ -60,9 +61,9 @@ def make_subject(model: nn.Module | str, name: str | None, arch_kwargs: dict[str
     if isinstance(model, nn.Module):
         if arch_kwargs:
             unknown = ", ".join(sorted(arch_kwargs))
-            raise TypeError(f"profile_model() got unexpected keyword arguments: {unknown}")
+            raise UsageError(f"profile_model() got unexpected keyword arguments: {unknown}")
         return Subject(name or type(model).__name__, model, None, {})
-    raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
+    raise UsageError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
 
 
 def plan_modes(mode: Mode, device: torch.device | None) -> list[CaptureMode]:
@@ -96,7 +97,7 @@ def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
         return dtype
     value = getattr(torch, str(dtype).removeprefix("torch."), None)
     if not isinstance(value, torch.dtype):
-        raise ValueError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'float16', 'bfloat16'")
+        raise SettingsError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'float16', 'bfloat16'")
     return value
 
 

@@ -11,7 +11,7 @@ from pytest_modelprof._compat import op_schema
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.errors import FormulaError, clause
 
-__all__ = ["OpSink", "RecurrentOnMeta", "record_recurrent"]
+__all__ = ["RecurrentOnMeta"]
 
 
 class OpSink(Protocol):

@@ -33,8 +33,9 @@ from torch.nn.modules.lazy import LazyModuleMixin
 from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._compat import module_registries, registries_state, without_fake_mode
+from pytest_modelprof.errors import UsageError
 
-__all__ = ["standin_copy", "StandinFactory", "fake_lazy_layers"]
+__all__ = ["standin_copy", "fake_lazy_layers"]
 
 StandinFactory = Callable[[torch.Tensor], torch.Tensor]
 """Makes the stand-in for one tensor (a parameter is wrapped as a parameter afterwards)."""
@@ -77,7 +78,7 @@ def standin_copy(module: nn.Module, make: StandinFactory) -> nn.Module:
     copied by value, with stand-ins for the tensors and copies for the modules inside them.
     """
     if isinstance(module, torch.jit.ScriptModule):
-        raise TypeError("a TorchScript module cannot be copied structurally")
+        raise UsageError("a TorchScript module cannot be copied structurally")
     copier = _Copier(make)
     root = copier.module(module)
     copier.fix_bindings()

@@ -22,7 +22,7 @@ import torch
 from pytest_modelprof._compat import has_data, op_schema, storage_key
 from pytest_modelprof._tensors import flat_tensors
 
-__all__ = ["KNOWN_VALUES_LIMIT_BYTES", "KnownValues"]
+__all__ = ["KnownValues"]
 
 KNOWN_VALUES_LIMIT_BYTES: Final = 16 * 2**20
 """The most bytes one op's outputs may take to be computed for real during a fake capture: a

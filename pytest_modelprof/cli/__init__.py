@@ -96,7 +96,7 @@ def _unknown_command(words: Sequence[str]) -> str | None:
     names = [c.name for c in COMMANDS]
     if words[0] in names:
         return None
-    hint = did_you_mean(words[0], names) or f"; the commands are {', '.join(names)}"
+    hint = did_you_mean(words[0], names, n=1) or f"; the commands are {', '.join(names)}"
     return f"unknown command {words[0]!r}{hint} (see '{PROG} --help')"
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import ast
-import difflib
 import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pytest_modelprof.errors import SettingsError, close_matches, suggestion
 
 if TYPE_CHECKING:
     from pytest_modelprof.machines import Machine
@@ -186,7 +187,7 @@ def parse_tolerance(text: str) -> float:
     try:
         tolerance = parse_limit(text)
         if isinstance(tolerance, Ignore):
-            raise ValueError("a relative tolerance is needed here, such as 0.05 or 5%")
+            raise SettingsError("a relative tolerance is needed here, such as 0.05 or 5%")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
     return tolerance.fraction if isinstance(tolerance, Relative) else 0.0
@@ -220,9 +221,9 @@ def suggest(name: str) -> str:
         known = [n for names in list_models().values() for n in names]
     except Exception:  # the suggestion is a courtesy; never hide the real error behind it
         return ""
-    close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
+    close = close_matches(name, known, n=5)
     close += [n for n in known if name.lower() in n.lower() and n not in close][: 5 - len(close)]
-    return f"; did you mean: {', '.join(close)}?" if close else ""
+    return suggestion(close)
 
 
 

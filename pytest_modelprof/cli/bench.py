@@ -23,7 +23,7 @@ from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun
 
-__all__ = ["COMMAND", "HOOK_OVERHEAD", "render_bench"]
+__all__ = ["COMMAND", "HOOK_OVERHEAD"]
 
 
 #: Quoted in --help; measured by benchmarks/bench_module_timing.py (figures in BENCHMARKS.md).

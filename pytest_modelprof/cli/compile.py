@@ -11,7 +11,7 @@ from pytest_modelprof.cli._common import (
     out,
 )
 
-__all__ = ["COMMAND", "parse_batch_sizes"]
+__all__ = ["COMMAND"]
 
 
 def parse_batch_sizes(text: str) -> list[int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out
 
-__all__ = ["COMMAND", "parse_metrics"]
+__all__ = ["COMMAND"]
 
 
 def parse_metrics(text: str) -> list[str]:

@@ -41,15 +41,12 @@ def _run_list(args: argparse.Namespace) -> int:
         note(f"no model name contains {args.filter!r}; listing the names that nearly do")
     if args.source is not None:
         if args.source not in groups:
-            import difflib
+            from pytest_modelprof.errors import ModelprofError, did_you_mean
 
-            from pytest_modelprof.errors import ModelprofError
-
-            close = difflib.get_close_matches(args.source, list(groups), n=1, cutoff=0.5)
-            hint = f"did you mean {close[0]!r}? " if close else ""
+            hint = did_you_mean(args.source, groups, n=1, cutoff=0.5)
             raise ModelprofError(
-                f"--source {args.source!r} is no model source; {hint}"
-                f"the sources are: {', '.join(sorted(groups))}"
+                f"--source {args.source!r} is no model source{hint or '.'} "
+                f"The sources are: {', '.join(sorted(groups))}"
             )
         groups = {args.source: groups[args.source]}
     if args.json:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.fit.estimate import MemoryEstimate
     from pytest_modelprof.fit.verdict import Fit
 
-__all__ = ["COMMAND", "render_memory"]
+__all__ = ["COMMAND"]
 
 
 def _add_memory_arguments(p: argparse.ArgumentParser) -> None:

@@ -39,7 +39,7 @@ from torch import nn
 from pytest_modelprof import _compat
 from pytest_modelprof._tensors import Inputs, as_inputs, call_model, flat_tensors, map_tensors
 from pytest_modelprof.compile_health import BreakReason, CompileHealth
-from pytest_modelprof.errors import ModelprofError, clause
+from pytest_modelprof.errors import ModelprofError, SettingsError, UsageError, clause
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = ["analyze_compile", "user_location"]
@@ -187,10 +187,10 @@ def _calls(inputs: Inputs, shapes: Sequence[Any]) -> list[Inputs]:
     calls = [inputs]
     for i, shape in enumerate(shapes):
         if isinstance(shape, bool):
-            raise ValueError(f"shapes[{i}] is {shape!r}; give a batch size (int >= 1) or inputs")
+            raise SettingsError(f"shapes[{i}] is {shape!r}; give a batch size (int >= 1) or inputs")
         if isinstance(shape, int):
             if shape < 1:
-                raise ValueError(f"shapes[{i}]: batch size must be >= 1, got {shape}")
+                raise SettingsError(f"shapes[{i}]: batch size must be >= 1, got {shape}")
             calls.append(_at_batch(inputs, shape))
         else:
             calls.append(as_inputs(shape))
@@ -272,7 +272,7 @@ def analyze_compile(
     from pytest_modelprof.capture.real import real_model_and_inputs
 
     if not isinstance(model, (nn.Module, str)):
-        raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
+        raise UsageError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
     module, first = real_model_and_inputs(
         model, input_shape=input_shape, inputs=inputs, device=device, purpose="compile health"
     )

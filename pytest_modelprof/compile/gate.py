@@ -10,7 +10,7 @@ from typing import Final
 
 from pytest_modelprof.baseline.metrics import COMPILE, active_metrics
 
-__all__ = ["INDUCTOR_METRICS", "compile_wanted"]
+__all__ = ["compile_wanted"]
 
 #: The compile metrics only an Inductor compile measures.
 INDUCTOR_METRICS: Final = frozenset({"kernels", "compile_s"})

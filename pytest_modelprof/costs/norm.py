@@ -16,7 +16,7 @@ from typing import Any
 
 from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost
 
-__all__ = ["register", "LAYER_NORM_FLOPS"]
+__all__ = ["LAYER_NORM_FLOPS"]
 
 STATS, NORMALISE, AFFINE = 3, 2, 2
 LAYER_NORM_FLOPS = STATS + NORMALISE + AFFINE

@@ -12,10 +12,7 @@ from typing import Any
 from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, TensorMeta
 
 __all__ = [
-    "register",
     "ACTIVATION_FLOPS",
-    "ARITHMETIC_FLOPS",
-    "BACKWARD_FLOPS",
     "SOFTMAX_FLOPS",
     "first_tensor",
 ]

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from pytest_modelprof.errors import FormulaError
+
 __all__ = [
     "TensorMeta",
     "OpCost",
@@ -95,7 +97,7 @@ def _op_name(op: Any) -> str:
     """A packet (``aten.mm``), an overload (``aten.mm.default``) or a qualified name."""
     if isinstance(op, str):
         if "::" not in op:
-            raise ValueError(f"op names are qualified like 'aten::mm', got {op!r}")
+            raise FormulaError(f"op names are qualified like 'aten::mm', got {op!r}")
         return op.split(".")[0]
     from pytest_modelprof._compat import qualified_op_name
 
@@ -117,7 +119,7 @@ class CostRegistry:
         capture passes them in ``TensorMeta.data`` when the tensor has data.
         """
         if not ops:
-            raise ValueError("register() needs at least one op")
+            raise FormulaError("register() needs at least one op")
 
         def decorate(formula: Formula) -> Formula:
             for op in ops:
@@ -137,7 +139,7 @@ class CostRegistry:
     ) -> None:
         name = _op_name(op)
         if name in self._entries:
-            raise ValueError(
+            raise FormulaError(
                 f"a cost formula for {name} is already registered "
                 f"(family {self._entries[name].family!r}); remove one of the two"
             )
@@ -147,7 +149,7 @@ class CostRegistry:
         """Forget ``op``'s formula (a ``KeyError`` naming it when it has none)."""
         name = _op_name(op)
         if self._entries.pop(name, None) is None:
-            raise KeyError(f"no cost formula is registered for {name}")
+            raise FormulaError(f"no cost formula is registered for {name}")
 
     def lookup(self, op: Any) -> FormulaEntry | None:
         return self._entries.get(_op_name(op))

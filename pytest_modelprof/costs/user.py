@@ -108,7 +108,7 @@ def session_registry(register: Callable[[CostRegistry], object]) -> CostRegistry
     registry = builtin.copy()
     try:
         register(registry)
-    except (ValueError, KeyError) as exc:  # a duplicate op, an unqualified name
+    except (FormulaError, ValueError, KeyError) as exc:  # a duplicate op, an unqualified name
         raise FormulaError(f"{HOOK}: {exc}") from None
     for entry in list(registry):
         if builtin.lookup(entry.op) is not entry:  # the hook's: marked as the user's

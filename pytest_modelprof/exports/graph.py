@@ -25,22 +25,12 @@ from typing import Literal
 
 from pytest_modelprof.analysis.partition import is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture, OpRecord
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.schema import Frozen, dumps_deterministic
 from pytest_modelprof.units import format_count
 
 __all__ = [
-    "GRAPH_SCHEMA_VERSION",
-    "GraphFormat",
-    "GraphNode",
-    "GraphEdge",
-    "GraphStats",
-    "GraphExport",
-    "build_graph",
-    "with_forward_times",
     "export_graph",
-    "to_json",
-    "to_text",
-    "to_dot",
 ]
 
 GRAPH_SCHEMA_VERSION = 1
@@ -505,4 +495,4 @@ def export_graph(capture: Capture, *, detail: bool, fmt: GraphFormat,
         return to_text(graph)
     if fmt == "dot":
         return to_dot(graph)
-    raise ValueError(f"unknown graph format {fmt!r}; use json, txt or dot")
+    raise SettingsError(f"unknown graph format {fmt!r}; use json, txt or dot")

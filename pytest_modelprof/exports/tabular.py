@@ -11,7 +11,7 @@ from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["CSV_COLUMNS", "FORMATS", "profile_csv", "write_profile"]
+__all__ = ["write_profile"]
 
 # One row per layer; the column names are the LayerStats fields, so the CSV and JSON agree.
 CSV_COLUMNS = (

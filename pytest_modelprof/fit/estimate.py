@@ -24,7 +24,7 @@ from pytest_modelprof._tensors import Inputs, as_inputs, map_tensors
 from pytest_modelprof.capture.classify import short
 from pytest_modelprof.capture.hf_masks import has_padding, unpadded_masks
 from pytest_modelprof.capture.standin import cloned_standins, empty_standins, standin_copy
-from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError
+from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofError, UsageError
 from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.shard import scaled_components, sharded_peak
 from pytest_modelprof.fit.step import StepLog, tracked_step
@@ -235,10 +235,10 @@ def measure_step_memory(
 def _source(model: nn.Module | str, arch: dict[str, Any]) -> tuple[str, nn.Module, Any]:
     if isinstance(model, nn.Module):
         if arch:
-            raise TypeError(f"estimate_memory() got unexpected keyword arguments: {sorted(arch)}")
+            raise UsageError(f"estimate_memory() got unexpected keyword arguments: {sorted(arch)}")
         return type(model).__name__, model, None
     if not isinstance(model, str):
-        raise TypeError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
+        raise UsageError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
     from pytest_modelprof.models import resolve
 
     spec = resolve(model)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, did_you_mean
 from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 
 __all__ = [
@@ -17,10 +16,8 @@ __all__ = [
     "OPTIMIZERS",
     "OPTIMIZER_IMPLS",
     "PRECISIONS",
-    "RECIPES",
     "SHARDS",
     "StepOptions",
-    "choose",
     "parse_optimizer",
 ]
 
@@ -57,9 +54,8 @@ def choose(kind: str, value: str, known: tuple[str, ...]) -> str:
     norm = value.strip().lower().replace("_", "-")
     if norm in known:
         return norm
-    close = difflib.get_close_matches(norm, known, n=3, cutoff=0.5)
-    hint = f"did you mean {' or '.join(repr(c) for c in close)}? " if close else ""
-    raise ModelprofError(f"unknown {kind} {value!r}; {hint}use one of {', '.join(known)}")
+    hint = did_you_mean(norm, known, n=3, cutoff=0.5)
+    raise ModelprofError(f"unknown {kind} {value!r}{hint or '.'} Use one of {', '.join(known)}")
 
 
 def parse_optimizer(value: str) -> tuple[str, str | None]:

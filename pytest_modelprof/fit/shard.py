@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pytest_modelprof.fit.step import COMPONENTS, StepLog
 from pytest_modelprof.fit.tracker import Allocation
 
-__all__ = ["ShardedPeak", "sharded_peak", "scaled_components"]
+__all__ = ["sharded_peak", "scaled_components"]
 
 
 _APART = ("optimizer_transient", "param_copy_transient", "param_copy_activations")

@@ -38,11 +38,6 @@ __all__ = [
     "COMPONENTS",
     "StepLog",
     "tracked_step",
-    "make_optimizer",
-    "category_of",
-    "enable_checkpointing",
-    "grad_scaler",
-    "master_weights",
 ]
 
 #: Breakdown keys, in the order reports list them.

@@ -35,7 +35,7 @@ from pytest_modelprof._compat import (
 from pytest_modelprof._tensors import flat_tensors
 from pytest_modelprof.capture import metacache
 
-__all__ = ["Phase", "Allocation", "LifetimeTracker", "module_scopes"]
+__all__ = ["Allocation", "LifetimeTracker", "module_scopes"]
 
 Phase = Literal["forward", "backward", "optimizer"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Fit", "fit_on", "largest_batch"]
+__all__ = ["Fit", "fit_on"]
 
 #: The search stops here: a batch this large that fits says "the batch is not the limit".
 MAX_BATCH = 1 << 20

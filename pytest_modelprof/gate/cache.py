@@ -10,7 +10,7 @@ from pytest_modelprof.gate.settings import ProfileRequest
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["ProfileFn", "ProfileCache", "call_profile_model"]
+__all__ = ["ProfileCache", "call_profile_model"]
 
 ProfileFn = Callable[[ProfileRequest], "ModelProfile"]
 

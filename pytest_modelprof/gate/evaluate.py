@@ -39,7 +39,6 @@ __all__ = [
     "gate_profile",
     "load_baseline",
     "update_command",
-    "failure_text",
 ]
 
 

@@ -16,7 +16,7 @@ from pytest_modelprof.gate.settings import (
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["TestProfiles", "ModelprofFixture"]
+__all__ = ["TestProfiles", "Modelprof"]
 
 
 def _one_file(a: str | None, b: str | None) -> bool:
@@ -57,8 +57,9 @@ class TestProfiles:
         self.entries.append((name, request, profile))
 
 
-class ModelprofFixture:
-    """The ``modelprof`` fixture: ``modelprof(module_or_name, input_shape=..., name=...)``.
+class Modelprof:
+    """The ``modelprof`` fixture: ``modelprof(module_or_name, input_shape=..., name=...)``;
+    annotate with it as ``def test_x(modelprof: pytest_modelprof.Modelprof)``.
 
     Profiles the model (reusing a profile taken earlier in the session for the same model and
     inputs), registers it for this test's gate and returns the :class:`ModelProfile`.

@@ -32,11 +32,6 @@ __all__ = [
     "Evidence",
     "judge",
     "latency_tolerance",
-    "latency_checks",
-    "growth_checks",
-    "fvcore_check",
-    "uncounted_check",
-    "capture_check",
 ]
 
 #: Capture modes from fastest to slowest; falling back to a later one is a change worth a row.

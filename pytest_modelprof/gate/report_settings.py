@@ -37,9 +37,9 @@ def check_report_path(key: str, value: str) -> str:
     """``type=`` of the path options: the suffix says the format (``ValueError`` otherwise)."""
     suffixes = _REPORT_SUFFIXES[key]
     if not value.strip():
-        raise ValueError(f"expected a file path ending in {' or '.join(suffixes)}")
+        raise SettingsError(f"expected a file path ending in {' or '.join(suffixes)}")
     if not value.lower().endswith(suffixes):
-        raise ValueError(f"{value!r} should end in {' or '.join(suffixes)}")
+        raise SettingsError(f"{value!r} should end in {' or '.join(suffixes)}")
     return value
 
 

@@ -12,7 +12,6 @@ ended (see :mod:`~pytest_modelprof.history.worktree`); nothing else of the repos
 
 from __future__ import annotations
 
-import difflib
 import os
 import subprocess
 import sys
@@ -24,11 +23,11 @@ from typing import Literal
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.baseline.store import iter_baseline_files
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, close_matches, did_you_mean, suggestion
 from pytest_modelprof.history.git import Commit, GitError, Repo, commits, run_git
 from pytest_modelprof.history.worktree import detached_worktree, run_group
 
-__all__ = ["Probe", "BisectResult", "search", "StepRunner", "TestIdError", "bisect"]
+__all__ = ["StepRunner", "bisect"]
 
 Verdict = Literal["good", "bad", "skip"]
 
@@ -166,8 +165,7 @@ class StepRunner:
                 for p in where.rglob("*.py")
                 if ".git" not in p.parts
             )
-            close = difflib.get_close_matches(file, files, n=3)
-            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            hint = did_you_mean(file, files, n=3)
             raise TestIdError(
                 f"{self.test} is not a test at the good commit {commit.short}: "
                 f"there is no file {file}{hint}"
@@ -195,11 +193,9 @@ class StepRunner:
         ]
         if any(i == inner or i.startswith((inner + "::", inner + "[")) for i in ids):
             return
-        close = difflib.get_close_matches(inner, ids, n=3, cutoff=0.5)
-        hint = (
-            f"; did you mean {' or '.join(f'{file}::{c}' for c in close)}?"
-            if close
-            else f"; it collects {len(ids)} tests (pytest --collect-only -q {file})"
+        close = close_matches(inner, ids, n=3, cutoff=0.5)
+        hint = suggestion(f"{file}::{c}" for c in close) or (
+            f"; it collects {len(ids)} tests (pytest --collect-only -q {file})"
         )
         raise TestIdError(
             f"{self.test} is not a test at the good commit {commit.short}: "

@@ -5,7 +5,6 @@ and metric. Pure over what :mod:`~pytest_modelprof.history.git` read; no torch.
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ from pathlib import Path
 
 from pytest_modelprof.baseline.environment import fact_changes
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric, active_metrics
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, did_you_mean
 from pytest_modelprof.history.git import (
     Commit,
     LogEntry,
@@ -35,7 +34,7 @@ from pytest_modelprof.history.model import (
 from pytest_modelprof.history.versions import VersionSummary, read_version
 from pytest_modelprof.schema import FLOAT_DIGITS
 
-__all__ = ["HistoryError", "DEFAULT_METRICS", "pick_metrics", "read_history", "build_history"]
+__all__ = ["HistoryError", "pick_metrics", "read_history"]
 
 #: Shown when ``--metric`` is not given: the gate's summary metrics that a version recorded,
 #: less the derived ones (arithmetic intensity moves whenever FLOPs or bytes do).
@@ -54,9 +53,8 @@ def pick_metrics(names: Sequence[str] | None) -> list[Metric]:
     for name in names:
         metric = active_metrics().by_name(name)
         if metric is None:
-            close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-            hint = f"did you mean {' or '.join(close)}? " if close else ""
-            raise HistoryError(f"unknown metric {name!r}; {hint}Known metrics: "
+            hint = did_you_mean(name, known, n=3, cutoff=0.5)
+            raise HistoryError(f"unknown metric {name!r}{hint or '.'} Known metrics: "
                                f"{', '.join(known)}")
         if metric not in picked:
             picked.append(metric)
@@ -202,8 +200,7 @@ def build_history(
     for wanted in tests:
         if not any(_matches(p, wanted) for p in profiles):
             known = sorted({v.doc.test for p in profiles for v in p})
-            close = difflib.get_close_matches(wanted, known, n=3, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(close)}?" if close else (
+            hint = did_you_mean(wanted, known, n=3, cutoff=0.5) or (
                 f"; the history holds {len(known)} tests" if known else "")
             raise HistoryError(f"no baseline history for test {wanted!r} under "
                                f"{', '.join(coverage.paths) or 'the repository'}{hint}")

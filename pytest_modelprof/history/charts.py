@@ -25,7 +25,7 @@ from pytest_modelprof.report.model import (
     SvgText,
 )
 
-__all__ = ["series_chart", "LABELLED_STEPS"]
+__all__ = ["series_chart"]
 
 CHART_W: Final = 640.0  # the report's chart width (report.charts.CHART_W)
 LEFT: Final = 92.0

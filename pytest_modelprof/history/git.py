@@ -21,7 +21,6 @@ __all__ = [
     "GitError",
     "Repo",
     "Commit",
-    "Change",
     "LogEntry",
     "find_repo",
     "commits",

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pytest_modelprof.schema import Frozen
 
 __all__ = [
-    "HISTORY_SCHEMA_VERSION",
     "CommitRow",
     "Point",
     "MetricSeries",

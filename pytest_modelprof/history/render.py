@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pytest_modelprof.history.view import HistoryView, StepRow, table
 from pytest_modelprof.report.markdown import code, text
 
-__all__ = ["HISTORY_TEMPLATE", "render_text", "render_markdown", "render_html"]
+__all__ = ["render_text", "render_markdown", "render_html"]
 
 HISTORY_TEMPLATE = "history.html.j2"
 

@@ -12,7 +12,7 @@ from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, St
 from pytest_modelprof.report.model import Chart, Fact
 from pytest_modelprof.report.view import breakable
 
-__all__ = ["StepRow", "TestSection", "HistoryView", "build_history_view", "coverage_line"]
+__all__ = ["StepRow", "HistoryView", "build_history_view"]
 
 
 @dataclass(frozen=True)

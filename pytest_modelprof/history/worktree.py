@@ -25,7 +25,7 @@ from types import FrameType
 
 from pytest_modelprof.history.git import Repo, run_git
 
-__all__ = ["Terminated", "Worktree", "detached_worktree", "run_group", "signals_raise"]
+__all__ = ["detached_worktree", "run_group"]
 
 #: Seconds a step's process group gets to end after SIGTERM before it is killed.
 GRACE_S = 5.0

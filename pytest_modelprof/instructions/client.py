@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.instructions.protocol import (
     MeasureRequest,
     Phase,
@@ -35,11 +35,8 @@ __all__ = [
     "DEFAULT_WARMUP",
     "InstructionsUnavailable",
     "find_valgrind",
-    "valgrind_command",
     "InstructionServer",
-    "counts_from_reply",
     "shared_server",
-    "close_shared",
 ]
 
 INSTALL_HINT = "install it with `apt-get install valgrind` (Debian, Ubuntu, GitHub's runners)"
@@ -206,9 +203,9 @@ class InstructionServer:
         """Instructions per call of each phase of ``model`` (a name, or a module that is
         pickled with its inputs for the server)."""
         if calls < 1:
-            raise ValueError(f"calls must be >= 1, got {calls}")
+            raise SettingsError(f"calls must be >= 1, got {calls}")
         if warmup < 0:
-            raise ValueError(f"warmup must be >= 0, got {warmup}")
+            raise SettingsError(f"warmup must be >= 0, got {warmup}")
         common: dict[str, Any] = {
             "phases": tuple(phases),
             "calls": calls,

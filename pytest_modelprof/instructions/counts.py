@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["NOISE", "InstructionCounts", "keep_stored"]
+__all__ = ["InstructionCounts", "keep_stored"]
 
 #: How far two sessions' counts of an unchanged model may differ (relative), as a rewrite of
 #: its baseline sees them: the interpreter and the allocator take slightly different paths in

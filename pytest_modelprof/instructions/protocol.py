@@ -16,14 +16,12 @@ from typing import Any, Final, Literal
 from pytest_modelprof.errors import ModelprofError
 
 __all__ = [
-    "PHASES",
     "Phase",
     "ProtocolError",
     "MeasureRequest",
     "encode",
     "decode",
     "parse_callgrind_total",
-    "ALLOCATOR_FUNCTIONS",
     "allocator_instructions",
     "newest_dump",
     "cpu_info",

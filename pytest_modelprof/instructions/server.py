@@ -37,7 +37,7 @@ from pytest_modelprof.instructions.protocol import (
     parse_callgrind_total,
 )
 
-__all__ = ["OUT_ENV", "CallgrindCounter", "measure", "serve", "main"]
+__all__: list[str] = []
 
 #: The ``--callgrind-out-file`` prefix, so the server finds the dumps it asked for.
 OUT_ENV = "MODELPROF_CALLGRIND_OUT"

@@ -20,7 +20,7 @@ from torch import nn
 from pytest_modelprof._compat import storage_key
 from pytest_modelprof.errors import ModelInputError
 
-__all__ = ["CACHE_ARGS", "cache_argument", "accepts", "returned_cache", "cache_bytes"]
+__all__ = ["cache_argument", "accepts", "returned_cache", "cache_bytes"]
 
 #: The names a forward may take its cache under, preferred first.
 CACHE_ARGS = ("cache", "past_key_values")

@@ -34,7 +34,7 @@ from pytest_modelprof.llm.costs import Decode, KVCache, LLMCosts, Prefill, Weigh
 from pytest_modelprof.llm.roofline import roofline
 from pytest_modelprof.machines import Machine, resolve_machine
 
-__all__ = ["profile_llm", "max_positions"]
+__all__ = ["profile_llm"]
 
 _META = torch.device("meta")
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["fit_exponent", "decode_growth"]
+__all__ = ["decode_growth"]
 
 
 def fit_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:

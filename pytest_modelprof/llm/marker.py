@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from pytest_modelprof.errors import SettingsError
 
-__all__ = ["LLM_KEYS", "parse_llm"]
+__all__ = ["parse_llm"]
 
 #: What ``llm=`` may set, with the defaults of :func:`~pytest_modelprof.llm.profile_llm`.
 LLM_KEYS: Final = {"prompt": 512, "context": 4096, "batch": 1, "allow_longer": False}

@@ -14,7 +14,6 @@ model's own config decides the inputs (vocabulary, positions, image size, mel bi
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.util
 import json
@@ -23,7 +22,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError, clause
+from pytest_modelprof.errors import (
+    ModelBuildError,
+    ModelNotFoundError,
+    clause,
+    close_matches,
+    suggestion,
+)
 from pytest_modelprof.models._hf_config import build_config
 from pytest_modelprof.models._hf_inputs import (
     CLASS_KEY,
@@ -46,9 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PREFIX",
-    "INSTALL_HINT",
     "DEFAULT_SEQ_LEN",
-    "hf_available",
     "hf_names",
     "hf_spec",
     "is_hf_name",
@@ -147,14 +150,14 @@ def _unknown(name: str, bare: str) -> ModelNotFoundError:
             "hf:llama and set its sizes with --arch (e.g. --arch num_hidden_layers=16)."
         )
     types = _model_types()
-    close = difflib.get_close_matches(bare.lower(), types, n=5, cutoff=0.5)
+    close = close_matches(bare.lower(), types, n=5, cutoff=0.5)
     stem = bare.lower().split("-")[0].split("_")[0]
     close += [t for t in types if stem and t.startswith(stem) and t not in close][: 5 - len(close)]
-    hint = f" Did you mean: {', '.join(PREFIX + c for c in close)}?" if close else ""
+    hint = suggestion(PREFIX + c for c in close)
     return ModelNotFoundError(
-        f"unknown Hugging Face architecture {name!r}.{hint} hf: takes a transformers model type "
-        "(`modelprof list --filter hf:`) or a local folder holding a config.json; checkpoint "
-        "names such as 'gpt2-medium' are Hub ids and are never downloaded: use the "
+        f"unknown Hugging Face architecture {name!r}{hint or '.'} hf: takes a transformers "
+        "model type (`modelprof list --filter hf:`) or a local folder holding a config.json; "
+        "checkpoint names such as 'gpt2-medium' are Hub ids and are never downloaded: use the "
         "architecture and --arch to set its sizes."
     )
 

@@ -9,7 +9,6 @@ model's own code reads (Qwen2 reads ``head_dim`` without declaring it). Sub-conf
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import re
@@ -17,7 +16,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pytest_modelprof.errors import ModelBuildError
+from pytest_modelprof.errors import ModelBuildError, did_you_mean
 from pytest_modelprof.models._hf_inputs import CLASS_KEY
 
 __all__ = ["build_config"]
@@ -71,12 +70,11 @@ def build_config(
     unknown = [k for k in overrides if k not in known]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key, sorted(known), n=5)
         spelled = _SPELLED.get(key)
         if spelled is not None and spelled[0] in known:
             hint = f"; {spelled[1]}: set {spelled[0]}"
         else:
-            hint = f"; did you mean: {', '.join(close)}?" if close else ""
+            hint = did_you_mean(key, sorted(known), n=5)
         raise ModelBuildError(
             f"model {name!r}: {config_cls.__name__} has no field {key!r} and the model never "
             f"reads one{hint} (--arch KEY=VALUE sets config fields; {CLASS_KEY}=CLASS picks "

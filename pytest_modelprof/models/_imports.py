@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from typing import Any, Final
 
-from pytest_modelprof.errors import ModelNotFoundError
+from pytest_modelprof.errors import ModelNotFoundError, did_you_mean
 from pytest_modelprof.models._spec import ModelSpec
 
 __all__ = ["is_import_path", "import_spec"]
@@ -45,10 +44,7 @@ def import_spec(name: str) -> ModelSpec:
     for i, part in enumerate(attr_path.split(".")):
         if not hasattr(target, part):
             where = ".".join([module_name, *attr_path.split(".")[:i]])
-            close = difflib.get_close_matches(
-                part, [a for a in dir(target) if not a.startswith("_")]
-            )
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            hint = did_you_mean(part, [a for a in dir(target) if not a.startswith("_")], n=3)
             raise ModelNotFoundError(f"model {name!r}: {where!r} has no attribute {part!r}{hint}")
         target = getattr(target, part)
     if isinstance(target, ModelSpec):

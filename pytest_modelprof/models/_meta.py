@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["host_index_math", "meta_safe_build", "allocation_budget", "AllocationLimitExceeded"]
+__all__ = ["meta_safe_build", "allocation_budget", "AllocationLimitExceeded"]
 
 
 def meta_safe_build(build: Callable[[], nn.Module]) -> nn.Module:

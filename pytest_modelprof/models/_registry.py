@@ -8,13 +8,17 @@ builders. Nothing heavy is imported until a name is resolved or listed.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, Final, TypeVar, final
 
-from pytest_modelprof.errors import DuplicateModelError, ModelNotFoundError
+from pytest_modelprof.errors import (
+    DuplicateModelError,
+    ModelNotFoundError,
+    close_matches,
+    suggestion,
+)
 from pytest_modelprof.models._hf import PREFIX as HF_PREFIX
 from pytest_modelprof.models._hf import hf_names, hf_spec, is_hf_name
 from pytest_modelprof.models._imports import import_spec, is_import_path
@@ -36,7 +40,6 @@ __all__ = [
     "DuplicateModelError",
     "Registry",
     "default_registry",
-    "nearly_contains",
 ]
 
 ENTRY_POINT_GROUP: Final = "pytest_modelprof.models"
@@ -269,23 +272,23 @@ class Registry:
         exact = [bare[name.lower()]] if name.lower() in bare else []
         close = exact + [
             by_lower[c]
-            for c in difflib.get_close_matches(name.lower(), list(by_lower), n=5)
+            for c in close_matches(name.lower(), by_lower, n=5)
             if by_lower[c] not in exact
         ]
         if len(close) < 5:
             close += [
                 bare[c]
-                for c in difflib.get_close_matches(name.lower(), list(bare), n=5 - len(close))
+                for c in close_matches(name.lower(), bare, n=5 - len(close))
                 if bare[c] not in close
             ]
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        hint = suggestion(close)
         stem = re.match(r"[a-z]+", name.lower())
         needle = stem.group(0) if stem else name
         extra = ""
         if is_yaml_name(name):
             extra = " (ultralytics YAML: a bundled config name or a path to a .yaml file)"
         return ModelNotFoundError(
-            f"unknown model {name!r}{extra}.{hint} Run `modelprof list --filter {needle}` to "
+            f"unknown model {name!r}{extra}{hint or '.'} Run `modelprof list --filter {needle}` to "
             "browse names; your own models resolve as 'package.module:factory' or via "
             "@register_model."
         )

@@ -7,20 +7,19 @@ size. timm is an optional extra; it is imported only when a ``timm:`` name is re
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
+from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError, close_matches, suggestion
 from pytest_modelprof.models._names import timm_scan
 from pytest_modelprof.models._spec import ModelSpec, Shape
 
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["PREFIX", "INSTALL_HINT", "timm_available", "timm_names", "timm_spec", "is_timm_name"]
+__all__ = ["PREFIX", "timm_names", "timm_spec", "is_timm_name"]
 
 PREFIX: Final = "timm:"
 INSTALL_HINT: Final = 'pip install "pytest-modelprof[timm]"'
@@ -81,11 +80,11 @@ def timm_spec(name: str) -> ModelSpec:
         )
     arch, _, tag = bare.partition(".")
     if not bare or not _is_model(arch):
-        close = difflib.get_close_matches(arch.lower(), _names(), n=5)
-        hint = f" Did you mean: {', '.join(PREFIX + c for c in close)}?" if close else ""
+        close = close_matches(arch.lower(), _names(), n=5)
+        hint = suggestion(PREFIX + c for c in close)
         raise ModelNotFoundError(
-            f"unknown timm model {name!r}.{hint} Run `modelprof list --filter timm:{arch[:6]}` "
-            "to browse timm's names."
+            f"unknown timm model {name!r}{hint or '.'} Run `modelprof list --filter "
+            f"timm:{arch[:6]}` to browse timm's names."
         )
     import timm
 

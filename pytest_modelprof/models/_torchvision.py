@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = [
     "GROUPS",
     "Reference",
-    "registered_names",
     "torchvision_names",
     "torchvision_spec",
     "torchvision_references",

@@ -17,14 +17,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.errors import ModelNotFoundError
+from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
 from pytest_modelprof.models._spec import ModelSpec, Shape
 
 if TYPE_CHECKING:
     from torch import nn
 
 __all__ = [
-    "INSTALL_HINT",
     "ultralytics_available",
     "ultralytics_names",
     "ultralytics_spec",
@@ -197,7 +196,9 @@ def _model_class(tasks: Any, cfg: Mapping[str, Any], stem: str) -> Any:
         "depth": tasks.DepthModel,
     }
     if task not in classes:
-        raise ValueError(f"cannot tell the task of ultralytics config {stem!r} (head {head!r})")
+        raise ModelBuildError(
+            f"cannot tell the task of ultralytics config {stem!r} (head {head!r})"
+        )
     return classes[task]
 
 

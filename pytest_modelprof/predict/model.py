@@ -25,7 +25,7 @@ from typing import Any
 from pytest_modelprof.machines import GpuSpec
 from pytest_modelprof.predict.kernels import CLASSES, TENSOR_CORE_CLASSES, Kernel
 
-__all__ = ["ClassConstants", "Constants", "KernelTime", "kernel_time", "shipped_constants"]
+__all__ = ["Constants", "KernelTime", "kernel_time", "shipped_constants"]
 
 CONSTANTS_FILE = Path(__file__).with_name("constants.json")
 

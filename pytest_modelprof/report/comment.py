@@ -23,11 +23,6 @@ from pytest_modelprof.report.view import build_view
 from pytest_modelprof.results.document import RESULTS_KIND, RunResults
 
 __all__ = [
-    "MAX_CHARS",
-    "MAX_FILE_BYTES",
-    "MAX_ROWS",
-    "MAX_TESTS",
-    "MAX_TEXT",
     "load_results",
     "render_comment",
 ]

@@ -17,9 +17,6 @@ from pytest_modelprof.results.document import RunResults
 from pytest_modelprof.textfit import plain
 
 __all__ = [
-    "ANNOTATION_TITLE",
-    "escape_data",
-    "escape_property",
     "annotation_lines",
     "append_step_summary",
 ]

@@ -16,7 +16,7 @@ import jinja2
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.report.view import ReportView
 
-__all__ = ["TEMPLATE", "template_dir", "environment", "render_html"]
+__all__ = ["environment", "render_html"]
 
 TEMPLATE: Final = "report.html.j2"
 

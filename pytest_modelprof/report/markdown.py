@@ -20,9 +20,6 @@ from pytest_modelprof.textfit import plain
 
 __all__ = [
     "MAX_CODE",
-    "MAX_TEXT",
-    "MAX_REPORT_CHARS",
-    "MAX_SUMMARY_CHARS",
     "code",
     "fit",
     "render_markdown",

@@ -23,9 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_WIDTH",
-    "ELLIPSIS",
     "abbreviate",
-    "format_ai",
     "format_shape",
     "render_table",
     "render_profile",

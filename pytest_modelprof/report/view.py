@@ -59,7 +59,6 @@ _T = TypeVar("_T")
 
 __all__ = [
     "STATUS_LABELS",
-    "http_url",
     "Fact",
     "StatusCount",
     "MetricRow",

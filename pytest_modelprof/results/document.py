@@ -34,7 +34,6 @@ from pytest_modelprof.results.record import (
 from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic
 
 __all__ = [
-    "RESULTS_SCHEMA_VERSION",
     "RESULTS_KIND",
     "SCHEMA_PATH",
     "RunInfo",
@@ -43,7 +42,6 @@ __all__ = [
     "collect_run_info",
     "results_from_records",
     "load_document",
-    "results_json_schema",
 ]
 
 RESULTS_SCHEMA_VERSION: Final = 4

@@ -38,7 +38,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelInputError, ModelprofError, SettingsError
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -56,23 +56,10 @@ from pytest_modelprof.runtime.timing import (
 from pytest_modelprof.schema import Frozen, dumps_deterministic
 
 __all__ = [
-    "OptimizerName",
-    "OPTIMIZERS",
-    "RuntimeStats",
-    "RuntimeSection",
-    "MemoryBreakdown",
-    "MemorySection",
-    "FlopsSection",
-    "HardwareInfo",
     "BenchReport",
     "BenchRun",
-    "ProgressFn",
     "StderrProgress",
-    "make_optimizer",
-    "hardware_info",
-    "bench_model",
     "bench",
-    "with_batch",
 ]
 
 #: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
@@ -243,7 +230,7 @@ def _flops(model: nn.Module, batch: Inputs) -> FlopsSection:
     args, kwargs = batch
     if args and kwargs:
         # profile_model takes positional or keyword inputs; bind the positional ones by name.
-        raise ValueError("counting FLOPs needs positional or keyword inputs, not both")
+        raise ModelInputError("counting FLOPs needs positional or keyword inputs, not both")
     profile = profile_model(model, inputs=dict(kwargs) if kwargs else tuple(args))
     families = {f.family: f.flops for f in profile.op_breakdown if f.flops}
     return FlopsSection(total=profile.total_flops, breakdown=dict(sorted(families.items())))
@@ -368,20 +355,23 @@ def bench_model(
     module times. The model is restored afterwards.
     """
     if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+        raise SettingsError(f"rounds must be >= 1, got {rounds}")
     if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
+        raise SettingsError(f"warmup must be >= 0, got {warmup}")
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+        raise SettingsError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
     device = module_device(model)
     if device.type == "meta":
-        raise ValueError("bench runs the model, and it is on the meta device; build it on "
-                         "cpu or cuda")
+        raise ModelInputError(
+            "bench runs the model, and it is on the meta device; build it on cpu or cuda"
+        )
     batch = as_inputs(inputs)
     trainable = [p for p in model.parameters() if p.requires_grad]
     if not trainable:
-        raise ValueError("the model has no trainable parameters, so there is no backward pass "
-                         "or training step to measure")
+        raise ModelInputError(
+            "the model has no trainable parameters, so there is no backward pass or training "
+            "step to measure"
+        )
     stages = ["forward", "backward", "training step", "memory", "flops"]
     if module_rounds:
         stages.append("module times")
@@ -430,9 +420,9 @@ def with_batch(shape: Sequence[int], batch: int | None) -> tuple[int, ...]:
     if batch is None:
         return out
     if batch < 1:
-        raise ValueError(f"batch must be >= 1, got {batch}")
+        raise SettingsError(f"batch must be >= 1, got {batch}")
     if not out:
-        raise ValueError("cannot set the batch size of a scalar input shape")
+        raise SettingsError("cannot set the batch size of a scalar input shape")
     return (batch, *out[1:])
 
 
@@ -466,7 +456,7 @@ def bench(
         # Without a shape, the model's own as --arch built it (image size, positions, ...).
         base = shape if shape is not None else spec.default_shape_for(spec.probe(**arch_kwargs))
         if base is None:
-            raise ValueError(f"{model}: no default input shape to set the batch of; give "
+            raise SettingsError(f"{model}: no default input shape to set the batch of; give "
                              "input_shape")
         shape = with_batch(base, batch)
     dev = torch.device(device) if device is not None else torch.device("cpu")

@@ -11,6 +11,7 @@ from typing import Any, Final
 import torch
 
 from pytest_modelprof._tensors import as_inputs, call_model, module_device
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 
 #: Bumped whenever the calibration workloads change; ratios of different versions differ.
@@ -151,7 +152,7 @@ def measure_normalised(
     alternate (ABBA) as in calibration version 1.
     """
     if rounds < 2:
-        raise ValueError(f"rounds must be >= 2 for a comparison, got {rounds}")
+        raise SettingsError(f"rounds must be >= 2 for a comparison, got {rounds}")
     clock = timer or PerfCounterTimer()
     if calibration is None:
         calibs: list[Callable[[], object]] = list(calibration_workloads())

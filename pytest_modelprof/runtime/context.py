@@ -17,9 +17,10 @@ from typing import Any, Final, cast
 import torch
 from torch import nn
 
+from pytest_modelprof.errors import SettingsError
+
 __all__ = [
     "ProfilingContext",
-    "DROPOUT_TYPES",
     "training_flags",
     "restore_training_flags",
 ]
@@ -99,7 +100,7 @@ class ProfilingContext:
         grad: bool | None = False,
     ) -> None:
         if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1 or None, got {threads}")
+            raise SettingsError(f"threads must be >= 1 or None, got {threads}")
         self.model = model
         self.seed = seed
         self.threads = threads

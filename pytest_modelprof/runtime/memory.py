@@ -38,14 +38,12 @@ from pytest_modelprof._tensors import (
     flat_tensors,
     module_device,
 )
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = [
-    "MemoryMode",
-    "MemoryMethod",
     "MemoryStats",
     "AllocationTracker",
-    "BREAKDOWN_KEYS",
     "measure_memory",
     "storage_bytes",
     "collector_paused",
@@ -242,13 +240,13 @@ def measure_memory(
     afterwards. ``method="auto"`` picks ``"cuda"`` on a CUDA model and ``"tracked"`` otherwise.
     """
     if mode not in ("forward", "backward", "training_step"):
-        raise ValueError(f"mode must be 'forward', 'backward' or 'training_step', not {mode!r}")
+        raise SettingsError(f"mode must be 'forward', 'backward' or 'training_step', not {mode!r}")
     device = module_device(model)
     chosen: MemoryMethod = (
         ("cuda" if device.type == "cuda" else "tracked") if method == "auto" else method
     )
     if chosen == "cuda" and device.type != "cuda":
-        raise ValueError(f"method='cuda' needs the model on a CUDA device, it is on {device}")
+        raise SettingsError(f"method='cuda' needs the model on a CUDA device, it is on {device}")
     batch = as_inputs(inputs)
     loss_of = loss_fn or default_loss
     params = [p for p in model.parameters() if p.requires_grad]

@@ -29,13 +29,12 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from pytest_modelprof._tensors import as_inputs, call_model, module_device
+from pytest_modelprof.errors import ModelInputError, SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import CudaEventTimer, timer_for
 from pytest_modelprof.schema import Frozen
 
 __all__ = [
-    "ROOT_LABEL",
-    "ModuleTime",
     "ModuleTimings",
     "time_modules",
     "format_module_times",
@@ -256,13 +255,13 @@ def time_modules(
     count. ``progress`` is called with ``(done, total)`` after each forward, warm-up included.
     """
     if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+        raise SettingsError(f"rounds must be >= 1, got {rounds}")
     if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
+        raise SettingsError(f"warmup must be >= 0, got {warmup}")
     batch = as_inputs(inputs)
     device = module_device(model)
     if device.type == "meta":
-        raise ValueError(
+        raise ModelInputError(
             "per-module times need real tensors, and the model is on the meta device; build it "
             "on cpu or cuda"
         )

@@ -40,6 +40,7 @@ from typing import Final, Literal
 
 import torch
 
+from pytest_modelprof.errors import MeasurementError, SettingsError
 from pytest_modelprof.runtime.timing import (
     TimingStats,
     summarize,
@@ -54,12 +55,10 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_QUANTILE",
     "DEFAULT_MAX_ROUNDS_FACTOR",
-    "Verdict",
     "GateAction",
     "NormalisedTiming",
     "LatencyComparison",
     "GateDecision",
-    "bootstrap_slowdown",
     "fast_mean",
     "decide",
     "compare_timings",
@@ -136,19 +135,18 @@ class NormalisedTiming(Frozen):
     ) -> NormalisedTiming:
         """Round i of the model with round i of each calibration workload in ``parts_ms``."""
         if not parts_ms:
-            raise ValueError("need at least one calibration workload")
+            raise MeasurementError("need at least one calibration workload")
         for part in parts_ms:
             if len(part) != len(model_ms):
-                raise ValueError(
-                    f"need one calibration round per model round, got {len(part)} "
-                    f"for {len(model_ms)}"
+                raise MeasurementError(
+                    f"need a calibration round per model round, got {len(part)} for {len(model_ms)}"
                 )
         if not 0.0 <= quantile <= 1.0:
-            raise ValueError(f"quantile must be in [0, 1], got {quantile}")
+            raise SettingsError(f"quantile must be in [0, 1], got {quantile}")
         model = summarize(model_ms, timer=timer, warmup=warmup)
         parts = [summarize(p, timer=timer, warmup=warmup) for p in parts_ms]
         if any(v <= 0 for p in parts for v in p.samples):
-            raise ValueError("calibration timings must be > 0")
+            raise MeasurementError("calibration timings must be > 0")
         if len(parts) == 1:
             calibration, stored_parts = parts[0], []
         else:
@@ -171,7 +169,7 @@ class NormalisedTiming(Frozen):
         if (more.calibration_version, len(more.calibration_parts)) != (
             self.calibration_version, len(self.calibration_parts)
         ):
-            raise ValueError("cannot join rounds measured with different calibrations")
+            raise MeasurementError("cannot join rounds measured with different calibrations")
         return NormalisedTiming.from_parts(
             [*self.model.samples, *more.model.samples],
             [[*a, *b] for a, b in zip(self.parts_ms, more.parts_ms, strict=True)],
@@ -184,7 +182,7 @@ class NormalisedTiming(Frozen):
     def head(self, rounds: int) -> NormalisedTiming:
         """The first ``rounds`` rounds of this session, as if it had stopped there."""
         if not 2 <= rounds <= self.rounds:
-            raise ValueError(f"rounds must be in [2, {self.rounds}], got {rounds}")
+            raise SettingsError(f"rounds must be in [2, {self.rounds}], got {rounds}")
         return NormalisedTiming.from_parts(
             self.model.samples[:rounds],
             [p[:rounds] for p in self.parts_ms],
@@ -242,7 +240,7 @@ def _statistic(side: _Side, q: float) -> float:
         return top
     bottom = _geomean([fast_mean(sorted(p), q) for p in side[1]])
     if bottom <= 0:
-        raise ValueError("calibration timings must be > 0")
+        raise MeasurementError("calibration timings must be > 0")
     return top / bottom
 
 
@@ -365,7 +363,7 @@ def bootstrap_slowdown(
     inputs give the same replicates.
     """
     if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
+        raise SettingsError(f"resamples must be >= 1, got {resamples}")
     cur = _side_replicates(_as_side(current), quantile, resamples, seed)
     base = _side_replicates(_as_side(baseline), quantile, resamples, seed + 1)
     reps = cur / base - 1.0
@@ -386,7 +384,7 @@ def decide(
 def _check_same_calibration(current: Timings, baseline: Timings) -> None:
     cur, base = _as_side(current), _as_side(baseline)
     if (cur[1] is None) != (base[1] is None):
-        raise ValueError(
+        raise MeasurementError(
             "cannot compare calibration-normalised timings with raw milliseconds; measure both "
             "with measure_normalised() or both without"
         )
@@ -394,7 +392,7 @@ def _check_same_calibration(current: Timings, baseline: Timings) -> None:
         if current.calibration_version != baseline.calibration_version or len(
             current.calibration_parts
         ) != len(baseline.calibration_parts):
-            raise ValueError(
+            raise MeasurementError(
                 f"the baseline was normalised with calibration v{baseline.calibration_version} "
                 f"({len(_parts_of(baseline.calibration, baseline.calibration_parts))} "
                 f"workloads), the current run with v{current.calibration_version} "
@@ -425,19 +423,19 @@ def compare_timings(
     ``quantile`` defaults to the one the sessions were summarised with.
     """
     if not (0 <= tolerance and math.isfinite(tolerance)):
-        raise ValueError(f"tolerance must be a finite fraction >= 0, got {tolerance}")
+        raise SettingsError(f"tolerance must be a finite fraction >= 0, got {tolerance}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise SettingsError(f"alpha must be in (0, 1), got {alpha}")
     _check_same_calibration(current, baseline)
     cur, base = _as_side(current), _as_side(baseline)
     q = quantile
     if q is None:
         q = baseline.quantile if isinstance(baseline, NormalisedTiming) else DEFAULT_QUANTILE
     if len(cur[0]) < 2 or len(base[0]) < 2:
-        raise ValueError("each side needs at least 2 rounds")
+        raise MeasurementError("each side needs at least 2 rounds")
     base_stat = _statistic(base, q)
     if base_stat <= 0:
-        raise ValueError("baseline timings must be > 0")
+        raise MeasurementError("baseline timings must be > 0")
     slowdown = _statistic(cur, q) / base_stat - 1.0
     reps = bootstrap_slowdown(current, baseline, quantile=q, resamples=resamples, seed=seed)
     n = len(reps)
@@ -503,7 +501,7 @@ def compare_sequential(
     """
     limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
     if rounds < 2 or limit < rounds:
-        raise ValueError(f"need 2 <= rounds <= max_rounds, got {rounds} and {limit}")
+        raise MeasurementError(f"need 2 <= rounds <= max_rounds, got {rounds} and {limit}")
     timing = measure(rounds)
     comparison = compare_timings(
         timing, baseline, tolerance=tolerance, alpha=alpha, resamples=resamples

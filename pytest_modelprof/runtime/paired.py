@@ -26,7 +26,7 @@ from typing import Any, Final, Literal, Protocol
 import torch
 from pydantic import BaseModel, ConfigDict
 
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import MeasurementError, ModelprofError, SettingsError
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
     DEFAULT_MAX_ROUNDS_FACTOR,
@@ -44,17 +44,10 @@ __all__ = [
     "Side",
     "SIDES",
     "PairedTiming",
-    "PairedComparison",
     "abba_sides",
-    "log_ratios",
-    "hodges_lehmann",
-    "signed_rank_p",
-    "compare_paired",
     "compare_paired_sequential",
-    "PairedHead",
     "split_timing",
     "PairedUnavailable",
-    "PairedSource",
     "use_paired_base",
     "paired_base",
 ]
@@ -110,7 +103,7 @@ class PairedTiming(BaseModel):
     def extended(self, more: PairedTiming) -> PairedTiming:
         """These rounds followed by ``more``'s (same base, same block length)."""
         if more.base != self.base or more.calls != self.calls:
-            raise ValueError("cannot join paired rounds of another base or block length")
+            raise MeasurementError("cannot join paired rounds of another base or block length")
         return self.model_copy(
             update={"base_ms": self.base_ms + more.base_ms, "head_ms": self.head_ms + more.head_ms}
         )
@@ -119,9 +112,9 @@ class PairedTiming(BaseModel):
 def log_ratios(base_ms: Sequence[float], head_ms: Sequence[float]) -> list[float]:
     """``log(head_i / base_i)`` for each round; both sides must be > 0 and of equal length."""
     if len(base_ms) != len(head_ms):
-        raise ValueError(f"{len(base_ms)} base rounds but {len(head_ms)} head rounds")
+        raise MeasurementError(f"{len(base_ms)} base rounds but {len(head_ms)} head rounds")
     if any(not (v > 0 and math.isfinite(v)) for v in (*base_ms, *head_ms)):
-        raise ValueError("paired round times must be finite and > 0")
+        raise MeasurementError("paired round times must be finite and > 0")
     return [math.log(h / b) for b, h in zip(base_ms, head_ms, strict=True)]
 
 
@@ -150,7 +143,7 @@ def hodges_lehmann(values: Sequence[float], ci_level: float = 0.95) -> tuple[flo
     interval (the order statistics the normal approximation of the signed-rank test gives)."""
     n = len(values)
     if n < 2:
-        raise ValueError("a paired estimate needs at least 2 rounds")
+        raise MeasurementError("a paired estimate needs at least 2 rounds")
     walsh = _walsh_sorted(values)
     total = walsh.numel()
     estimate = quantile(walsh.tolist(), 0.5) if total < 4096 else float(torch.median(walsh))
@@ -205,9 +198,9 @@ def compare_paired(
     cancels in every ratio.
     """
     if not (0 <= tolerance and math.isfinite(tolerance)):
-        raise ValueError(f"tolerance must be a finite fraction >= 0, got {tolerance}")
+        raise SettingsError(f"tolerance must be a finite fraction >= 0, got {tolerance}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+        raise SettingsError(f"alpha must be in (0, 1), got {alpha}")
     ratios = log_ratios(timing.base_ms, timing.head_ms)
     est, low, high = hodges_lehmann(ratios, ci_level)
     p_slower = signed_rank_p(ratios, math.log1p(tolerance))
@@ -262,7 +255,7 @@ def compare_paired_sequential(
     first = min(first or rounds, limit)
     step = step or first
     if first < 2 or limit < first:
-        raise ValueError(f"need 2 <= rounds <= max_rounds, got {first} and {limit}")
+        raise SettingsError(f"need 2 <= rounds <= max_rounds, got {first} and {limit}")
     timing = measure(first)
     comparison = compare_paired(timing, tolerance=tolerance, alpha=alpha)
     while needs_more_rounds(comparison) and timing.rounds < limit:

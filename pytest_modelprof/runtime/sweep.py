@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof.baseline.metrics import active_metrics, growth_fields, growth_labels
+from pytest_modelprof.errors import MeasurementError, SettingsError
 from pytest_modelprof.runtime.sweep_inputs import (
     SHAPE_AXES,
     ModelArg,
@@ -42,9 +43,7 @@ __all__ = [
     "SweepResult",
     "GrowthViolation",
     "sweep",
-    "fit_growth",
     "check_growth",
-    "parse_axis_values",
     "axis_values_arg",
     "format_sweep",
 ]
@@ -111,7 +110,8 @@ class SweepResult(Frozen):
         for s in self.series:
             if s.axis == axis:
                 return s
-        raise KeyError(f"{axis!r} was not swept; swept: {', '.join(s.axis for s in self.series)}")
+        swept = ", ".join(s.axis for s in self.series)
+        raise SettingsError(f"{axis!r} was not swept; swept: {swept}")
 
     def exponent(self, axis: str, metric: str = "flops") -> float:
         """The fitted growth exponent of ``metric`` along ``axis``."""
@@ -137,12 +137,14 @@ def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> GrowthFit:
     pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
     n = len(pairs)
     if n < 2:
-        raise ValueError(f"a growth fit needs at least 2 points with positive values, got {n}")
+        raise MeasurementError(
+            f"a growth fit needs at least 2 points with positive values, got {n}"
+        )
     mx = math.fsum(p[0] for p in pairs) / n
     my = math.fsum(p[1] for p in pairs) / n
     sxx = math.fsum((p[0] - mx) ** 2 for p in pairs)
     if sxx == 0:
-        raise ValueError("a growth fit needs at least 2 distinct axis values")
+        raise MeasurementError("a growth fit needs at least 2 distinct axis values")
     sxy = math.fsum((p[0] - mx) * (p[1] - my) for p in pairs)
     slope = sxy / sxx
     intercept = my - slope * mx
@@ -171,7 +173,7 @@ def check_growth(
         metric = fields.get(key)
         if metric is None:
             known = ", ".join(fields)
-            raise ValueError(f"unknown growth limit {key!r}; known: {known}")
+            raise SettingsError(f"unknown growth limit {key!r}; known: {known}")
         for series in result.series:
             fit = series.fits.get(metric)
             if fit is None or fit.exponent <= limit + slack:
@@ -197,11 +199,13 @@ def parse_axis_values(text: str) -> list[int]:
     try:
         values = [int(v) for v in text.replace(" ", "").split(",") if v]
     except ValueError:
-        raise ValueError(f"expected comma-separated integers like '1,8,32', got {text!r}") from None
+        raise SettingsError(
+            f"expected comma-separated integers like '1,8,32', got {text!r}"
+        ) from None
     if len(values) < 2:
-        raise ValueError(f"a sweep needs at least two values, got {text!r}")
+        raise SettingsError(f"a sweep needs at least two values, got {text!r}")
     if any(v <= 0 for v in values) or values != sorted(set(values)):
-        raise ValueError(f"sweep values must be positive and increasing, got {text!r}")
+        raise SettingsError(f"sweep values must be positive and increasing, got {text!r}")
     return values
 
 
@@ -327,7 +331,7 @@ def sweep(
     # An axis with one value is held there (``seq_len=[32]`` beside a depth sweep), not fitted.
     swept = [a for a, vals in axes.items() if len(vals) > 1]
     if not swept:
-        raise ValueError(
+        raise SettingsError(
             f"over={axes} needs at least one axis with two or more values to fit a growth on"
         )
     fixed = _fixed_keywords(model, axes, arch_kwargs)
@@ -371,11 +375,11 @@ def sweep(
 def _axes(over: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
     """``over`` as lists of ints; each axis's values positive and increasing."""
     if not over:
-        raise ValueError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
+        raise SettingsError("over= names no axis; e.g. over={'batch': [1, 8, 32]}")
     axes = {k: [int(v) for v in vals] for k, vals in over.items()}
     for axis, vals in axes.items():
         if not vals or any(v <= 0 for v in vals) or sorted(set(vals)) != vals:
-            raise ValueError(f"axis {axis!r}: need positive increasing values, got {vals}")
+            raise SettingsError(f"axis {axis!r}: need positive increasing values, got {vals}")
     return axes
 
 
@@ -385,19 +389,19 @@ def _fixed_keywords(
     """The builder keywords held fixed; refused where the model cannot take them."""
     arch_axes = [a for a in axes if a not in SHAPE_AXES]
     if isinstance(model, nn.Module) and arch_axes:
-        raise ValueError(
+        raise SettingsError(
             f"axes {arch_axes} change the model itself; pass a factory (e.g. "
             f"lambda {arch_axes[0]}: MyNet({arch_axes[0]}={arch_axes[0]})) instead of a module"
         )
     fixed = dict(arch_kwargs or {})
     if fixed and isinstance(model, nn.Module):
-        raise ValueError(
+        raise SettingsError(
             f"builder keywords {sorted(fixed)} need a model name or a factory to build with; "
             "a module is already built"
         )
     for key in fixed:
         if key in axes:
-            raise ValueError(f"{key!r} is both swept and fixed; give it once")
+            raise SettingsError(f"{key!r} is both swept and fixed; give it once")
     return fixed
 
 

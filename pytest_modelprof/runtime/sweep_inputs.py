@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
+from pytest_modelprof.errors import ModelInputError, SettingsError
 
 __all__ = ["SHAPE_AXES", "ModelArg", "SweepSubject", "input_shapes", "for_profile", "label_of"]
 
@@ -110,7 +111,7 @@ class SweepSubject:
         if self.input_shape is not None:
             x = torch.randn(tuple(self.input_shape), dtype=self.dtype, device=self.device)
             return (x,), {}
-        raise ValueError("give inputs=, input_shape= or make_inputs= to sweep a module")
+        raise SettingsError("give inputs=, input_shape= or make_inputs= to sweep a module")
 
 
 def _resize(t: torch.Tensor, point: Mapping[str, int], dims: Mapping[str, int]) -> torch.Tensor:
@@ -144,7 +145,7 @@ def for_profile(batch: Inputs) -> Any:
     """``profile_model`` takes positional inputs as a tuple or keyword inputs as a dict."""
     args, kwargs = batch
     if args and kwargs:
-        raise ValueError(
+        raise ModelInputError(
             "profile_model() takes positional or keyword inputs, not both; return a tuple or a "
             "dict from make_inputs="
         )

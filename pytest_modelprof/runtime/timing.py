@@ -26,6 +26,7 @@ from pytest_modelprof._tensors import (
     default_loss,
     module_device,
 )
+from pytest_modelprof.errors import MeasurementError, SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 
 __all__ = [
@@ -76,9 +77,9 @@ class TimingStats(BaseModel):
 def quantile(sorted_values: Sequence[float], q: float) -> float:
     """Linear-interpolation quantile of already sorted values (NumPy's default method)."""
     if not sorted_values:
-        raise ValueError("quantile of no values")
+        raise MeasurementError("quantile of no values")
     if not 0.0 <= q <= 1.0:
-        raise ValueError(f"q must be in [0, 1], got {q}")
+        raise SettingsError(f"q must be in [0, 1], got {q}")
     pos = (len(sorted_values) - 1) * q
     lo = math.floor(pos)
     hi = min(lo + 1, len(sorted_values) - 1)
@@ -92,9 +93,9 @@ def summarize(
     """Mean, sample std, min, max, median and IQR of ``samples_ms`` (``samples`` keeps order)."""
     values = [float(v) for v in samples_ms]
     if not values:
-        raise ValueError("no timing samples to summarise; rounds must be >= 1")
+        raise MeasurementError("no timing samples to summarise; rounds must be >= 1")
     if any(not math.isfinite(v) or v < 0 for v in values):
-        raise ValueError("timing samples must be finite and >= 0")
+        raise MeasurementError("timing samples must be finite and >= 0")
     ordered = sorted(values)
     n = len(values)
     mean = math.fsum(values) / n
@@ -153,7 +154,7 @@ class CudaEventTimer:
 
     def __init__(self, device: torch.device | str | None = None) -> None:
         if not torch.cuda.is_available():
-            raise RuntimeError("CudaEventTimer needs a CUDA device; none is available")
+            raise SettingsError("CudaEventTimer needs a CUDA device; none is available")
         self.device = torch.device(device if device is not None else "cuda")
         self.name = "cuda_event"
 
@@ -184,9 +185,9 @@ def timer_for(device: torch.device | str | None) -> Timer:
 
 def _check_rounds(rounds: int, warmup: int) -> None:
     if rounds < 1:
-        raise ValueError(f"rounds must be >= 1, got {rounds}")
+        raise SettingsError(f"rounds must be >= 1, got {rounds}")
     if warmup < 0:
-        raise ValueError(f"warmup must be >= 0, got {warmup}")
+        raise SettingsError(f"warmup must be >= 0, got {warmup}")
 
 
 def benchmark_function(

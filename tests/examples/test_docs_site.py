@@ -142,6 +142,7 @@ def test_the_references_are_generated_from_the_code(site: Path) -> None:
         "estimate_memory",
         "register_model",
         "register_formula",
+        "Modelprof",
         "pytest_modelprof_register_formulas",
     ):
         assert name in api

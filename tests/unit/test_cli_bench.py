@@ -98,7 +98,7 @@ def test_a_failing_measurement_is_one_error_line(capsys: Capsys) -> None:
 
 def test_unknown_model_suggests_names(capsys: Capsys) -> None:
     assert main(["bench", "resnet19", "--rounds", "1"]) == 2
-    assert "did you mean: resnet18" in capsys.readouterr().err.lower()
+    assert "'resnet18'" in capsys.readouterr().err.lower()
 
 
 # -- modelprof graph --timed ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pytest_modelprof.baseline.compare import Check
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
-from pytest_modelprof.gate.fixture import ModelprofFixture, TestProfiles
+from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
 from pytest_modelprof.gate.renames import inputs_identity, renamed
 from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
 from pytest_modelprof.report.summary import problem_lines, summary_lines
@@ -282,7 +282,7 @@ def test_fixture_registers_and_refuses_duplicate_names(make_profile: MakeProfile
         seen.append(req)
         return make_profile()
 
-    fixture = ModelprofFixture(profiles, profile, lambda: ((1, 3, 8, 8), "cpu", {}))
+    fixture = Modelprof(profiles, profile, lambda: ((1, 3, 8, 8), "cpu", {}))
     result = fixture("resnet18")
     assert isinstance(result, ModelProfile)
     assert seen[0].input_shape == (1, 3, 8, 8) and seen[0].device == "cpu"  # marker defaults

@@ -10,6 +10,7 @@ from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.linear_algebra import conv_macs
 from pytest_modelprof.costs.registry import CostRegistry, OpCost, TensorMeta
 from pytest_modelprof.costs.spatial import adaptive_window_total
+from pytest_modelprof.errors import FormulaError
 from pytest_modelprof.profile import profile_model
 
 
@@ -157,9 +158,9 @@ def test_grouped_conv_backward_not_multiplied_by_groups() -> None:
 def test_registry_rejects_duplicates_and_unknown_names() -> None:
     reg = CostRegistry()
     reg.register(torch.ops.aten.mm, family="matmul")(lambda a, out: OpCost(1))
-    with pytest.raises(ValueError, match="already registered"):
+    with pytest.raises(FormulaError, match="already registered"):
         reg.register(torch.ops.aten.mm, family="matmul")(lambda a, out: OpCost(2))
-    with pytest.raises(ValueError, match="qualified"):
+    with pytest.raises(FormulaError, match="qualified"):
         reg.add("mm", lambda a, out: OpCost(0), family="x")
 
 
@@ -181,7 +182,7 @@ def test_registering_a_family_table_twice_raises() -> None:
     for module in modules:
         reg = CostRegistry()
         module.register(reg)
-        with pytest.raises(ValueError, match="already registered"):
+        with pytest.raises(FormulaError, match="already registered"):
             module.register(reg)
 
 

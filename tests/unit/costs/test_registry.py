@@ -152,11 +152,11 @@ def test_a_shadowed_table_entry_is_an_error_when_the_registry_is_built() -> None
     # entry lost); now the second registration of the same op raises and names it.
     reg = CostRegistry()
     reg.add("aten::relu", _broken_relu, family="mine")
-    with pytest.raises(ValueError, match=r"aten::relu is already registered"):
+    with pytest.raises(FormulaError, match=r"aten::relu is already registered"):
         pointwise.register(reg)
     reg = CostRegistry()
     reg.add("aten::fill_", _broken_relu, family="mine")
-    with pytest.raises(ValueError, match=r"aten::fill_ is already registered"):
+    with pytest.raises(FormulaError, match=r"aten::fill_ is already registered"):
         movement.register(reg)
 
 

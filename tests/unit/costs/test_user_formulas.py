@@ -70,7 +70,7 @@ def test_register_formula_counts_it_exactly(registered: None) -> None:
     assert {f.family for f in p.op_breakdown} >= {"custom"}
     # The same function registered again (a module imported twice) is no error; another is.
     register_formula("modelprof_unit::triple")(triple_cost)
-    with pytest.raises(ValueError, match="modelprof_unit::triple is already registered"):
+    with pytest.raises(FormulaError, match="modelprof_unit::triple is already registered"):
         register_formula("modelprof_unit::triple")(lambda args, out: OpCost(0))
 
 

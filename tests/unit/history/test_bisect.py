@@ -110,9 +110,9 @@ def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
     [
         (
             "test_net.py::test_nett",
-            "test_net.py has no test 'test_nett'; did you mean test_net.py::test_net?",
+            "test_net.py has no test 'test_nett'; did you mean 'test_net.py::test_net'?",
         ),
-        ("test_nett.py::test_net", "there is no file test_nett.py; did you mean test_net.py?"),
+        ("test_nett.py::test_net", "there is no file test_nett.py; did you mean 'test_net.py'?"),
     ],
 )
 def test_a_mistyped_test_id_is_refused_before_any_profile(

@@ -47,7 +47,7 @@ def test_a_test_id_with_no_baseline_history(repo: GitRepo,
                      "tests/test_models.py::test_nett")
     assert "no baseline history for test 'tests/test_models.py::test_nett' under baselines" \
         in message
-    assert f"did you mean {NET}?" in message
+    assert f"did you mean {NET!r}?" in message
 
 
 def test_a_folder_with_no_committed_baseline(repo: GitRepo,
@@ -59,7 +59,7 @@ def test_a_folder_with_no_committed_baseline(repo: GitRepo,
 
 def test_a_metric_typo(repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     message = _error(capsys, "history", str(repo.root / "baselines"), "--metric", "flop")
-    assert "unknown metric 'flop'; did you mean flops" in message
+    assert "unknown metric 'flop'; did you mean 'flops'" in message
 
 
 def test_bisect_outside_a_repository_and_with_an_unknown_ref(
@@ -74,7 +74,7 @@ def test_bisect_outside_a_repository_and_with_an_unknown_ref(
     message = _error(capsys, "bisect", "t.py::t", "--good", "nope")
     assert "unknown REF 'nope'" in message
     message = _error(capsys, "bisect", "t.py::t", "--good", "HEAD", "--metric", "peak_mem")
-    assert "did you mean peak_memory" in message
+    assert "did you mean 'peak_memory'" in message
 
 
 def test_the_commands_are_listed_with_examples(capsys: pytest.CaptureFixture[str]) -> None:

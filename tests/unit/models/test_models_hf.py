@@ -133,7 +133,7 @@ def test_a_checkpoint_name_suggests_its_architecture() -> None:
     with pytest.raises(ModelNotFoundError) as info:
         resolve("hf:gpt2-medium")
     message = str(info.value)
-    assert "Did you mean: hf:gpt2" in message and "never downloaded" in message
+    assert "'hf:gpt2'" in message and "never downloaded" in message
 
 
 def test_a_local_folder_builds_its_config_architecture(tmp_path: Path) -> None:

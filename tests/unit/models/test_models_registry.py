@@ -185,7 +185,7 @@ def test_unknown_name_lists_close_matches() -> None:
         resolve("resnet5O")
     message = str(info.value)
     assert "'resnet5O'" in message
-    assert "Did you mean: resnet50" in message
+    assert "did you mean 'resnet50'" in message
     assert "modelprof list --filter resnet" in message
 
 

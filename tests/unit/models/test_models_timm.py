@@ -77,13 +77,13 @@ def test_weights_are_never_loaded() -> None:
 def test_unknown_timm_name_suggests_close_ones() -> None:
     with pytest.raises(ModelNotFoundError) as info:
         resolve("timm:resnet5O")
-    assert "Did you mean: timm:resnet50" in str(info.value)
+    assert "did you mean 'timm:resnet50'" in str(info.value)
     assert "modelprof list --filter timm:" in str(info.value)
 
 
 def test_a_bare_timm_name_suggests_the_prefixed_one() -> None:
     # convnext_atto exists in timm only; the registry points at it instead of a plain "unknown".
-    with pytest.raises(ModelNotFoundError, match=r"Did you mean: timm:convnext_atto\b"):
+    with pytest.raises(ModelNotFoundError, match=r"did you mean 'timm:convnext_atto'"):
         resolve("convnext_atto")
 
 
