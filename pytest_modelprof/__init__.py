@@ -61,7 +61,7 @@ __all__ = [
     "__version__",
 ]
 
-__version__ = "0.1.0"
+from pytest_modelprof._version import __version__
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.collector import Collector, JsonCollector

@@ -19,7 +19,7 @@ from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_pat
 from pytest_modelprof.gate.settings import TIMING_VERDICTS, cli_flag, ini_key
 from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
 
-__all__ = ["OPTIONS", "Option", "add_options", "option_values"]
+__all__ = ["add_options", "option_values"]
 
 
 @dataclass(frozen=True)

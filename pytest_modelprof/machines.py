@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_modelprof.errors import SettingsError, UsageError, did_you_mean
 
-__all__ = ["GENERIC", "Machine", "MACHINES", "resolve_machine"]
+__all__ = ["Machine", "MACHINES", "resolve_machine"]
 
 
 class Machine(BaseModel):

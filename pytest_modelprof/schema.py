@@ -11,7 +11,6 @@ from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
 
 __all__ = [
-    "PROFILE_SCHEMA_VERSION",
     "Frozen",
     "describe_inputs",
     "Bottleneck",

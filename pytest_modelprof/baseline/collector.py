@@ -37,7 +37,6 @@ __all__ = [
     "CollectorRules",
     "JsonCollector",
     "EvidenceData",
-    "any_limit",
 ]
 
 #: Evidence as a baseline keeps it: plain JSON (numbers, strings, lists, dicts).

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
 
 __all__ = [
-    "ENVIRONMENT_FACTS",
-    "fact_change",
     "cpu_only",
     "fact_changes",
     "environment_changes",

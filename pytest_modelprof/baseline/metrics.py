@@ -33,7 +33,6 @@ __all__ = [
     "BUILTIN_METRICS",
     "active_metrics",
     "use_metrics",
-    "extended_metrics",
     "TIMING",
     "COMPILE",
     "LLM",

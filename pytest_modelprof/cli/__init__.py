@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pytest_modelprof import __version__
+from pytest_modelprof._version import __version__
 from pytest_modelprof.cli import (
     bench,
     comment,

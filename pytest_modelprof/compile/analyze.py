@@ -56,9 +56,8 @@ _OP_NODES: Final = frozenset({"call_function", "call_method", "call_module"})
 
 
 def _internal_roots() -> tuple[Path, ...]:
-    import pytest_modelprof
-
-    return (Path(torch.__file__).resolve().parent, Path(pytest_modelprof.__file__).resolve().parent)
+    # This package's root is two folders up from this file (compile/analyze.py).
+    return (Path(torch.__file__).resolve().parent, Path(__file__).resolve().parent.parent)
 
 
 def _display_path(filename: str) -> str:

@@ -20,7 +20,7 @@ from pytest_modelprof.baseline.collector import (
 from pytest_modelprof.baseline.memory_metrics import MEMORY, STEP_COMPONENTS
 from pytest_modelprof.fit.options import StepOptions, step_options
 
-__all__ = ["MEMORY_COLLECTOR", "memory_evidence", "request_options", "sweep_memory"]
+__all__ = ["MEMORY_COLLECTOR", "sweep_memory"]
 
 
 def memory_evidence(call: Measure) -> EvidenceData | None:

@@ -50,19 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_COLLECTORS",
-    "TIMING_COLLECTOR",
-    "SWEEP_COLLECTOR",
-    "TimingCollector",
-    "SweepCollector",
-    "CompileCollector",
-    "FvcoreCollector",
     "collect",
     "stored_evidence",
     "measured_values",
-    "measure_latency",
-    "run_sweep",
-    "run_fvcore",
-    "measure_compile",
 ]
 
 

@@ -15,7 +15,7 @@ from pytest_modelprof.results.document import Document, RunInfo, RunResults
 from pytest_modelprof.results.record import ProfileResult, SourceLocation, Status
 from pytest_modelprof.schema import ModelProfile
 
-__all__ = ["compare_profiles", "compare_documents"]
+__all__ = ["compare_documents"]
 
 
 def _status(verdict: Verdict) -> Status:

@@ -33,11 +33,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
-    "Outcome",
-    "StoredBaseline",
-    "evaluate",
     "gate_profile",
-    "load_baseline",
     "update_command",
 ]
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 from typing import Final
 
-from pytest_modelprof.errors import did_you_mean
+from pytest_modelprof.errors import SettingsError, did_you_mean
 
 __all__ = [
-    "MAX_TIMING_ROUNDS",
     "TIMING_VERDICTS",
     "parse_bool",
     "parse_exponent",
@@ -33,7 +32,9 @@ def parse_verdicts(raw: object) -> str | None:
         return None
     if text not in TIMING_VERDICTS:
         hint = did_you_mean(str(text), TIMING_VERDICTS) if isinstance(text, str) else ""
-        raise ValueError(f"expected 'fail' or 'warn' (or None: a decisive regression fails){hint}")
+        raise SettingsError(
+            f"expected 'fail' or 'warn' (or None: a decisive regression fails){hint}"
+        )
     return str(text)
 
 
@@ -47,7 +48,7 @@ def parse_bool(raw: object) -> bool:
             return True
         if text in {"0", "false", "no", "off", ""}:
             return False
-    raise ValueError(f"expected true or false, got {raw!r}")
+    raise SettingsError(f"expected true or false, got {raw!r}")
 
 
 #: The most timing rounds a setting may ask for: more would run for hours (a typo, not a wish).
@@ -64,18 +65,18 @@ def parse_rounds(raw: object) -> int:
         except ValueError:
             value = -1
     if not 10 <= value <= MAX_TIMING_ROUNDS:
-        raise ValueError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
+        raise SettingsError(f"timing_rounds must be an integer from 10 to {MAX_TIMING_ROUNDS:,}")
     return value
 
 
 def parse_exponent(raw: object) -> float:
     """A growth exponent: a finite number > 0."""
     if isinstance(raw, bool):
-        raise ValueError("expected a growth exponent such as 1.1")
+        raise SettingsError("expected a growth exponent such as 1.1")
     try:
         value = float(raw) if isinstance(raw, (int, float)) else float(str(raw))
     except OverflowError:
         value = math.inf
     if not (value > 0 and math.isfinite(value)):
-        raise ValueError("a growth exponent must be a finite number > 0")
+        raise SettingsError("a growth exponent must be a finite number > 0")
     return value

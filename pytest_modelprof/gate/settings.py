@@ -45,12 +45,7 @@ from pytest_modelprof.instructions.mode import instructions_mode
 from pytest_modelprof.llm.marker import parse_llm
 
 __all__ = [
-    "SETTINGS",
-    "SESSION_SETTINGS",
     "TIMING_VERDICTS",
-    "DEFAULT_TIMING_ROUNDS",
-    "BUILTIN_LIMIT_NAMES",
-    "MARKER_ARGS",
     "MARKER_SIGNATURE",
     "Limits",
     "SessionSettings",
@@ -63,8 +58,6 @@ __all__ = [
     "parse_input_shape",
     "parse_capture_options",
     "parse_limit_items",
-    "limit_names",
-    "MODES",
 ]
 
 #: Settings: how a test is measured and judged, not a limit on a metric. Marker keywords; the

@@ -41,13 +41,7 @@ from pytest_modelprof.runtime.paired import (
 
 __all__ = [
     "session_base",
-    "TimingProcess",
-    "time_paired",
-    "PairedBase",
-    "ci_base_ref",
-    "open_paired_base",
     "time_against",
-    "AUTO",
 ]
 
 #: ``--modelprof-timing-base auto``: the merge base of a pull request in GitHub Actions, else off.

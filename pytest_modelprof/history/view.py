@@ -152,7 +152,7 @@ def _section(i: int, test: TestHistory, doc: HistoryDocument,
 
 def build_history_view(doc: HistoryDocument, *, title: str = "Cost history") -> HistoryView:
     """Format the document once for every renderer."""
-    from pytest_modelprof import __version__
+    from pytest_modelprof._version import __version__
 
     commits = {c.hash: c for c in doc.commits}
     facts = (

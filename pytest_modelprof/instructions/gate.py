@@ -22,7 +22,7 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.instructions.client import shared_server
 from pytest_modelprof.instructions.counts import keep_stored
 
-__all__ = ["INSTRUCTIONS_COLLECTOR", "InstructionsCollector", "measure", "keep"]
+__all__ = ["INSTRUCTIONS_COLLECTOR"]
 
 
 def measure(call: Measure) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ from pytest_modelprof.baseline.collector import EvidenceData, JsonCollector, Mea
 from pytest_modelprof.baseline.llm_metrics import LLM
 from pytest_modelprof.units import Number
 
-__all__ = ["LLM_COLLECTOR", "measure"]
+__all__ = ["LLM_COLLECTOR"]
 
 
 def measure(call: Measure) -> EvidenceData | None:

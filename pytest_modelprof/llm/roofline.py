@@ -5,7 +5,7 @@ from __future__ import annotations
 from pytest_modelprof.llm.costs import LLMCosts, Roofline
 from pytest_modelprof.machines import MACHINES, Machine
 
-__all__ = ["machine_memory", "roofline"]
+__all__ = ["roofline"]
 
 
 def machine_memory(machine: Machine) -> int | None:

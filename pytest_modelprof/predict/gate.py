@@ -14,7 +14,7 @@ from typing import Any
 from pytest_modelprof.baseline.collector import EvidenceData, JsonCollector, Measure
 from pytest_modelprof.baseline.predicted_metrics import PREDICTED
 
-__all__ = ["GATE_GPU", "GATE_PRECISION", "PREDICTED_COLLECTOR", "measure"]
+__all__ = ["PREDICTED_COLLECTOR"]
 
 #: The GPU the gate predicts on: a common card of the calibration tables.
 GATE_GPU = "rtx4090"

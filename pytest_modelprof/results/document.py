@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from pytest_modelprof import __version__
+from pytest_modelprof._version import __version__
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.results.record import (
@@ -35,7 +35,6 @@ from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic
 
 __all__ = [
     "RESULTS_KIND",
-    "SCHEMA_PATH",
     "RunInfo",
     "RunResults",
     "Document",

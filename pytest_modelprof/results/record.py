@@ -22,7 +22,6 @@ __all__ = [
     "STATUS_ORDER",
     "SourceLocation",
     "ProfileResult",
-    "model_label",
     "error_record",
     "records_to_json",
     "records_from_json",

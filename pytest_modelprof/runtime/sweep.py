@@ -37,11 +37,6 @@ from pytest_modelprof.schema import Frozen
 
 __all__ = [
     "SHAPE_AXES",
-    "SweepPoint",
-    "GrowthFit",
-    "SweepSeries",
-    "SweepResult",
-    "GrowthViolation",
     "sweep",
     "check_growth",
     "axis_values_arg",
