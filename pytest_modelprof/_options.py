@@ -45,8 +45,8 @@ def add_options(parser: pytest.Parser) -> None:
         action="store_true",
         default=None,
         dest="modelprof_env_strict",
-        help="kernel-dependent counts (memory, peak memory, subgraphs, stages) fail even when "
-        "the baseline was recorded with another torch, device type or CPU (by default they "
+        help="kernel-dependent counts (traffic, peak activations, subgraphs, stages) fail even "
+        "when the baseline was recorded with another torch, device type or CPU (by default they "
         "warn and name the difference); ini: modelprof_env_strict",
     )
     group.addoption(

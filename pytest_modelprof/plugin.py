@@ -74,8 +74,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         f"{MARKER_SIGNATURE}: profile the model (or, without model=, what the test passes to "
         "the modelprof fixture) and fail when it costs more than its committed baseline; "
-        "*_delta limits are fractions of the baseline, max_flops/max_params/max_memory/"
-        "max_latency_ms are absolute budgets.",
+        "*_delta limits are fractions of the baseline, max_flops/max_params/max_traffic/"
+        "max_latency are absolute budgets.",
     )
     cli: dict[str, object] = {
         "update": config.option.modelprof_update,

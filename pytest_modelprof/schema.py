@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
@@ -28,9 +28,10 @@ __all__ = [
     "PartitionSummary",
     "ModelProfile",
     "dumps_deterministic",
+    "migrate_profile",
 ]
 
-PROFILE_SCHEMA_VERSION = 1
+PROFILE_SCHEMA_VERSION = 2
 
 CaptureMode = Literal["meta", "fake", "real"]
 Bottleneck = Literal["compute-bound", "memory-bound", "none"]
@@ -90,7 +91,7 @@ class LayerStats(_Frozen):
     params: int
     bytes_read: int
     bytes_written: int
-    memory: int
+    traffic: int  # bytes read + written
     arithmetic_intensity: float
     bottleneck: Bottleneck
     output_shape: list[int] | None = None
@@ -103,7 +104,7 @@ class OpFamilyStats(_Frozen):
     count: int
     flops: int
     macs: int
-    memory: int
+    traffic: int
     share: float
 
 
@@ -123,7 +124,7 @@ class UncountedOp(_Frozen):
     count: int
     modules: list[str]
     # Bytes its calls read and wrote: an uncounted op that moves far more data hides cost too.
-    memory: int = 0
+    traffic: int = 0
 
 
 class PartitionSummary(_Frozen):
@@ -159,7 +160,7 @@ class ModelProfile(_Frozen):
     param_bytes: int
     buffer_bytes: int
     activation_bytes: int
-    total_memory: int
+    total_traffic: int  # bytes every op read and wrote
     peak_activation_bytes: int
     arithmetic_intensity: float
     num_ops: int
@@ -173,6 +174,12 @@ class ModelProfile(_Frozen):
     partition: PartitionSummary | None = None  # None in profiles written before the partitioner
     # torch.compile health (pytest_modelprof.compile), only when a compile limit asked for it.
     compile_health: CompileHealth | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _migrated(cls, data: Any) -> Any:
+        """A profile of an earlier schema version, read under today's names."""
+        return migrate_profile(data)
 
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)
@@ -205,6 +212,33 @@ class ModelProfile(_Frozen):
     @classmethod
     def from_json(cls, text: str) -> ModelProfile:
         return cls.model_validate_json(text)
+
+
+def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 calls the bytes every op read and wrote ``traffic`` (``baseline.renames``), and
+    compile time ``compile_time``."""
+    from pytest_modelprof.baseline.renames import TRAFFIC_FIELD, renamed
+
+    out = renamed(data, "total_memory", "total_traffic")
+    for key in ("layers", "op_breakdown", "uncounted_ops"):
+        if key in out:
+            out[key] = renamed(out[key], *TRAFFIC_FIELD)
+    if "compile_health" in out:
+        out["compile_health"] = renamed(out["compile_health"], "compile_s", "compile_time")
+    return {**out, "schema_version": 2}
+
+
+def migrate_profile(data: Any) -> Any:
+    """A profile document (a plain dict) brought up to :data:`PROFILE_SCHEMA_VERSION`, one step
+    at a time; anything else, or a version without a step, is returned for validation to judge.
+    """
+    steps = {1: _profile_v1_to_v2}
+    while isinstance(data, dict) and isinstance(version := data.get("schema_version"), int):
+        step = steps.get(version) if not isinstance(version, bool) else None
+        if step is None:
+            return data
+        data = step(data)
+    return data
 
 
 def _round_floats(value: Any) -> Any:

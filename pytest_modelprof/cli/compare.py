@@ -33,8 +33,9 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "the gate's own default), 5%%, 0.05 or ignore")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
                    help="one limit in the marker's grammar, repeatable, over --max-delta: "
-                        "max_flops_delta=10%%, max_params=30M, max_ai_drop=5%%, strict_ops=true; "
-                        "a latency limit (max_latency_ms=5, timing_strict=true) is judged from "
+                        "max_flops_delta=10%%, max_params=30M, max_intensity_delta=5%%, "
+                        "strict_ops=true; "
+                        "a latency limit (max_latency=5ms, timing_strict=true) is judged from "
                         "the timing rounds of two baseline or results files")
     p.add_argument("--top", type=parse_top, default=10, metavar="N",
                    help="layer changes shown per profile (default: 10)")

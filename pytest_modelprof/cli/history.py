@@ -11,11 +11,11 @@ __all__ = ["COMMAND", "parse_metrics"]
 
 
 def parse_metrics(text: str) -> list[str]:
-    """``flops,peak_memory`` -> ``["flops", "peak_memory"]`` (checked against the table later,
-    so a typo gets "did you mean")."""
+    """``flops,traffic`` -> ``["flops", "traffic"]`` (checked against the table later, so a
+    typo gets "did you mean")."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise argparse.ArgumentTypeError(f"expected metric names such as flops,peak_memory; "
+        raise argparse.ArgumentTypeError(f"expected metric names such as flops,peak_activations; "
                                          f"got {text!r}")
     return names
 
@@ -89,7 +89,7 @@ COMMAND = Command(
     ),
     examples="""\
   modelprof history baselines --html history.html
-  modelprof history baselines --metric flops,peak_memory --since v1.0 --markdown history.md
+  modelprof history baselines --metric flops,peak_activations --since v1.0 --markdown history.md
   modelprof history --json - --test tests/test_zoo.py::test_resnet50""",
     add_arguments=_add_arguments,
     run=_run,

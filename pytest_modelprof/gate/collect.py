@@ -121,7 +121,7 @@ def run_sweep(
         over=sweep_axes,
         input_shape=request.input_shape,
         inputs=request.inputs,
-        latency="max_latency_growth_exponent" in limits.growth,
+        latency="max_latency_growth" in limits.growth,
         device=request.device,
         measure_more=_memory_points(request, limits),
     )

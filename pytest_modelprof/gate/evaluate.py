@@ -316,7 +316,7 @@ def evaluate(
         measured = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
-            measured["latency_ms"] = round(latency.current, 6)
+            measured["latency"] = round(latency.current, 6)
         return GateRecord(
             nodeid=nodeid,
             name=name,

@@ -79,7 +79,7 @@ def latency_tolerance(limits: Limits) -> float:
     ``max_latency_delta=0`` (``Exact``) means 0: any slowdown the rounds are sure of."""
     from pytest_modelprof.runtime import DEFAULT_TOLERANCE
 
-    tolerance = limits.tolerances.get("latency_ms")
+    tolerance = limits.tolerances.get("latency")
     if isinstance(tolerance, Exact):
         return 0.0
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
@@ -104,13 +104,13 @@ def latency_checks(
         latency_gate,
     )
 
-    metric = METRICS.by_name("latency_ms")
+    metric = METRICS.by_name("latency")
     assert metric is not None
     from pytest_modelprof.runtime.paired import split_timing
 
     current, paired, fallback = split_timing(timing)
-    tolerance = limits.tolerances.get("latency_ms")
-    budget = limits.budgets.get("latency_ms")
+    tolerance = limits.tolerances.get("latency")
+    budget = limits.budgets.get("latency")
     comparison: LatencyComparison | None = None
     # The rounds themselves travel once, on the record (``timing``) and in the baseline; the
     # row keeps the figures of the verdict.
@@ -254,7 +254,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency_ms" and limits.timing_strict is not True
+                noisy = metric_name == "latency" and limits.timing_strict is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -386,7 +386,7 @@ def uncounted_check(
     else:
         new = sorted(set(now) - set(before))
         calls_grew, bytes_grew, shrank = _uncounted_changes(
-            now, before, current.uncounted_memory or {}, baseline.uncounted_memory or {}
+            now, before, current.uncounted_traffic or {}, baseline.uncounted_traffic or {}
         )
         gone = sorted(set(before) - set(now))
         parts = []
@@ -479,7 +479,7 @@ def judge(
     compiled = compile_metrics()
     comparison = compare(
         evidence.document, baseline, policy,
-        skip=(frozenset({"latency_ms"}) if timed else frozenset()) | compiled,
+        skip=(frozenset({"latency"}) if timed else frozenset()) | compiled,
     )
     # The compile metrics' rows, in their table places: compared as counts, breaks named.
     order = {m.name: i for i, m in enumerate(METRICS)}

@@ -51,7 +51,7 @@ __all__ = [
     "results_json_schema",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 4
+RESULTS_SCHEMA_VERSION: Final = 5
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -167,16 +167,17 @@ def _results_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _with_layer_changes(test: Any) -> Any:
     """One test of a v3 file with the judge's layer changes on its FLOPs row, from the profile
     and the baseline the file holds (a test with either missing has none to show)."""
-    from pytest_modelprof.baseline.document import baseline_layers
+    from pytest_modelprof.baseline.document import baseline_layers, migrate
     from pytest_modelprof.baseline.layers import layer_detail, layer_row_metric
+    from pytest_modelprof.errors import BaselineError
 
     name = layer_row_metric()
     if not isinstance(test, dict) or not test.get("profile") or not test.get("baseline"):
         return test
     try:
         profile = ModelProfile.model_validate(test["profile"])
-        baseline = BaselineDocument.model_validate(test["baseline"])
-    except ValidationError:
+        baseline = BaselineDocument.model_validate(migrate(test["baseline"], source="results"))
+    except (ValidationError, BaselineError):
         return test  # validating the whole document names the bad field
     detail = layer_detail(baseline_layers(profile), baseline.layers)
     checks = [
@@ -195,9 +196,65 @@ def _results_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 4, "tests": tests}
 
 
+def _renamed_test(test: Any) -> Any:
+    """One test of a v4 file under the quantity names of v5 (``baseline.renames``)."""
+    from pytest_modelprof.baseline.document import migrate
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.baseline.renames import METRIC_RENAMES, TRAFFIC_FIELD, renamed
+    from pytest_modelprof.baseline.renames import renamed_keys as keys
+    from pytest_modelprof.errors import BaselineError
+
+    if not isinstance(test, dict):
+        return test
+    out = dict(test)
+    for key in ("metrics", "baseline_metrics"):
+        if key in test:
+            out[key] = keys(test[key], METRIC_RENAMES)
+    rows = []
+    for row in test.get("checks") or []:
+        new = METRIC_RENAMES.get(row.get("metric")) if isinstance(row, dict) else None
+        if new is not None:
+            metric = METRICS_BY_NAME.get(new)
+            row = {**row, "metric": new, "label": metric.label if metric else new}
+        detail = row.get("detail") if isinstance(row, dict) else None
+        if isinstance(detail, dict) and isinstance(detail.get("layer_changes"), list):
+            changes = [
+                {k: renamed(v, *TRAFFIC_FIELD) if k in ("before", "after") else v
+                 for k, v in c.items()} if isinstance(c, dict) else c
+                for c in detail["layer_changes"]
+            ]
+            row = {**row, "detail": {**detail, "layer_changes": changes}}
+        rows.append(row)
+    out["checks"] = rows
+    if isinstance(test.get("baseline"), dict):
+        try:
+            out["baseline"] = migrate(test["baseline"], source="results")
+        except BaselineError:
+            pass  # validating the whole document names the bad field
+    sweep = test.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("series"), list):
+        series = [
+            {**s, "points": renamed(s.get("points"), *TRAFFIC_FIELD),
+             "fits": renamed(s.get("fits"), *TRAFFIC_FIELD)} if isinstance(s, dict) else s
+            for s in sweep["series"]
+        ]
+        out["sweep"] = {**sweep, "series": series}
+    return out
+
+
+def _results_v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """v5 names each quantity with one word: metric names in rows and ``metrics``, and the
+    bytes moved (``traffic``) in the profiles, baselines and sweeps it holds."""
+    tests = data.get("tests")
+    tests = [_renamed_test(t) for t in tests] if isinstance(tests, list) else tests
+    return {**data, "schema_version": 5, "tests": tests}
+
+
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` brought up to :data:`RESULTS_SCHEMA_VERSION`, one step at a time."""
-    steps = {1: _results_v1_to_v2, 2: _results_v2_to_v3, 3: _results_v3_to_v4}
+    steps = {
+        1: _results_v1_to_v2, 2: _results_v2_to_v3, 3: _results_v3_to_v4, 4: _results_v4_to_v5,
+    }
     while isinstance(version := data.get("schema_version"), int) and version in steps:
         data = steps[version](data)
     return data

@@ -14,7 +14,7 @@ def measure(call: Measure) -> EvidenceData | None:
     """:func:`~pytest_modelprof.llm.profile_llm` with the marker's ``llm=`` (else its defaults).
 
     The evidence is the whole :class:`~pytest_modelprof.llm.LLMCosts` document; the metric
-    values (``kv_cache_bytes``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
+    values (``kv_cache``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
     A context list (``llm={"context": [1024, 4096]}``) measures each context: the costs are the
     longest one's, plus ``growth`` (see :func:`~pytest_modelprof.llm.growth.decode_growth`).
     """

@@ -1,7 +1,7 @@
 """The predicted-GPU-time metric's collector: the gated model's forward priced on a GPU preset.
 
-``baseline/metrics.py`` declares ``predicted_ms`` and names :func:`measure`; the gate runs it
-when a limit on the metric is set (``max_predicted_ms_delta``, ``max_predicted_ms``). The GPU
+``baseline/metrics.py`` declares ``predicted_time`` and names :func:`measure`; the gate runs it
+when a limit on the metric is set (``max_predicted_time_delta``, ``max_predicted_time``). The GPU
 and precision are :data:`GATE_GPU` at :data:`GATE_PRECISION` unless the marker's ``precision``
 (the memory step's) names one of the prediction's precisions; the evidence records which, so a
 baseline says what its number means.
@@ -40,7 +40,7 @@ def measure(call: Measure) -> EvidenceData | None:
         precision = GATE_PRECISION
     p = predict_profile(profile, GATE_GPU, precision=precision, top=3)
     return {
-        "predicted_ms": round(p.forward_ms, 6),
+        "predicted_time": round(p.forward_ms, 6),  # ms
         "machine": p.machine,
         "precision": p.precision,
         "batch": p.batch,

@@ -68,7 +68,7 @@ def test_old_limit_names_are_refused(old: str) -> None:
 ])
 def test_a_time_budget_without_a_unit_is_refused(key: str, raw: object, hint: str) -> None:
     with pytest.raises(SettingsError, match=f"did you mean {hint}") as caught:
-        resolve_marker((), {key: raw}, Limits(), where="marker on t")
+        resolve_marker((), {key: raw}, Limits(), where="t")
     assert str(caught.value).startswith(f"marker on t: bad value for {key}=")
 
 

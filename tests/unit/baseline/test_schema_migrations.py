@@ -30,7 +30,9 @@ OLD_NAMES = frozenset({
 #: name of a profile's and a layer's field (the spelled-out quantity, not a metric key).
 OLD_KEYS = OLD_NAMES - {"arithmetic_intensity"}
 #: The old metric names of the metrics these files hold, to read their stored verdicts.
-RENAMED = {"memory": "traffic", "peak_memory": "peak_activations", "arithmetic_intensity": "intensity"}
+RENAMED = {
+    "memory": "traffic", "peak_memory": "peak_activations", "arithmetic_intensity": "intensity",
+}
 
 #: The limits the two tests that wrote the files set, under today's names.
 LIMITS: dict[str, dict[str, object]] = {
@@ -134,8 +136,9 @@ def test_results_of_each_version_keep_their_verdicts_under_todays_names(version:
             for t in results.tests} == stored
     labels = {c.metric: c.label for t in results.tests for c in t.checks}
     assert labels["traffic"] == "traffic" and labels["intensity"] == "intensity"
-    for test in results.tests:
-        assert test.metrics["traffic"] == 26384 and test.baseline_metrics["traffic"] == 17872
+    for test in results.tests:  # the values of each test: recorded from version 3 on
+        assert version < 3 or test.metrics["traffic"] == 26384
+        assert version < 3 or test.baseline_metrics["traffic"] == 17872
 
 
 @pytest.mark.parametrize("version", [1, 2, 3, 4])
