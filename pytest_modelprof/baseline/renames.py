@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
+    "GROWTH_ROW_RENAMES",
     "METRIC_RENAMES",
     "SETTING_RENAMES",
     "TIMING_VERDICTS",
@@ -29,6 +30,13 @@ METRIC_RENAMES: Final[Mapping[str, str]] = {
     "kv_cache_bytes": "kv_cache",
     "predicted_ms": "predicted_time",
     "decode_flops_growth_exponent": "decode_flops_growth",
+}
+
+#: Growth rows (``memory_growth[batch]``) were named by the swept profile field.
+GROWTH_ROW_RENAMES: Final[Mapping[str, str]] = {
+    "memory": "traffic",
+    "peak_activation_bytes": "peak_activations",
+    "latency_ms": "latency",
 }
 
 #: Limit and setting names: the keys of a baseline's ``settings``.

@@ -37,7 +37,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--top", type=parse_top, default=20, metavar="N",
                    help="rows of the largest-steps table (default: 20)")
     p.add_argument("--json", metavar="FILE.json", dest="json_out",
-                   help="write the history document (schema_version 1); - for stdout")
+                   help="write the history document (schema_version 2); - for stdout")
     p.add_argument("--markdown", metavar="FILE.md", help="write the history as Markdown")
     p.add_argument("--html", metavar="FILE.html",
                    help="write a self-contained page: a chart per test and metric")

@@ -234,6 +234,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
         table = METRICS.growth_limits().get(key)
         metric_name = GROWTH_LIMITS[key]  # the profile field the sweep fitted
         label = table.label if table is not None else metric_name
+        quantity = table.name if table is not None else metric_name
         for series in sweep.get("series", []):
             fit = series.get("fits", {}).get(metric_name)
             if fit is None:
@@ -254,7 +255,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency" and limits.timing_strict is not True
+                noisy = quantity == "latency" and limits.timing_strict is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -262,7 +263,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: Limits) -> list[Check
             )
             rows.append(
                 Check(
-                    metric=f"{metric_name}_growth[{axis}]",
+                    metric=f"{quantity}_growth[{axis}]",
                     label=f"{label} growth ({axis})",
                     kind="growth",
                     verdict=verdict,  # type: ignore[arg-type]

@@ -200,7 +200,12 @@ def _renamed_test(test: Any) -> Any:
     """One test of a v4 file under the quantity names of v5 (``baseline.renames``)."""
     from pytest_modelprof.baseline.document import migrate
     from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
-    from pytest_modelprof.baseline.renames import METRIC_RENAMES, TRAFFIC_FIELD, renamed
+    from pytest_modelprof.baseline.renames import (
+        GROWTH_ROW_RENAMES,
+        METRIC_RENAMES,
+        TRAFFIC_FIELD,
+        renamed,
+    )
     from pytest_modelprof.baseline.renames import renamed_keys as keys
     from pytest_modelprof.errors import BaselineError
 
@@ -212,8 +217,12 @@ def _renamed_test(test: Any) -> Any:
             out[key] = keys(test[key], METRIC_RENAMES)
     rows = []
     for row in test.get("checks") or []:
-        new = METRIC_RENAMES.get(row.get("metric")) if isinstance(row, dict) else None
-        if new is not None:
+        name = row.get("metric") if isinstance(row, dict) else None
+        new = METRIC_RENAMES.get(name) if isinstance(name, str) else None
+        field, growth, axis = name.partition("_growth[") if isinstance(name, str) else ("", "", "")
+        if growth and field in GROWTH_ROW_RENAMES:
+            row = {**row, "metric": f"{GROWTH_ROW_RENAMES[field]}{growth}{axis}"}
+        elif new is not None:
             metric = METRICS_BY_NAME.get(new)
             row = {**row, "metric": new, "label": metric.label if metric else new}
         detail = row.get("detail") if isinstance(row, dict) else None

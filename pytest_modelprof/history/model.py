@@ -15,7 +15,8 @@ __all__ = [
     "HistoryDocument",
 ]
 
-HISTORY_SCHEMA_VERSION = 1
+#: 2: series carry the metric names of 0.1.0 (``traffic``, ``peak_activations``, ...).
+HISTORY_SCHEMA_VERSION = 2
 
 
 class _Frozen(BaseModel):

@@ -68,11 +68,11 @@ def test_bad_cli_value_is_a_usage_error(project: Project) -> None:
 
 
 def test_bad_ini_value_names_the_key(project: Project) -> None:
-    project.pytester.makeini("[pytest]\nmodelprof_max_memory = huge\n")
+    project.pytester.makeini("[pytest]\nmodelprof_max_traffic = huge\n")
     project.pytester.makepyfile(test_plain=PLAIN)
     result = project.run()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*ini modelprof_max_memory: bad value for max_memory='huge'*"])
+    result.stderr.fnmatch_lines(["*ini modelprof_max_traffic: bad value for max_traffic='huge'*"])
 
 
 # An inner test that fails unless the session's limits, the base every marker is resolved over
@@ -90,16 +90,16 @@ def test_the_value_reaches_the_limits(request):
 """
 # A value for each limit unlike its ini value below, so the run shows the flag's value won.
 CLI_VALUES = {
-    "max_latency_ms": "5",
-    "max_memory": "120MB",
+    "max_latency": "5ms",
+    "max_traffic": "120MB",
     "max_flops": "9G",
     "max_params": "30M",
     "timing_rounds": "20",
     "compile_dynamic": "true",
 }
 INI_VALUES = {
-    "max_latency_ms": "7",
-    "max_memory": "1GB",
+    "max_latency": "7ms",
+    "max_traffic": "1GB",
     "max_flops": "3G",
     "max_params": "2M",
     "timing_rounds": "30",

@@ -110,7 +110,7 @@ def test_a_memory_regression_names_the_same_layers_everywhere(
 
     (test,) = json.loads((pytester.path / "results.json").read_text())["tests"]
     rows = [c for c in test["checks"] if c["detail"].get("layers")]
-    assert [c["metric"] for c in rows] == ["memory"]
+    assert [c["metric"] for c in rows] == ["traffic"]
     assert [d["name"] for d in rows[0]["detail"]["layers"]] == terminal
     # Every layer that changed rides on the FLOPs row, where the HTML table and chart read it:
     # act's FLOPs grew, copy's memory grew at equal FLOPs; fc is unchanged and left out.

@@ -73,15 +73,15 @@ def test_errors_name_their_source() -> None:
     ):
         session(cli={"max_flops_delta": "x"})
     with pytest.raises(
-        SettingsError, match=r"^ini modelprof_max_memory: bad value for max_memory='lots'"
+        SettingsError, match=r"^ini modelprof_max_traffic: bad value for max_traffic='lots'"
     ):
-        session(ini={"max_memory": "lots"})
+        session(ini={"max_traffic": "lots"})
     with pytest.raises(SettingsError, match=r"^ini modelprof_strict: expected true or false"):
         session(ini={"strict": "maybe"})
     with pytest.raises(
-        SettingsError, match=r"^marker on t.py::test_x: bad value for max_ai_drop=-1"
+        SettingsError, match=r"^marker on t.py::test_x: bad value for max_intensity_delta=-1"
     ):
-        resolve_marker((), {"max_ai_drop": -1}, Limits(), where="t.py::test_x")
+        resolve_marker((), {"max_intensity_delta": -1}, Limits(), where="t.py::test_x")
 
 
 def test_unknown_marker_argument_is_named() -> None:
@@ -112,17 +112,17 @@ def test_marker_model_positional_or_keyword() -> None:
 def test_budgets_parse_their_units() -> None:
     spec = resolve_marker(
         (),
-        {"max_flops": "9G", "max_params": "30M", "max_memory": "120MB", "max_latency_ms": 5},
+        {"max_flops": "9G", "max_params": "30M", "max_traffic": "120MB", "max_latency": "5ms"},
         Limits(),
         where="x",
     )
     assert spec.limits.budgets == {
         "flops": Budget(9e9),
         "params": Budget(30e6),
-        "memory": Budget(120e6),
-        "latency_ms": Budget(5.0),
+        "traffic": Budget(120e6),
+        "latency": Budget(5.0),
     }
-    assert spec.limits.explicit == {"flops", "params", "memory", "latency_ms"}
+    assert spec.limits.explicit == {"flops", "params", "traffic", "latency"}
 
 
 def test_fvcore_settings() -> None:
@@ -138,7 +138,7 @@ def test_describe_lists_every_effective_limit() -> None:
     described = limits.describe()
     assert described["max_flops_delta"] == "+10.0 %"
     assert described["max_flops"] == "9e+09"
-    assert described["max_ai_drop"] == "ignored"  # derived: judged only when set
+    assert described["max_intensity_delta"] == "ignored"  # derived: judged only when set
     assert described["max_latency_delta"] == "ignored"
     assert "fvcore" not in described
 
@@ -159,7 +159,7 @@ def test_input_shape_forms() -> None:
 def test_flag_and_ini_names() -> None:
     assert cli_flag("max_flops_delta") == "--modelprof-max-flops-delta"
     assert ini_key("max_flops_delta") == "modelprof_max_flops_delta"
-    assert "max_latency_ms" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
+    assert "max_latency" in LIMIT_NAMES and "fvcore" in LIMIT_NAMES
 
 
 def test_sweep_marker_values_are_validated() -> None:
@@ -174,14 +174,14 @@ def test_sweep_marker_values_are_validated() -> None:
 
 
 def test_growth_limit_in_a_marker_needs_a_sweep() -> None:
-    with pytest.raises(SettingsError, match="max_flops_growth_exponent needs a sweep"):
-        resolve_marker((), {"model": "m", "max_flops_growth_exponent": 1.1}, Limits(), where="t")
+    with pytest.raises(SettingsError, match="max_flops_growth needs a sweep"):
+        resolve_marker((), {"model": "m", "max_flops_growth": 1.1}, Limits(), where="t")
     spec = resolve_marker(
-        (), {"model": "m", "sweep": {"seq_len": [8, 16]}, "max_flops_growth_exponent": "1.1"},
+        (), {"model": "m", "sweep": {"seq_len": [8, 16]}, "max_flops_growth": "1.1"},
         Limits(), where="t",
     )
     assert spec.sweep == {"seq_len": [8, 16]} and spec.limits.growth == {
-        "max_flops_growth_exponent": 1.1
+        "max_flops_growth": 1.1
     }
 
 
@@ -200,7 +200,7 @@ def test_timing_settings() -> None:
                      "a tolerance must be a finite fraction >= 0", id="delta-10**400"),
         pytest.param("max_flops", 10**400, "max_flops=1000000000\u2026 (401 digits): a budget "
                      "must be a finite number >= 0", id="budget-10**400"),
-        pytest.param("max_latency_growth_exponent", 10**400,
+        pytest.param("max_latency_growth", 10**400,
                      "a growth exponent must be a finite number > 0", id="exponent-10**400"),
         pytest.param("timing_rounds", 10**400,
                      "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**400"),
@@ -209,7 +209,7 @@ def test_timing_settings() -> None:
         # Past Python's digit limit for str(): not even repr() works on it.
         pytest.param("max_flops_delta", 10**5000,
                      "max_flops_delta=an integer of about 5001 digits: ", id="delta-10**5000"),
-        pytest.param("max_latency_growth_exponent", 10**5000,
+        pytest.param("max_latency_growth", 10**5000,
                      "a growth exponent must be a finite number", id="exponent-10**5000"),
         pytest.param("timing_rounds", 10**5000,
                      "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**5000"),
