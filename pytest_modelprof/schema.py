@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.machines import Machine
@@ -29,6 +29,7 @@ __all__ = [
     "ModelProfile",
     "dumps_deterministic",
     "migrate_profile",
+    "PROFILE_V2_RENAMES",
 ]
 
 PROFILE_SCHEMA_VERSION = 2
@@ -175,12 +176,6 @@ class ModelProfile(_Frozen):
     # torch.compile health (pytest_modelprof.compile), only when a compile limit asked for it.
     compile_health: CompileHealth | None = None
 
-    @model_validator(mode="before")
-    @classmethod
-    def _migrated(cls, data: Any) -> Any:
-        """A profile of an earlier schema version, read under today's names."""
-        return migrate_profile(data)
-
     # The op-level capture stays in memory for the partitioner and graph exports; never persisted.
     _capture: Capture | None = PrivateAttr(default=None)
 
@@ -211,20 +206,34 @@ class ModelProfile(_Frozen):
 
     @classmethod
     def from_json(cls, text: str) -> ModelProfile:
-        return cls.model_validate_json(text)
+        """Parse and validate a profile file, migrating one of an earlier schema version."""
+        return cls.model_validate(migrate_profile(json.loads(text)))
+
+
+#: The fields profile schema 2 renamed, old -> new, by where they are ("" is the profile): the
+#: bytes every op read and wrote are ``traffic``, compile time ``compile_time``.
+PROFILE_V2_RENAMES: dict[str, dict[str, str]] = {
+    "": {"total_memory": "total_traffic"},
+    "layers": {"memory": "traffic"},
+    "op_breakdown": {"memory": "traffic"},
+    "uncounted_ops": {"memory": "traffic"},
+    "compile_health": {"compile_s": "compile_time"},
+}
+
+
+def _renamed(data: Any, renames: dict[str, str]) -> Any:
+    """A dict with its keys renamed, each dict of a list too; anything else as it is."""
+    if isinstance(data, list):
+        return [_renamed(item, renames) for item in data]
+    return {renames.get(k, k): v for k, v in data.items()} if isinstance(data, dict) else data
 
 
 def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-    """v2 calls the bytes every op read and wrote ``traffic`` (``baseline.renames``), and
-    compile time ``compile_time``."""
-    from pytest_modelprof.baseline.renames import TRAFFIC_FIELD, renamed
-
-    out = renamed(data, "total_memory", "total_traffic")
-    for key in ("layers", "op_breakdown", "uncounted_ops"):
-        if key in out:
-            out[key] = renamed(out[key], *TRAFFIC_FIELD)
-    if "compile_health" in out:
-        out["compile_health"] = renamed(out["compile_health"], "compile_s", "compile_time")
+    """v2 names each quantity with one word (:data:`PROFILE_V2_RENAMES`)."""
+    out = _renamed(data, PROFILE_V2_RENAMES[""])
+    for key, renames in PROFILE_V2_RENAMES.items():
+        if key and key in out:
+            out[key] = _renamed(out[key], renames)
     return {**out, "schema_version": 2}
 
 

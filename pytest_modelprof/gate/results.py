@@ -32,7 +32,7 @@ from pytest_modelprof.gate.record import (
     SourceLocation,
     Status,
 )
-from pytest_modelprof.schema import ModelProfile, dumps_deterministic
+from pytest_modelprof.schema import ModelProfile, dumps_deterministic, migrate_profile
 
 __all__ = [
     "RESULTS_SCHEMA_VERSION",
@@ -146,6 +146,8 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
             )
     if isinstance(data, dict) and cls is RunResults:
         data = _migrate(data)
+    if cls is ModelProfile:
+        data = migrate_profile(data)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -175,7 +177,7 @@ def _with_layer_changes(test: Any) -> Any:
     if not isinstance(test, dict) or not test.get("profile") or not test.get("baseline"):
         return test
     try:
-        profile = ModelProfile.model_validate(test["profile"])
+        profile = ModelProfile.model_validate(migrate_profile(test["profile"]))
         baseline = BaselineDocument.model_validate(migrate(test["baseline"], source="results"))
     except (ValidationError, BaselineError):
         return test  # validating the whole document names the bad field
@@ -199,13 +201,7 @@ def _results_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
 def _renamed_test(test: Any) -> Any:
     """One test of a v4 file under the quantity names of v5 (``baseline.renames``)."""
     from pytest_modelprof.baseline.document import migrate
-    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
-    from pytest_modelprof.baseline.renames import (
-        GROWTH_ROW_RENAMES,
-        METRIC_RENAMES,
-        TRAFFIC_FIELD,
-        renamed,
-    )
+    from pytest_modelprof.baseline.renames import METRIC_RENAMES, TRAFFIC_FIELD, renamed
     from pytest_modelprof.baseline.renames import renamed_keys as keys
     from pytest_modelprof.errors import BaselineError
 
@@ -215,26 +211,9 @@ def _renamed_test(test: Any) -> Any:
     for key in ("metrics", "baseline_metrics"):
         if key in test:
             out[key] = keys(test[key], METRIC_RENAMES)
-    rows = []
-    for row in test.get("checks") or []:
-        name = row.get("metric") if isinstance(row, dict) else None
-        new = METRIC_RENAMES.get(name) if isinstance(name, str) else None
-        field, growth, axis = name.partition("_growth[") if isinstance(name, str) else ("", "", "")
-        if growth and field in GROWTH_ROW_RENAMES:
-            row = {**row, "metric": f"{GROWTH_ROW_RENAMES[field]}{growth}{axis}"}
-        elif new is not None:
-            metric = METRICS_BY_NAME.get(new)
-            row = {**row, "metric": new, "label": metric.label if metric else new}
-        detail = row.get("detail") if isinstance(row, dict) else None
-        if isinstance(detail, dict) and isinstance(detail.get("layer_changes"), list):
-            changes = [
-                {k: renamed(v, *TRAFFIC_FIELD) if k in ("before", "after") else v
-                 for k, v in c.items()} if isinstance(c, dict) else c
-                for c in detail["layer_changes"]
-            ]
-            row = {**row, "detail": {**detail, "layer_changes": changes}}
-        rows.append(row)
-    out["checks"] = rows
+    out["checks"] = [_renamed_row(row) for row in test.get("checks") or []]
+    if "profile" in test:
+        out["profile"] = migrate_profile(test["profile"])
     if isinstance(test.get("baseline"), dict):
         try:
             out["baseline"] = migrate(test["baseline"], source="results")
@@ -249,6 +228,38 @@ def _renamed_test(test: Any) -> Any:
         ]
         out["sweep"] = {**sweep, "series": series}
     return out
+
+
+def _renamed_row(row: Any) -> Any:
+    """One check row of a v4 file under the metric names of v5: its metric and label, the
+    growth rows' names and the layer changes' bytes moved."""
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.baseline.renames import (
+        GROWTH_ROW_RENAMES,
+        METRIC_RENAMES,
+        TRAFFIC_FIELD,
+        renamed,
+    )
+
+    name = row.get("metric") if isinstance(row, dict) else None
+    if not isinstance(name, str):
+        return row
+    field, growth, axis = name.partition("_growth[")
+    if growth and field in GROWTH_ROW_RENAMES:
+        row = {**row, "metric": f"{GROWTH_ROW_RENAMES[field]}{growth}{axis}"}
+    elif name in METRIC_RENAMES:
+        metric = METRICS_BY_NAME.get(METRIC_RENAMES[name])
+        new = METRIC_RENAMES[name]
+        row = {**row, "metric": new, "label": metric.label if metric is not None else new}
+    detail = row.get("detail")
+    if isinstance(detail, dict) and isinstance(detail.get("layer_changes"), list):
+        changes = [
+            {k: renamed(v, *TRAFFIC_FIELD) if k in ("before", "after") else v
+             for k, v in c.items()} if isinstance(c, dict) else c
+            for c in detail["layer_changes"]
+        ]
+        row = {**row, "detail": {**detail, "layer_changes": changes}}
+    return row
 
 
 def _results_v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
@@ -272,12 +283,15 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
 def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
     from pytest_modelprof.baseline.metrics import METRICS_BY_NAME, Metric
+    from pytest_modelprof.baseline.renames import METRIC_RENAMES
 
     tests = []
     for test in data.get("tests", []):
         rows = []
         for old in test.get("checks", []):
-            metric = METRICS_BY_NAME.get(old.get("metric", ""))
+            # Formatted as the metric's row is today (v5 renames the row itself).
+            name = old.get("metric", "")
+            metric = METRICS_BY_NAME.get(METRIC_RENAMES.get(name, name))
             label = metric.label if metric is not None else old.get("metric", "")
 
             def fmt(value: float | None, metric: Metric | None = metric) -> str:

@@ -34,7 +34,7 @@ __all__ = [
 DEFAULT_WIDTH = 100
 ELLIPSIS = "…"
 INDENT = "  "
-AI_HEADER = "Intensity (FLOP/B)"
+AI_HEADER = "Intensity"  # FLOP/B, as the summary line above the table says
 # Layer tables shrink the name column to 24, then the type column to 10, then the name to 8.
 LAYER_FLEX = ((0, 24), (1, 10), (0, 8))
 
