@@ -67,17 +67,18 @@ def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
     """v3 names each quantity with one word (``baseline.renames``): metric and setting keys,
     the bytes moved (``traffic``) of layers, op families and uncounted ops, compile time, and
     the collectors' evidence that carries a metric's name."""
-    out = dict(doc)
-    out["metrics"] = renamed_keys(doc.get("metrics"), METRIC_RENAMES)
+    out: dict[str, Any] = renamed(doc, "uncounted_memory", "uncounted_traffic")
+    if "metrics" in doc:
+        out["metrics"] = renamed_keys(doc["metrics"], METRIC_RENAMES)
     settings = renamed_keys(doc.get("settings"), SETTING_RENAMES)
-    if isinstance(settings, dict) and "timing_verdicts" in settings:
+    if isinstance(settings, dict) and isinstance(settings.get("timing_verdicts"), str):
         verdicts = settings["timing_verdicts"]
         settings["timing_verdicts"] = TIMING_VERDICTS.get(verdicts, verdicts)
-    out["settings"] = settings
+    if "settings" in doc:
+        out["settings"] = settings
     for key in ("layers", "op_families"):
         if key in doc:
             out[key] = renamed(doc[key], *TRAFFIC_FIELD)
-    out = renamed(out, "uncounted_memory", "uncounted_traffic")
     if "compile" in doc:
         out["compile"] = renamed(doc["compile"], "compile_s", "compile_time")
     measured = doc.get("measured")
