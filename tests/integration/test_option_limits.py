@@ -91,6 +91,7 @@ def test_the_value_reaches_the_limits(request):
 # A value for each limit unlike its ini value below, so the run shows the flag's value won.
 CLI_VALUES = {
     "max_latency": "5ms",
+    "max_predicted_time": "3ms",
     "max_traffic": "120MB",
     "max_flops": "9G",
     "max_params": "30M",
@@ -99,6 +100,7 @@ CLI_VALUES = {
 }
 INI_VALUES = {
     "max_latency": "7ms",
+    "max_predicted_time": "0.5s",
     "max_traffic": "1GB",
     "max_flops": "3G",
     "max_params": "2M",
