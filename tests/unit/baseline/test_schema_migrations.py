@@ -22,33 +22,56 @@ from pytest_modelprof.schema import PROFILE_SCHEMA_VERSION, ModelProfile
 DATA = Path(__file__).parents[2] / "data" / "schemas"
 
 #: Names no document may carry after it is read.
-OLD_NAMES = frozenset({
-    "memory", "peak_memory", "arithmetic_intensity", "latency_ms", "compile_s",
-    "kv_cache_bytes", "predicted_ms", "decode_flops_growth_exponent",
-})
+OLD_NAMES = frozenset(
+    {
+        "memory",
+        "peak_memory",
+        "arithmetic_intensity",
+        "latency_ms",
+        "compile_s",
+        "kv_cache_bytes",
+        "predicted_ms",
+        "decode_flops_growth_exponent",
+    }
+)
 #: Keys no document may carry: the old names less ``arithmetic_intensity``, which stays the
 #: name of a profile's and a layer's field (the spelled-out quantity, not a metric key).
 OLD_KEYS = OLD_NAMES - {"arithmetic_intensity"}
 #: The old metric names of the metrics these files hold, to read their stored verdicts.
 RENAMED = {
-    "memory": "traffic", "peak_memory": "peak_activations", "arithmetic_intensity": "intensity",
+    "memory": "traffic",
+    "peak_memory": "peak_activations",
+    "arithmetic_intensity": "intensity",
 }
 
 #: The limits the two tests that wrote the files set, under today's names.
 LIMITS: dict[str, dict[str, object]] = {
     "test_gen.py::test_tiny": {
-        "max_traffic_delta": 0.05, "max_intensity_delta": 0.5,
+        "max_traffic_delta": 0.05,
+        "max_intensity_delta": 0.5,
         "max_peak_activations_delta": "ignore",
     },
     "test_gen.py::test_tiny_loose": {
-        key: "200%" for key in (
-            "max_flops_delta", "max_macs_delta", "max_params_delta", "max_traffic_delta",
+        key: "200%"
+        for key in (
+            "max_flops_delta",
+            "max_macs_delta",
+            "max_params_delta",
+            "max_traffic_delta",
             "max_peak_activations_delta",
         )
     },
 }
-_ALL = ("flops", "macs", "params", "traffic", "peak_activations", "intensity", "subgraphs",
-        "stages")
+_ALL = (
+    "flops",
+    "macs",
+    "params",
+    "traffic",
+    "peak_activations",
+    "intensity",
+    "subgraphs",
+    "stages",
+)
 #: What the code before the renames judged (``results-v4.json``, which it wrote).
 BEFORE = {
     "test_gen.py::test_tiny": {
@@ -59,8 +82,14 @@ BEFORE = {
 }
 #: The width-8 baseline's numbers: the same in every version.
 BASELINE_METRICS = {
-    "flops": 21898, "macs": 10656, "params": 3114, "traffic": 17872,
-    "peak_activations": 2304, "intensity": 1.225269, "subgraphs": 2, "stages": 2,
+    "flops": 21898,
+    "macs": 10656,
+    "params": 3114,
+    "traffic": 17872,
+    "peak_activations": 2304,
+    "intensity": 1.225269,
+    "subgraphs": 2,
+    "stages": 2,
 }
 
 
@@ -128,12 +157,15 @@ def test_results_of_each_version_keep_their_verdicts_under_todays_names(version:
         keyed = {*test.metrics, *test.baseline_metrics, *(c.metric for c in test.checks)}
         assert test.baseline is not None and not (keyed | set(test.baseline.metrics)) & OLD_NAMES
     stored = {
-        t["nodeid"]: (t["status"], {RENAMED.get(c["metric"], c["metric"]): c["verdict"]
-                                   for c in t["checks"]})
+        t["nodeid"]: (
+            t["status"],
+            {RENAMED.get(c["metric"], c["metric"]): c["verdict"] for c in t["checks"]},
+        )
         for t in raw["tests"]
     }
-    assert {t.nodeid: (t.status, {c.metric: c.verdict for c in t.checks})
-            for t in results.tests} == stored
+    assert {
+        t.nodeid: (t.status, {c.metric: c.verdict for c in t.checks}) for t in results.tests
+    } == stored
     labels = {c.metric: c.label for t in results.tests for c in t.checks}
     assert labels["traffic"] == "traffic" and labels["intensity"] == "intensity"
     for test in results.tests:  # the values of each test: recorded from version 3 on
