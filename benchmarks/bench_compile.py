@@ -75,7 +75,7 @@ def bench_inductor() -> None:
             functools.partial(analyze_compile, name, input_shape=shape, inductor=True)
         )
         print(
-            f"{name} {'x'.join(map(str, shape))}: Inductor compile {health.compile_s:.1f} s, "
+            f"{name} {'x'.join(map(str, shape))}: Inductor compile {health.compile_time:.1f} s, "
             f"{health.kernels} kernels, {health.graphs} graphs, {health.graph_breaks} breaks "
             f"(whole analysis {t:.1f} s)",
             flush=True,

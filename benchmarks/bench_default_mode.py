@@ -143,8 +143,8 @@ def bench(name: str, repeat: int, cold: bool = False) -> dict[str, Any]:
         "ratio_fake_mode": round(fake_cpu / anchor_cpu, 3),
         "macs": profile.total_macs,
         "macs_fake_mode": fake.total_macs,
-        "counts_unchanged": (profile.total_macs, profile.total_flops, profile.total_memory)
-        == (fake.total_macs, fake.total_flops, fake.total_memory),
+        "counts_unchanged": (profile.total_macs, profile.total_flops, profile.total_traffic)
+        == (fake.total_macs, fake.total_flops, fake.total_traffic),
         "flopcounter_macs": anchor_macs,
     }
 

@@ -41,8 +41,8 @@ def _doc(test: str, flops: int, torch: str) -> bytes:
     doc = BaselineDocument(
         test=test, model="resnet18", inputs=[TensorSpec(shape=[1, 3, 224, 224], dtype="float32")],
         metrics={"flops": flops, "macs": flops // 2, "params": 11_689_512,
-                 "memory": flops // 10, "peak_memory": flops // 100,
-                 "arithmetic_intensity": 10.0},
+                 "traffic": flops // 10, "peak_activations": flops // 100,
+                 "intensity": 10.0},
         layers=layers, settings={"max_flops_delta": "exact"},
         environment=BaselineEnvironment(torch_version=torch, device="meta", dtype="float32",
                                         capture_mode="meta"),

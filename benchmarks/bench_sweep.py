@@ -4,7 +4,7 @@
 * A transformer encoder layer over sequence length (projections linear, attention quadratic:
   the total fits between 1 and 2, the attention module ~2).
 * A per-token MLP before and after an injected L x L product: the gate
-  ``max_flops_growth_exponent=1.1`` passes the first and fails the second.
+  ``max_flops_growth=1.1`` passes the first and fails the second.
 
 Latency is measured at each point (5 rounds, single thread) and its exponent printed, but on a
 shared machine it is indicative only; FLOPs and memory exponents are exact.
@@ -50,7 +50,7 @@ def main() -> int:
         ("token MLP + blow-up", TokenMLP(blow_up=True), {"seq_len": [64, 128, 256, 512]},
          (1, 64, 64)),
     ]
-    limits = {"max_flops_growth_exponent": 1.1}
+    limits = {"max_flops_growth": 1.1}
     for label, model, over, shape in cases:
         started = time.perf_counter()
         result = sweep(model, over=over, input_shape=shape, rounds=5, warmup=1, name=label)
@@ -60,7 +60,7 @@ def main() -> int:
         violations = check_growth(result, limits)
         verdict = "FAIL: " + violations[0].message if violations else "pass"
         points = sum(len(s.points) for s in result.series)
-        print(f"  gate max_flops_growth_exponent=1.1: {verdict}")
+        print(f"  gate max_flops_growth=1.1: {verdict}")
         print(f"  {points} points in {took:.2f} s ({took / points * 1000:.0f} ms per point, "
               "capture + 5 timed rounds)")
     return 0

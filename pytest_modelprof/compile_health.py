@@ -28,7 +28,7 @@ class BreakReason(BaseModel):
 
 
 class CompileHealth(BaseModel):
-    """How ``torch.compile`` captured a model; ``kernels``/``compile_s`` only when asked for.
+    """How ``torch.compile`` captured a model; ``kernels``/``compile_time`` only when asked for.
 
     ``graph_breaks`` counts every break Dynamo made (its own list), so it can exceed
     ``graphs - 1``: a break before any op makes no graph, and a break inside a nested call
@@ -48,9 +48,9 @@ class CompileHealth(BaseModel):
     #: What was passed to ``torch.compile(dynamic=...)``.
     dynamic: bool | None
     kernels: int | None = None
-    compile_s: float | None = None
+    compile_time: float | None = None  # seconds
 
-    @field_validator("compile_s")
+    @field_validator("compile_time")
     @classmethod
     def _round(cls, value: float | None) -> float | None:
         # Milliseconds are noise for a compile that takes seconds; files diff cleanly.
@@ -97,6 +97,6 @@ def format_compile_health(health: CompileHealth, name: str = "model") -> str:
     )
     if health.kernels is not None:
         lines.append(f"  kernels       {health.kernels} (Inductor)")
-    if health.compile_s is not None:
-        lines.append(f"  compile time  {health.compile_s:.2f} s (Inductor, caches off)")
+    if health.compile_time is not None:
+        lines.append(f"  compile time  {health.compile_time:.2f} s (Inductor, caches off)")
     return "\n".join(lines) + "\n"

@@ -329,7 +329,7 @@ def _to_profile(
         param_bytes=sum(p.numel() * p.element_size() for p in params),
         buffer_bytes=sum(b.numel() * b.element_size() for b in buffers),
         activation_bytes=capture.activation_bytes,
-        total_memory=t.memory,
+        total_traffic=t.memory,
         peak_activation_bytes=capture.peak_activation_bytes,
         arithmetic_intensity=rollup.arithmetic_intensity(t.flops, t.memory),
         num_ops=sum(1 for op in capture.ops if not op.is_view),

@@ -25,9 +25,10 @@ __all__ = [
     "PartitionSummary",
     "ModelProfile",
     "dumps_deterministic",
+    "migrate_profile",
 ]
 
-PROFILE_SCHEMA_VERSION = 1
+PROFILE_SCHEMA_VERSION = 2
 
 CaptureMode = Literal["meta", "fake", "real"]
 Bottleneck = Literal["compute-bound", "memory-bound", "none"]
@@ -89,7 +90,7 @@ class LayerStats(Frozen):
     params: int
     bytes_read: int
     bytes_written: int
-    memory: int
+    traffic: int  # bytes read + written
     arithmetic_intensity: float
     bottleneck: Bottleneck
     output_shape: list[int] | None = None
@@ -102,7 +103,7 @@ class OpFamilyStats(Frozen):
     count: int
     flops: int
     macs: int
-    memory: int
+    traffic: int
     share: float
 
 
@@ -122,7 +123,7 @@ class UncountedOp(Frozen):
     count: int
     modules: list[str]
     # Bytes its calls read and wrote: an uncounted op that moves far more data hides cost too.
-    memory: int = 0
+    traffic: int = 0
 
 
 class PartitionSummary(Frozen):
@@ -158,7 +159,7 @@ class ModelProfile(Frozen):
     param_bytes: int
     buffer_bytes: int
     activation_bytes: int
-    total_memory: int
+    total_traffic: int  # bytes every op read and wrote
     peak_activation_bytes: int
     arithmetic_intensity: float
     num_ops: int
@@ -189,7 +190,48 @@ class ModelProfile(Frozen):
 
     @classmethod
     def from_json(cls, text: str) -> ModelProfile:
-        return cls.model_validate_json(text)
+        """Parse and validate a profile file, migrating one of an earlier schema version."""
+        return cls.model_validate(migrate_profile(json.loads(text)))
+
+
+#: The fields profile schema 2 renamed, old -> new, by where they are ("" is the profile): the
+#: bytes every op read and wrote are ``traffic``, compile time ``compile_time``.
+PROFILE_V2_RENAMES: dict[str, dict[str, str]] = {
+    "": {"total_memory": "total_traffic"},
+    "layers": {"memory": "traffic"},
+    "op_breakdown": {"memory": "traffic"},
+    "uncounted_ops": {"memory": "traffic"},
+    "compile_health": {"compile_s": "compile_time"},
+}
+
+
+def _renamed(data: Any, renames: dict[str, str]) -> Any:
+    """A dict with its keys renamed, each dict of a list too; anything else as it is."""
+    if isinstance(data, list):
+        return [_renamed(item, renames) for item in data]
+    return {renames.get(k, k): v for k, v in data.items()} if isinstance(data, dict) else data
+
+
+def _profile_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
+    """v2 names each quantity with one word (:data:`PROFILE_V2_RENAMES`)."""
+    out = _renamed(data, PROFILE_V2_RENAMES[""])
+    for key, renames in PROFILE_V2_RENAMES.items():
+        if key and key in out:
+            out[key] = _renamed(out[key], renames)
+    return {**out, "schema_version": 2}
+
+
+def migrate_profile(data: Any) -> Any:
+    """A profile document (a plain dict) brought up to :data:`PROFILE_SCHEMA_VERSION`, one step
+    at a time; anything else, or a version without a step, is returned for validation to judge.
+    """
+    steps = {1: _profile_v1_to_v2}
+    while isinstance(data, dict) and isinstance(version := data.get("schema_version"), int):
+        step = steps.get(version) if not isinstance(version, bool) else None
+        if step is None:
+            return data
+        data = step(data)
+    return data
 
 
 def _round_floats(value: Any) -> Any:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.errors import SettingsError, did_you_mean
 
-__all__ = ["Number", "format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
+__all__ = ["Number", "format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_time"]
 
 #: A figure: a count, bytes, a time or a ratio.
 Number = int | float
@@ -90,8 +90,23 @@ def parse_bytes(text: str | float | int) -> float:
     return parse_quantity(text, unit="B")
 
 
-def parse_ms(value: str | float | int) -> float:
-    """``"12.5 ms"``, ``"12.5"`` or ``12.5`` -> ``12.5`` (milliseconds)."""
-    if isinstance(value, str):
-        return float(value.strip().lower().removesuffix("ms").strip())
-    return float(value)
+_TIME = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(us|µs|ms|s|min)\s*$")
+_SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0}
+
+
+def parse_time(value: str | float | int) -> float:
+    """``"12ms"`` -> ``12.0``, ``"0.5s"`` -> ``500.0``: a time with its unit, in milliseconds.
+
+    A bare number is refused: ``12`` could be seconds or milliseconds, so the unit is written.
+    """
+    text = value.strip() if isinstance(value, str) else value
+    match = _TIME.match(text.lower()) if isinstance(text, str) else None
+    if match is None:
+        number = _QUANTITY.match(str(text))
+        bare = number is not None and not number.group(2)
+        hint = did_you_mean(str(text), [f"{text}ms"], cutoff=0.0) if bare else ""
+        raise SettingsError(
+            f"{text!r} is no time{hint or '.'} Write its unit: us, ms, s or min "
+            f"(e.g. '12ms', '0.5s')"
+        )
+    return float(match.group(1)) * _SECONDS[match.group(2)] * 1e3

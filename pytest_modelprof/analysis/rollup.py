@@ -95,7 +95,7 @@ def layer_rows(capture: Capture, machine: Machine) -> list[LayerStats]:
                 params=capture.module_params.get(path, 0),
                 bytes_read=t.bytes_read,
                 bytes_written=t.bytes_written,
-                memory=t.memory,
+                traffic=t.memory,
                 arithmetic_intensity=arithmetic_intensity(t.flops, t.memory),
                 bottleneck=classify(t.flops, t.memory, machine),
                 output_shape=list(call.output_shape) if call and call.output_shape else None,
@@ -118,7 +118,7 @@ def family_breakdown(ops: Iterable[OpRecord]) -> list[OpFamilyStats]:
     total = sum(r[1] for r in acc.values()) or 1
     stats = [
         OpFamilyStats(
-            family=k, count=c, flops=f, macs=m, memory=b, share=round(f / total, FLOAT_DIGITS)
+            family=k, count=c, flops=f, macs=m, traffic=b, share=round(f / total, FLOAT_DIGITS)
         )
         for k, (c, f, m, b) in acc.items()
     ]
@@ -158,7 +158,7 @@ def uncounted(ops: Iterable[OpRecord]) -> list[UncountedOp]:
             modules.append(where)
         seen[op.op] = (count + 1, memory + op.memory, modules)
     return [
-        UncountedOp(op=k, count=c, memory=b, modules=m[:10])
+        UncountedOp(op=k, count=c, traffic=b, modules=m[:10])
         for k, (c, b, m) in sorted(seen.items())
     ]
 

@@ -1,6 +1,6 @@
 """The compile rows: what a bare count of graphs, breaks and recompiles cannot say.
 
-The compile metrics (``graphs``, ``graph_breaks``, ``recompiles``, ``kernels``, ``compile_s``)
+The compile metrics (``graphs``, ``graph_breaks``, ``recompiles``, ``kernels``, ``compile_time``)
 are rows of the one metric table, compared like every other count; :func:`compile_checks` builds
 their rows with what they mean: every graph break that is new against the baseline, with its
 reason and ``file:line``, in the row's reason (so the terminal and every report show it) and in
@@ -108,7 +108,7 @@ def compile_checks(
             check = _break_row(check, health, base, listed)
         elif check.metric == "recompiles" and health is not None:
             check = _recompile_row(check, health)
-        elif check.metric == "compile_s":
+        elif check.metric == "compile_time":
             check = _compile_time_row(check, timing_fail)
         rows.append(check)
     return rows

@@ -15,6 +15,14 @@ from pydantic import Field, ValidationError
 
 from pytest_modelprof._json import MAX_INT, JSONProblem, field_path, load_json
 from pytest_modelprof.baseline.metrics import active_metrics, metric_values
+from pytest_modelprof.baseline.renames import (
+    METRIC_RENAMES,
+    SETTING_RENAMES,
+    TIMING_VERDICTS,
+    TRAFFIC_FIELD,
+    renamed,
+    renamed_keys,
+)
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.schema import (
@@ -35,19 +43,18 @@ __all__ = [
     "migrate",
 ]
 
-BASELINE_SCHEMA_VERSION = 2
+BASELINE_SCHEMA_VERSION = 3
 
 Migration = Callable[[dict[str, Any]], dict[str, Any]]
 
 _UPDATE = "`pytest --modelprof-update-baselines`"
 
-#: The metrics every baseline of a schema version holds, by that version: the totals of every
-#: profile. A file without one of them lost it (a bad merge, a hand edit) and is refused; other
-#: metrics are recorded only where a limit or the engine measures them, or by later releases.
-ALWAYS_RECORDED: dict[int, frozenset[str]] = {
-    1: frozenset({"flops", "macs", "params", "memory", "peak_memory", "arithmetic_intensity"}),
-    2: frozenset({"flops", "macs", "params", "memory", "peak_memory", "arithmetic_intensity"}),
-}
+_TOTALS = frozenset({"flops", "macs", "params", "traffic", "peak_activations", "intensity"})
+#: The metrics every baseline of a schema version holds, by that version, under today's names
+#: (the check reads the migrated document): the totals of every profile. A file without one of
+#: them lost it (a bad merge, a hand edit) and is refused; other metrics are recorded only where
+#: a limit or the engine measures them, or by later releases.
+ALWAYS_RECORDED: dict[int, frozenset[str]] = {1: _TOTALS, 2: _TOTALS, 3: _TOTALS}
 
 #: A count in a baseline: a non-negative integer a 64-bit counter can hold.
 Count = Annotated[int, Field(ge=0, le=MAX_INT)]
@@ -60,8 +67,43 @@ def _v1_to_v2(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _v2_to_v3(doc: dict[str, Any]) -> dict[str, Any]:
+    """v3 names each quantity with one word (``baseline.renames``): metric and setting keys,
+    the bytes moved (``traffic``) of layers, op families and uncounted ops, compile time, and
+    the collectors' evidence that carries a metric's name."""
+    out: dict[str, Any] = renamed(doc, "uncounted_memory", "uncounted_traffic")
+    if "metrics" in doc:
+        out["metrics"] = renamed_keys(doc["metrics"], METRIC_RENAMES)
+    settings = renamed_keys(doc.get("settings"), SETTING_RENAMES)
+    if isinstance(settings, dict) and isinstance(settings.get("timing_verdicts"), str):
+        verdicts = settings["timing_verdicts"]
+        settings["timing_verdicts"] = TIMING_VERDICTS.get(verdicts, verdicts)
+    if "settings" in doc:
+        out["settings"] = settings
+    for key in ("layers", "op_families"):
+        if key in doc:
+            out[key] = renamed(doc[key], *TRAFFIC_FIELD)
+    if "compile" in doc:
+        out["compile"] = renamed(doc["compile"], "compile_s", "compile_time")
+    measured = doc.get("measured")
+    if isinstance(measured, dict):
+        llm = measured.get("llm")
+        if isinstance(llm, dict) and "growth" in llm:
+            llm = {**llm, "growth": renamed(llm["growth"], "kv_cache_bytes", "kv_cache")}
+        out["measured"] = {
+            **measured,
+            **({"llm": llm} if llm is not None else {}),
+            **(
+                {"predicted": renamed(measured["predicted"], "predicted_ms", "predicted_time")}
+                if "predicted" in measured
+                else {}
+            ),
+        }
+    return out
+
+
 #: ``MIGRATIONS[n]`` turns a version-``n`` document (a plain dict) into version ``n + 1``.
-MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Migration] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class BaselineLayer(Frozen):
@@ -72,7 +114,7 @@ class BaselineLayer(Frozen):
     flops: Count
     macs: Count
     params: Count
-    memory: Count
+    traffic: Count
 
 
 class BaselineOpFamily(Frozen):
@@ -81,7 +123,7 @@ class BaselineOpFamily(Frozen):
     family: str
     count: Count
     flops: Count
-    memory: Count
+    traffic: Count
 
 
 class BaselineEnvironment(Frozen):
@@ -120,7 +162,7 @@ class BaselineDocument(Frozen):
     uncounted_ops: dict[str, Count] | None = None
     # Bytes each uncounted op moved (op -> bytes), compared like its calls. Left out of the file
     # when no op is uncounted (older files lack it: their bytes are unknown, not zero).
-    uncounted_memory: dict[str, Count] | None = None
+    uncounted_traffic: dict[str, Count] | None = None
     # torch.compile health, only for tests with a compile limit: the breaks a later run names
     # as new. Left out of the file when absent, so other baselines do not change.
     compile: CompileHealth | None = None
@@ -186,7 +228,7 @@ class BaselineDocument(Frozen):
             ),
             timing=dict(timing) if timing is not None else None,
             uncounted_ops={u.op: u.count for u in sorted(profile.uncounted_ops, key=_op)},
-            uncounted_memory={u.op: u.memory for u in sorted(profile.uncounted_ops, key=_op)}
+            uncounted_traffic={u.op: u.traffic for u in sorted(profile.uncounted_ops, key=_op)}
             or None,
             compile=profile.compile_health,
             measured=dict(sorted(kept.items())) or None,
@@ -201,8 +243,8 @@ class BaselineDocument(Frozen):
         for key in ("cpu", "cpu_flags"):  # only baselines that count instructions have them
             if data["environment"].get(key) is None:
                 data["environment"].pop(key, None)
-        if data.get("uncounted_memory") is None:
-            data.pop("uncounted_memory", None)
+        if data.get("uncounted_traffic") is None:
+            data.pop("uncounted_traffic", None)
         # Absent in files written before them (and ``measured`` in files that need none).
         for optional in ("op_calls", "op_families", "measured"):
             if data.get(optional) is None:
@@ -288,7 +330,7 @@ def baseline_layers(profile: ModelProfile) -> list[BaselineLayer]:
             flops=layer.flops + (prev.flops if prev else 0),
             macs=layer.macs + (prev.macs if prev else 0),
             params=max(layer.params, prev.params if prev else 0),
-            memory=layer.memory + (prev.memory if prev else 0),
+            traffic=layer.traffic + (prev.traffic if prev else 0),
         )
     return sorted(rows.values(), key=lambda r: r.name)
 
@@ -304,7 +346,7 @@ def _ops(profile: ModelProfile) -> dict[str, Any]:
         out["op_calls"] = calls
     if profile.op_breakdown:
         out["op_families"] = [
-            BaselineOpFamily(family=f.family, count=f.count, flops=f.flops, memory=f.memory)
+            BaselineOpFamily(family=f.family, count=f.count, flops=f.flops, traffic=f.traffic)
             for f in sorted(profile.op_breakdown, key=lambda f: f.family)
         ]
     return out

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["layer_detail", "layer_row_metric", "with_layer_changes"]
 
 #: The per-layer costs a baseline stores (``BaselineLayer``'s numbers), in the entries' order.
-LAYER_COSTS: Final = ("flops", "macs", "params", "memory")
+LAYER_COSTS: Final = ("flops", "macs", "params", "traffic")
 
 
 def _costs(layer: BaselineLayer | None) -> dict[str, int] | None:
@@ -34,13 +34,14 @@ def _delta(entry: Mapping[str, Any], cost: str) -> int:
 
 
 def _change(before: dict[str, int] | None, after: dict[str, int] | None) -> str:
-    """``added``, ``removed``, ``grew`` (more FLOPs, or as many and more memory), ``shrank``."""
+    """``added``, ``removed``, ``grew`` (more FLOPs, or as many and more traffic), ``shrank``."""
     if before is None:
         return "added"
     if after is None:
         return "removed"
     flops = after["flops"] - before["flops"]
-    return "grew" if flops > 0 or (flops == 0 and after["memory"] > before["memory"]) else "shrank"
+    more_traffic = after["traffic"] > before["traffic"]
+    return "grew" if flops > 0 or (flops == 0 and more_traffic) else "shrank"
 
 
 def layer_changes(
@@ -66,7 +67,7 @@ def layer_changes(
                 "after": new,
             }
         )
-    out.sort(key=lambda d: (-abs(_delta(d, "flops")), -abs(_delta(d, "memory")), d["name"]))
+    out.sort(key=lambda d: (-abs(_delta(d, "flops")), -abs(_delta(d, "traffic")), d["name"]))
     return out
 
 

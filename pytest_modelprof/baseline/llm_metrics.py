@@ -1,4 +1,4 @@
-"""The LLM serving metrics: KV-cache bytes, decode FLOPs per token, prefill FLOPs, and the
+"""The LLM serving metrics: the KV cache (bytes), decode FLOPs per token, prefill FLOPs, and the
 growth of decode FLOPs over a context sweep.
 
 One collector (:data:`LLM`) runs a prefill and one decode step on meta when the marker has
@@ -27,14 +27,14 @@ LLM: Final = "llm"
 #: KV cache, decode and prefill, in the order the rows list them.
 LLM_METRICS: tuple[Metric, ...] = (
     Metric(
-        name="kv_cache_bytes",
+        name="kv_cache",
         integer=True,
-        label="KV cache bytes",
+        label="KV cache",
         direction="lower",
-        delta_key="max_kv_cache_bytes_delta",
+        delta_key="max_kv_cache_delta",
         default_delta=Exact(),
         formatter=format_bytes,
-        budget_key="max_kv_cache_bytes",
+        budget_key="max_kv_cache",
         budget_parser=parse_bytes,
         summary=False,
         collector=LLM,
@@ -53,13 +53,13 @@ LLM_METRICS: tuple[Metric, ...] = (
     ),
     # Fitted over llm={"context": [...]}: at most 1 for a decoder that reuses its cache.
     Metric(
-        name="decode_flops_growth_exponent",
-        label="decode FLOPs growth exponent",
+        name="decode_flops_growth",
+        label="decode FLOPs growth",
         direction="lower",
         delta_key="max_decode_flops_growth_delta",
         default_delta=Ignore(),
         formatter=lambda v: f"{v:.3g}",
-        budget_key="max_decode_flops_growth_exponent",
+        budget_key="max_decode_flops_growth",
         budget_parser=float,
         summary=False,
         collector=LLM,

@@ -6,7 +6,7 @@ One collector (:data:`MEMORY`) estimates the step on tensors without data
 against it. The totals are exact in the worse direction by default, like every counted
 number; each component (parameters, gradients, optimizer state, activations, transient) is
 a row of its own in every report, judged only when its own delta limit is set.
-``max_train_memory_growth_exponent`` bounds the growth of the total over a scaling sweep.
+``max_train_memory_growth`` bounds the growth of the total over a scaling sweep.
 
 Standard library only: the measurement is its owner's, registered under the collector key.
 """
@@ -46,7 +46,7 @@ def _metrics(step: str) -> tuple[Metric, ...]:
         kernel_dependent=True,
         collector=MEMORY,
         # A sweep (marker ``sweep=``) estimates the step at each point and fits its growth.
-        growth_key=f"max_{step}_memory_growth_exponent",
+        growth_key=f"max_{step}_memory_growth",
         sweep_field=f"{step}_memory",
     )
     parts = tuple(

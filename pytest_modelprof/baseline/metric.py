@@ -58,7 +58,7 @@ class Metric:
     # Counts the CPU decides (instructions): another CPU model or flags warns for these only.
     cpu_dependent: bool = False
     # A scaling sweep fits this metric's growth: ``growth_key`` is the limit users type
-    # (``max_flops_growth_exponent``), ``sweep_field`` the profile field the sweep fits.
+    # (``max_flops_growth``), ``sweep_field`` the profile field the sweep fits.
     growth_key: str | None = None
     sweep_field: str | None = None
     growth_label: str | None = None  # its name in a sweep's text table, when not ``label``
@@ -145,7 +145,7 @@ class MetricTable(Sequence[Metric]):
         return out
 
     def growth_limits(self) -> dict[str, Metric]:
-        """Every growth-exponent limit name (``max_flops_growth_exponent``), to its metric."""
+        """Every growth limit name (``max_flops_growth``), to its metric."""
         return {m.growth_key: m for m in self._all() if m.growth_key and m.sweep_field}
 
     def collectors(self) -> dict[str, tuple[str, ...]]:

@@ -21,7 +21,7 @@ from pytest_modelprof.baseline.memory_metrics import MEMORY_METRICS
 from pytest_modelprof.baseline.metric import Direction, Metric, MetricTable
 from pytest_modelprof.baseline.predicted_metrics import PREDICTED, PREDICTED_METRICS
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
-from pytest_modelprof.units import Number, format_bytes, format_count, parse_bytes, parse_ms
+from pytest_modelprof.units import Number, format_bytes, format_count, parse_bytes, parse_time
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile
@@ -113,8 +113,8 @@ def _instructions(value: float) -> str:
 # Counted metrics are deterministic, so the built-in tolerance is exact in the worse direction:
 # any growth fails until the user sets a tolerance, and a change that makes no cost worse never
 # fails (improvements fail only under fail_on_improvement). Arithmetic intensity is derived from
-# FLOPs and bytes, so it is judged only when ``max_ai_drop`` is set. Latency is noisy, so it is
-# measured and judged only when a latency limit is set.
+# FLOPs and bytes, so it is judged only when ``max_intensity_delta`` is set. Latency is noisy,
+# so it is measured and judged only when a latency limit is set.
 _BUILTIN: tuple[Metric, ...] = (
     Metric(
         name="flops",
@@ -127,7 +127,7 @@ _BUILTIN: tuple[Metric, ...] = (
         formatter=lambda v: format_count(v, "FLOPs"),
         budget_key="max_flops",
         layer_field="flops",
-        growth_key="max_flops_growth_exponent",
+        growth_key="max_flops_growth",
         sweep_field="flops",
     ),
     Metric(
@@ -156,44 +156,44 @@ _BUILTIN: tuple[Metric, ...] = (
         layer_field="params",
     ),
     Metric(
-        name="memory",
+        name="traffic",
         integer=True,
-        label="memory",
-        getter=_field("total_memory"),
+        label="traffic",
+        getter=_field("total_traffic"),
         direction="lower",
-        delta_key="max_memory_delta",
+        delta_key="max_traffic_delta",
         default_delta=Exact(),
         formatter=format_bytes,
-        budget_key="max_memory",
+        budget_key="max_traffic",
         budget_parser=parse_bytes,
-        layer_field="memory",
+        layer_field="traffic",
         kernel_dependent=True,
-        growth_key="max_memory_growth_exponent",
-        sweep_field="memory",
+        growth_key="max_traffic_growth",
+        sweep_field="traffic",
     ),
     Metric(
-        name="peak_memory",
+        name="peak_activations",
         integer=True,
-        label="peak memory",
+        label="peak activations",
         getter=_field("peak_activation_bytes"),
         direction="lower",
-        delta_key="max_peak_memory_delta",
+        delta_key="max_peak_activations_delta",
         default_delta=Exact(),
         formatter=format_bytes,
         kernel_dependent=True,
-        growth_key="max_peak_memory_growth_exponent",
+        growth_key="max_peak_activations_growth",
         sweep_field="peak_activation_bytes",
         growth_label="peak act.",
     ),
     Metric(
-        name="arithmetic_intensity",
-        label="AI",
+        name="intensity",
+        label="intensity",
         getter=_field("arithmetic_intensity"),
         direction="higher",
-        delta_key="max_ai_drop",
+        delta_key="max_intensity_delta",
         default_delta=Ignore(),
         formatter=_ratio,
-        derived_from=("flops", "memory"),
+        derived_from=("flops", "traffic"),
     ),
     # Fused kernels (analysis.partition): a broken fusion adds subgraphs at equal FLOPs.
     Metric(
@@ -222,18 +222,18 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     # Measured only when a latency limit is set; judged by its own rule (gate/judge.py).
     Metric(
-        name="latency_ms",
+        name="latency",
         label="latency",
         getter=_field("latency_ms"),
         direction="lower",
         delta_key="max_latency_delta",
         default_delta=Ignore(),
         formatter=_ms,
-        budget_key="max_latency_ms",
-        budget_parser=parse_ms,
+        budget_key="max_latency",
+        budget_parser=parse_time,
         summary=False,
         collector=TIMING,
-        growth_key="max_latency_growth_exponent",
+        growth_key="max_latency_growth",
         sweep_field="latency_ms",
     ),
     # torch.compile health (pytest_modelprof.compile): measured only when one of these limits
@@ -292,9 +292,9 @@ _BUILTIN: tuple[Metric, ...] = (
     ),
     # A timing: ignored unless a limit is set, and a slowdown warns unless timing_verdicts='fail'.
     Metric(
-        name="compile_s",
+        name="compile_time",
         label="compile time",
-        getter=_compiled("compile_s"),
+        getter=_compiled("compile_time"),
         direction="lower",
         delta_key="max_compile_time_delta",
         default_delta=Ignore(),

@@ -1,8 +1,8 @@
 """The predicted-GPU-time metric: the forward's time on a GPU preset, from a calibrated model.
 
 One collector (:data:`PREDICTED`) profiles the gated model on meta and prices its kernels
-(:mod:`pytest_modelprof.predict`) when a limit on ``predicted_ms`` is set. Counts in, a number
-out: it moves only when the model's kernels do, so a relative limit gates it like a count. It
+(:mod:`pytest_modelprof.predict`) when a limit on ``predicted_time`` (ms) is set. Counts in, a
+number out: it moves only when the model's kernels do, so a relative limit gates it like a count. It
 depends on the kernels the capture sees, so a baseline from another torch warns instead of
 failing.
 
@@ -15,7 +15,7 @@ from typing import Final
 
 from pytest_modelprof.baseline.metric import Metric
 from pytest_modelprof.baseline.tolerance import Ignore
-from pytest_modelprof.units import parse_ms
+from pytest_modelprof.units import parse_time
 
 __all__ = ["PREDICTED", "PREDICTED_METRICS"]
 
@@ -26,14 +26,14 @@ PREDICTED: Final = "predicted"
 #: The forward on an RTX 4090 with fp16 autocast (the marker's ``precision=`` picks another).
 PREDICTED_METRICS: tuple[Metric, ...] = (
     Metric(
-        name="predicted_ms",
+        name="predicted_time",
         label="predicted GPU time",
         direction="lower",
-        delta_key="max_predicted_ms_delta",
+        delta_key="max_predicted_time_delta",
         default_delta=Ignore(),
         formatter=lambda v: f"{v:.3g} ms",
-        budget_key="max_predicted_ms",
-        budget_parser=parse_ms,
+        budget_key="max_predicted_time",
+        budget_parser=parse_time,
         summary=False,
         kernel_dependent=True,
         collector=PREDICTED,

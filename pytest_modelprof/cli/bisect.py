@@ -106,7 +106,7 @@ COMMAND = Command(
     ),
     examples="""\
   modelprof bisect tests/test_zoo.py::test_resnet50 --good v1.2 --bad HEAD
-  modelprof bisect tests/test_zoo.py::test_vit --good main~40 --metric peak_memory --tolerance 2%
+  modelprof bisect tests/test_zoo.py::test_vit --good main~40 --metric traffic --tolerance 2%
   modelprof bisect tests/test_llm.py::test_decoder --good abc1234 --name prefill""",
     add_arguments=_add_arguments,
     run=_run,

@@ -33,8 +33,9 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "the gate's own default), 5%%, 0.05 or ignore")
     p.add_argument("--limit", action="append", default=[], metavar="KEY=VALUE",
                    help="one limit in the marker's grammar, repeatable, over --max-delta: "
-                        "max_flops_delta=10%%, max_params=30M, fail_on_uncounted=true; a latency "
-                        "limit (max_latency_delta=10%%, timing_verdicts=fail) is judged from "
+                        "max_flops_delta=10%%, max_params=30M, max_intensity_delta=5%%, "
+                        "fail_on_uncounted=true; a latency limit (max_latency=5ms, "
+                        "timing_verdicts=fail) is judged from "
                         "the timing rounds of two baseline or results files")
     add_option(p, "--top", default=10, metavar="N",
                help="layer changes shown per profile (default: 10)")

@@ -36,13 +36,13 @@ def _add_compile_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dynamic", action="store_true",
                    help="compile with dynamic=True (default: dynamic=False, one graph per shape)")
     p.add_argument("--inductor", action="store_true",
-                   help="also compile with Inductor, caches off, for kernels and compile_s "
+                   help="also compile with Inductor, caches off, for kernels and compile_time "
                         "(needs a C++ compiler; takes seconds to minutes)")
     add_option(p, "--device", default=None,
                help="device to build and run on (default: cpu)")
     add_option(p, "--json",
                help="print graphs, graph_breaks, break_reasons, recompiles (and with "
-                        "--inductor kernels, compile_s) as JSON")
+                        "--inductor kernels, compile_time) as JSON")
 
 
 def _run_compile(args: argparse.Namespace) -> int:
@@ -71,7 +71,7 @@ def _run_compile(args: argparse.Namespace) -> int:
     if args.json:
         data = health.model_dump(mode="json")
         if not args.inductor:  # not measured: absent, rather than null
-            del data["kernels"], data["compile_s"]
+            del data["kernels"], data["compile_time"]
         out(json.dumps(data, sort_keys=True, indent=2) + "\n")
     else:
         out(format_compile_health(health, args.model))

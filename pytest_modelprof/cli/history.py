@@ -11,11 +11,11 @@ __all__ = ["COMMAND"]
 
 
 def parse_metrics(text: str) -> list[str]:
-    """``flops,peak_memory`` -> ``["flops", "peak_memory"]`` (checked against the table later,
-    so a typo gets "did you mean")."""
+    """``flops,traffic`` -> ``["flops", "traffic"]`` (checked against the table later, so a
+    typo gets "did you mean")."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise argparse.ArgumentTypeError(f"expected metric names such as flops,peak_memory; "
+        raise argparse.ArgumentTypeError(f"expected metric names such as flops,peak_activations; "
                                          f"got {text!r}")
     return names
 
@@ -36,7 +36,7 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    help="only this test (a node id; repeatable)")
     add_option(p, "--top", default=20, metavar="N",
                help="rows of the largest-steps table (default: 20)")
-    add_option(p, "--json", help="print the history document (schema_version 1) to stdout")
+    add_option(p, "--json", help="print the history document (schema_version 2) to stdout")
     add_option(p, "--output", metavar="FILE.json", help="write the history document to FILE")
     add_option(p, "--markdown", help="write the history as Markdown")
     add_option(p, "--html", help="write a self-contained page: a chart per test and metric")
@@ -88,7 +88,7 @@ COMMAND = Command(
     ),
     examples="""\
   modelprof history baselines --html history.html
-  modelprof history baselines --metric flops,peak_memory --since v1.0 --markdown history.md
+  modelprof history baselines --metric flops,peak_activations --since v1.0 --markdown history.md
   modelprof history --json --test tests/test_zoo.py::test_resnet50
   modelprof history baselines --output history.json""",
     add_arguments=_add_arguments,

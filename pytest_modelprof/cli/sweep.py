@@ -77,10 +77,10 @@ def _add_sweep_arguments(p: argparse.ArgumentParser) -> None:
                     "(e.g. --arch hidden_size=64)")
     add_option(p, "--input-shape", metavar="SHAPE",
                help="template input shape; the swept dimensions are replaced")
-    p.add_argument("--no-latency", action="store_true", help="skip timing (FLOPs and memory only)")
+    p.add_argument("--no-latency", action="store_true", help="skip timing (FLOPs and traffic only)")
     add_option(p, "--rounds", default=10,
                help="timed rounds per point (default 10)")
-    p.add_argument("--max-flops-growth-exponent", type=float, metavar="K",
+    p.add_argument("--max-flops-growth", type=float, metavar="K",
                    help="exit 1 when FLOPs grow faster than value**K along any axis")
     add_option(p, "--json", help="print the sweep as JSON")
 
@@ -125,7 +125,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:  # a keyword the builder does not take, a bad value
         raise ModelprofError(f"{args.model}: {' '.join(str(exc).split())}") from exc
     out(result.model_dump_json(indent=2) if args.json else format_sweep(result))
-    violations = check_growth(result, {"max_flops_growth_exponent": args.max_flops_growth_exponent})
+    violations = check_growth(result, {"max_flops_growth": args.max_flops_growth})
     for violation in violations:
         print(f"{PROG} sweep: FAIL {violation.message}", file=sys.stderr)
     return EXIT_FAILED if violations else EXIT_OK
@@ -147,7 +147,7 @@ COMMAND = Command(
   modelprof sweep resnet18 --batch 1,8,32
   modelprof sweep vit_b_16 --batch 1,2,4 --no-latency
   modelprof sweep resnet50 --input-size 112,224,448 --no-latency --json > sweep.json
-  modelprof sweep resnet18 --batch 1,2,4 --max-flops-growth-exponent 1.05
+  modelprof sweep resnet18 --batch 1,2,4 --max-flops-growth 1.05
   modelprof sweep hf:llama --arch hidden_size=64 --arch intermediate_size=128 \\
       --sweep-arch num_hidden_layers=2,4,8 --seq-len 32 --no-latency --json
   modelprof sweep my_pkg.nets:make_net --sweep-arch depth=2,4,8 --input-shape 1,3,64,64""",

@@ -13,7 +13,7 @@ from pytest_modelprof.baseline.metrics import COMPILE, active_metrics
 __all__ = ["compile_wanted"]
 
 #: The compile metrics only an Inductor compile measures.
-INDUCTOR_METRICS: Final = frozenset({"kernels", "compile_s"})
+INDUCTOR_METRICS: Final = frozenset({"kernels", "compile_time"})
 
 
 def compile_wanted(explicit: frozenset[str]) -> tuple[bool, bool]:

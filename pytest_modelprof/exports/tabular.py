@@ -23,7 +23,7 @@ CSV_COLUMNS = (
     "macs",
     "bytes_read",
     "bytes_written",
-    "memory",
+    "traffic",
     "arithmetic_intensity",
     "bottleneck",
     "output_shape",
@@ -49,7 +49,7 @@ def profile_csv(profile: ModelProfile) -> str:
                 layer.macs,
                 layer.bytes_read,
                 layer.bytes_written,
-                layer.memory,
+                layer.traffic,
                 # Same rounding as the JSON writer, so the two files agree digit for digit.
                 round(layer.arithmetic_intensity, 6),
                 layer.bottleneck,

@@ -65,7 +65,7 @@ def measure_latency(
     while the verdict is undecided; without them (recording a baseline) it measures the most
     rounds at once, since a baseline is judged against many times.
     """
-    if not limits.limited("latency_ms"):
+    if not limits.limited("latency"):
         return None
     from pydantic import ValidationError
 
@@ -143,7 +143,7 @@ def run_sweep(
         over=sweep_axes,
         input_shape=request.input_shape,
         inputs=request.inputs,
-        latency="max_latency_growth_exponent" in limits.growth,
+        latency="max_latency_growth" in limits.growth,
         device=request.device,
         measure_more=_memory_points(request, limits),
     )
@@ -230,7 +230,7 @@ class TimingCollector(JsonCollector):
         return timing_to_store(stored, new, latency_tolerance(limits))
 
     def judged(self, evidence: EvidenceData | None) -> frozenset[str]:
-        return frozenset({"latency_ms"}) if evidence is not None else frozenset()
+        return frozenset({"latency"}) if evidence is not None else frozenset()
 
     def checks(
         self,

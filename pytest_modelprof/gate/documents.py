@@ -101,7 +101,7 @@ def _has_timing(document: Document) -> bool:
 
 def _check_latency_limit(new: Document, limits: Limits, source: str) -> None:
     """A latency limit needs the timing rounds a gated run stored; refuse it, never skip it."""
-    if "latency_ms" not in limits.explicit or _has_timing(new):
+    if "latency" not in limits.explicit or _has_timing(new):
         return
     kind = {
         ModelProfile: "a profile never stores timing rounds",
@@ -109,7 +109,7 @@ def _check_latency_limit(new: Document, limits: Limits, source: str) -> None:
         RunResults: "no test of this results file stored timing rounds",
     }[type(new)]
     raise ReportError(
-        f"{source}: a latency limit (max_latency_ms or max_latency_delta) cannot be judged: "
+        f"{source}: a latency limit (max_latency or max_latency_delta) cannot be judged: "
         f"{kind}. "
         f"Compare two baseline files or results files of runs whose tests had a latency limit "
         f"in their marker, or drop the latency limit"

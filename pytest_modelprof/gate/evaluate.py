@@ -281,7 +281,7 @@ def evaluate(
         figures = {k: float(v) for k, v in current.metrics.items()}
         latency = next((c for c in comparison.checks if c.kind == "latency"), None)
         if latency is not None and latency.current is not None:
-            figures["latency_ms"] = round(latency.current, 6)
+            figures["latency"] = round(latency.current, 6)
         return ProfileResult(
             nodeid=nodeid,
             name=name,

@@ -73,7 +73,7 @@ def latency_tolerance(limits: CollectorLimits) -> float:
     ``max_latency_delta=0`` (``Exact``) means 0: any slowdown the rounds are sure of."""
     from pytest_modelprof.runtime import DEFAULT_TOLERANCE
 
-    tolerance = limits.tolerances.get("latency_ms")
+    tolerance = limits.tolerances.get("latency")
     if isinstance(tolerance, Exact):
         return 0.0
     return tolerance.fraction if isinstance(tolerance, Relative) else DEFAULT_TOLERANCE
@@ -98,13 +98,13 @@ def latency_checks(
         latency_gate,
     )
 
-    metric = active_metrics().by_name("latency_ms")
+    metric = active_metrics().by_name("latency")
     assert metric is not None
     from pytest_modelprof.runtime.paired import split_timing
 
     current, paired, fallback = split_timing(timing)
-    tolerance = limits.tolerances.get("latency_ms")
-    budget = limits.budgets.get("latency_ms")
+    tolerance = limits.tolerances.get("latency")
+    budget = limits.budgets.get("latency")
     comparison: LatencyComparison | None = None
     # The rounds themselves travel once, on the record (``timing``) and in the baseline; the
     # row keeps the figures of the verdict.
@@ -227,6 +227,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: CollectorLimits) -> l
         table = active_metrics().growth_limits().get(key)
         metric_name = fields[key]  # the profile field the sweep fitted
         label = table.label if table is not None else metric_name
+        quantity = table.name if table is not None else metric_name
         for series in sweep.get("series", []):
             fit = series.get("fits", {}).get(metric_name)
             if fit is None:
@@ -247,7 +248,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: CollectorLimits) -> l
             over = exponent > limit
             verdict = "ok"
             if over:
-                noisy = metric_name == "latency_ms" and limits.timing_fails is not True
+                noisy = quantity == "latency" and limits.timing_fails is not True
                 verdict = "warning" if noisy else "regressed"
             reason = (
                 f"grows as {axis}^{exponent:.2f} over {span}, "
@@ -255,7 +256,7 @@ def growth_checks(sweep: Mapping[str, Any] | None, limits: CollectorLimits) -> l
             )
             rows.append(
                 Check(
-                    metric=f"{metric_name}_growth[{axis}]",
+                    metric=f"{quantity}_growth[{axis}]",
                     label=f"{label} growth ({axis})",
                     kind="growth",
                     verdict=verdict,  # type: ignore[arg-type]
@@ -380,7 +381,7 @@ def uncounted_check(
     else:
         new = sorted(set(now) - set(before))
         calls_grew, bytes_grew, shrank = _uncounted_changes(
-            now, before, current.uncounted_memory or {}, baseline.uncounted_memory or {}
+            now, before, current.uncounted_traffic or {}, baseline.uncounted_traffic or {}
         )
         gone = sorted(set(before) - set(now))
         parts = []

@@ -180,7 +180,7 @@ class Limits:
     @property
     def wants_latency(self) -> bool:
         """A latency limit was set and is not off (latency is measured only then: it costs time)."""
-        return self.limited("latency_ms")
+        return self.limited("latency")
 
     @property
     def timing_fails(self) -> bool | None:

@@ -14,7 +14,8 @@ __all__ = [
     "HistoryDocument",
 ]
 
-HISTORY_SCHEMA_VERSION = 1
+#: 2: series carry the metric names of 0.1.0 (``traffic``, ``peak_activations``, ...).
+HISTORY_SCHEMA_VERSION = 2
 
 
 # Fields are declared in alphabetical order: pydantic writes them in declaration order, so its

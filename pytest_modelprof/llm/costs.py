@@ -1,6 +1,6 @@
 """The serving-cost document of a causal LM: :class:`LLMCosts` (pydantic, torch-free).
 
-Profiles and baselines carry it (the gate's ``kv_cache_bytes``, ``decode_flops`` and
+Profiles and baselines carry it (the gate's ``kv_cache``, ``decode_flops`` and
 ``prefill_flops`` read it), so reading one never needs torch; it is measured by
 :func:`pytest_modelprof.llm.profile_llm`.
 """

@@ -16,7 +16,7 @@ def measure(call: Measure) -> EvidenceData | None:
     """:func:`~pytest_modelprof.llm.profile_llm` with the marker's ``llm=`` (else its defaults).
 
     The evidence is the whole :class:`~pytest_modelprof.llm.LLMCosts` document; the metric
-    values (``kv_cache_bytes``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
+    values (``kv_cache``, ``decode_flops`` per token, ``prefill_flops``) are read from it.
     A context list (``llm={"context": [1024, 4096]}``) measures each context: the costs are the
     longest one's, plus ``growth`` (see :func:`~pytest_modelprof.llm.growth.decode_growth`).
     """
@@ -38,13 +38,13 @@ def measure(call: Measure) -> EvidenceData | None:
 def _llm_values(evidence: EvidenceData) -> dict[str, Number]:
     """The LLM metrics of the evidence (an ``LLMCosts`` document as JSON)."""
     out: dict[str, Number] = {
-        "kv_cache_bytes": evidence["kv_cache"]["bytes"],
+        "kv_cache": evidence["kv_cache"]["bytes"],
         "decode_flops": evidence["decode"]["flops_per_token"],
         "prefill_flops": evidence["prefill"]["flops"],
     }
     growth = evidence.get("growth")  # only from a context sweep, llm={"context": [...]}
     if isinstance(growth, Mapping):
-        out["decode_flops_growth_exponent"] = growth["decode_flops_exponent"]
+        out["decode_flops_growth"] = growth["decode_flops_exponent"]
     return out
 
 

@@ -36,7 +36,7 @@ def decode_growth(model: Any, contexts: Sequence[int], **options: Any) -> dict[s
     out["growth"] = {
         "contexts": list(contexts),
         "decode_flops": flops,
-        "kv_cache_bytes": kv,
+        "kv_cache": kv,
         "decode_flops_exponent": fit_exponent(contexts, flops),
         "kv_cache_exponent": fit_exponent(contexts, kv) if min(kv) > 0 else None,
     }

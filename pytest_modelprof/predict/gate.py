@@ -1,8 +1,8 @@
 """The predicted-GPU-time metric's collector: the gated model's forward priced on a GPU preset.
 
-``baseline/predicted_metrics.py`` declares ``predicted_ms``; :data:`PREDICTED_COLLECTOR`
-measures it when a limit on the metric is set (``max_predicted_ms_delta``,
-``max_predicted_ms``). The GPU and precision are :data:`GATE_GPU` at :data:`GATE_PRECISION`
+``baseline/predicted_metrics.py`` declares ``predicted_time``; :data:`PREDICTED_COLLECTOR`
+measures it when a limit on the metric is set (``max_predicted_time_delta``,
+``max_predicted_time``). The GPU and precision are :data:`GATE_GPU` at :data:`GATE_PRECISION`
 unless the marker's ``precision`` (the memory step's) names one of the prediction's
 precisions; the evidence records which, so a baseline says what its number means.
 """
@@ -41,7 +41,7 @@ def measure(call: Measure) -> EvidenceData | None:
         precision = GATE_PRECISION
     p = predict_profile(made, GATE_GPU, precision=precision, top=3)
     return {
-        "predicted_ms": round(p.forward_ms, 6),
+        "predicted_time": round(p.forward_ms, 6),  # ms
         "machine": p.machine,
         "precision": p.precision,
         "batch": p.batch,
@@ -50,7 +50,7 @@ def measure(call: Measure) -> EvidenceData | None:
     }
 
 
-#: The predicted GPU time of ``predicted_ms``, only when a limit on it is set.
+#: The predicted GPU time of ``predicted_time``, only when a limit on it is set.
 PREDICTED_COLLECTOR = JsonCollector(
     PREDICTED,
     measure_with=measure,

@@ -113,19 +113,19 @@ def op_chart(profile: ModelProfile | None, baseline: BaselineDocument | None = N
         return _op_diff_chart(profile, before)
     title = "Op-family breakdown (current)"
     legend = (LegendItem("bar-flops", "share of FLOPs"), LegendItem("bar-mem", "share of memory"))
-    families = sorted(profile.op_breakdown, key=lambda f: (-f.flops, -f.memory, f.family)) \
+    families = sorted(profile.op_breakdown, key=lambda f: (-f.flops, -f.traffic, f.family)) \
         if profile is not None else []
     if not families:
         return Chart(title, "", num(CHART_W), "60", legend,
                      empty="This profile has no op-family breakdown.")
     total_flops = sum(f.flops for f in families) or 1
-    total_mem = sum(f.memory for f in families) or 1
+    total_mem = sum(f.traffic for f in families) or 1
     row_h, top = 30.0, 8.0
     height = top + row_h * len(families) + 8
     rects, texts = [], []
     for i, fam in enumerate(families):
         y = top + i * row_h
-        fs, ms = fam.flops / total_flops, fam.memory / total_mem
+        fs, ms = fam.flops / total_flops, fam.traffic / total_mem
         texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(fam.family), "label", "end",
                              f"{fam.family}: {fam.count} ops"))
         rects.append(SvgRect(num(LABEL_W), num(y + 3), num(max(BAR_W * fs, 0.5)), "10",
@@ -134,7 +134,7 @@ def op_chart(profile: ModelProfile | None, baseline: BaselineDocument | None = N
                              f"({fs * 100:.1f} % of FLOPs)"))
         rects.append(SvgRect(num(LABEL_W), num(y + 14), num(max(BAR_W * ms, 0.5)), "10",
                              "bar-mem",
-                             f"{fam.family}: {format_bytes(fam.memory)} ({ms * 100:.1f} % of "
+                             f"{fam.family}: {format_bytes(fam.traffic)} ({ms * 100:.1f} % of "
                              f"memory traffic)"))
         texts.append(SvgText(num(LABEL_W + BAR_W * max(fs, ms) + 6), num(y + 21),
                              f"{fs * 100:.1f} % \u00b7 {ms * 100:.1f} %", "value"))
@@ -161,13 +161,13 @@ def _op_diff_chart(profile: ModelProfile, before: Mapping[str, BaselineOpFamily]
     """Per op family: FLOPs baseline and current, bytes baseline and current, and the calls."""
     title = "Op families: baseline vs current"
     legend = (LegendItem("bar-base", "baseline"), LegendItem("bar-flops", "FLOPs (current)"),
-              LegendItem("bar-mem", "memory (current)"))
+              LegendItem("bar-mem", "traffic (current)"))
     after = {f.family: f for f in profile.op_breakdown}
     rows = []
     for name in set(after) | set(before):
         a, b = after.get(name), before.get(name)
         rows.append((name, a.count if a else 0, b.count if b else 0, a.flops if a else 0,
-                     b.flops if b else 0, a.memory if a else 0, b.memory if b else 0))
+                     b.flops if b else 0, a.traffic if a else 0, b.traffic if b else 0))
     # What changed first (the larger relative change in bytes or FLOPs), then the largest.
     def moved(r: tuple[str, int, int, int, int, int, int]) -> float:
         return max(abs(change_of(r[3], r[4]) or 0), abs(change_of(r[5], r[6]) or 0),
@@ -220,11 +220,11 @@ def roofline_chart(result: ProfileResult) -> Chart:
     balance = machine.balance
     current = [(lay.arithmetic_intensity, lay.flops, lay.name, lay.type, lay.bottleneck)
                for lay in profile.layers if lay.arithmetic_intensity > 0 and lay.flops > 0]
-    baseline = [(row.flops / row.memory, row.flops, row.name, row.type)
+    baseline = [(row.flops / row.traffic, row.flops, row.name, row.type)
                 for row in (result.baseline.layers if result.baseline else [])
-                if row.flops > 0 and row.memory > 0]
+                if row.flops > 0 and row.traffic > 0]
     model_ai = profile.arithmetic_intensity
-    base_ai = result.baseline.metrics.get("arithmetic_intensity") if result.baseline else None
+    base_ai = result.baseline.metrics.get("intensity") if result.baseline else None
     values = [v[0] for v in current] + [v[0] for v in baseline] + [balance]
     values += [v for v in (model_ai, base_ai) if v]
     lo = math.floor(math.log10(min(values))) - (1 if min(values) == balance else 0)

@@ -149,9 +149,9 @@ def layer_table(result: ProfileResult, diffs: Sequence[LayerDiff]) -> LayerTable
                         sign_css(d.delta("params")),
                     ),
                     Cell(
-                        signed_count(d.delta("memory"), "", format_bytes),
-                        sort_key(d.delta("memory")),
-                        sign_css(d.delta("memory")),
+                        signed_count(d.delta("traffic"), "", format_bytes),
+                        sort_key(d.delta("traffic")),
+                        sign_css(d.delta("traffic")),
                     ),
                 ),
                 css=f"layer-{d.kind}",

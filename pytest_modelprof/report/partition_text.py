@@ -19,11 +19,11 @@ def render_partition_report(report: PartitionReport, *, top: int = 10, title: st
     lines.append(f"  FLOPs              {format_count(s.total_flops, 'FLOPs')}")
     unread = f"   (+{format_count(s.unread_params)} never read)" if s.unread_params else ""
     lines.append(f"  params             {format_count(s.total_params)}{unread}")
-    lines.append(f"  memory, unfused    {format_bytes(s.unfused_bytes)}"
-                 f"   AI {s.unfused_arithmetic_intensity:.3g} FLOP/B")
+    lines.append(f"  traffic, unfused   {format_bytes(s.unfused_bytes)}"
+                 f"   intensity {s.unfused_arithmetic_intensity:.3g} FLOP/B")
     saved = 1 - s.fused_bytes / s.unfused_bytes if s.unfused_bytes else 0.0
-    lines.append(f"  memory, fused      {format_bytes(s.fused_bytes)}"
-                 f"   AI {s.fused_arithmetic_intensity:.3g} FLOP/B  ({saved:.0%} less traffic)")
+    lines.append(f"  traffic, fused     {format_bytes(s.fused_bytes)}"
+                 f"   intensity {s.fused_arithmetic_intensity:.3g} FLOP/B  ({saved:.0%} less)")
     bound = sum(1 for g in s.subgraphs if g.bottleneck == "compute-bound")
     lines.append(f"  compute-bound      {bound} of {len(s.subgraphs)} subgraphs")
     lines.append("")
@@ -55,13 +55,13 @@ def render_partition_report(report: PartitionReport, *, top: int = 10, title: st
     width = min(max((len(g.name) for g in ranked), default=8), 60)
     pwidth = min(max((len(g.pattern) for g in ranked), default=7), 40)
     lines.append(f"  {'id':>5s}  {'subgraph':<{width}s}  {'pattern':<{pwidth}s}  {'FLOPs':>12s}  "
-                 f"{'fused mem':>10s}  {'AI':>7s}  {'bound':<7s}  parallelism")
+                 f"{'traffic':>10s}  {'intensity':>9s}  {'bound':<7s}  parallelism")
     for g in ranked:
         p = g.parallelism
         par = f"{format_count(p.output_elements)} el" + (" depthwise" if p.depthwise else "")
         lines.append(
             f"  {g.id:>5d}  {g.name[:width]:<{width}s}  {g.pattern[:pwidth]:<{pwidth}s}  "
             f"{format_count(g.flops, 'FLOPs'):>12s}  {format_bytes(g.memory):>10s}  "
-            f"{g.arithmetic_intensity:7.3g}  {g.bottleneck.split('-')[0]:<7s}  {par}"
+            f"{g.arithmetic_intensity:9.3g}  {g.bottleneck.split('-')[0]:<7s}  {par}"
         )
     return "\n".join(lines) + "\n"

@@ -32,7 +32,7 @@ __all__ = [
 DEFAULT_WIDTH = 100
 ELLIPSIS = "…"
 INDENT = "  "
-AI_HEADER = "AI (FLOPs/B)"
+AI_HEADER = "Intensity"  # FLOP/B, as the summary line above the table says
 # Layer tables shrink the name column to 24, then the type column to 10, then the name to 8.
 LAYER_FLEX = ((0, 24), (1, 10), (0, 8))
 
@@ -222,9 +222,9 @@ def _summary(profile: ModelProfile, width: int) -> list[str]:
         ("Parameters", params),
         ("MACs", macs),
         ("FLOPs", flops),
-        ("Memory traffic", f"{format_bytes(profile.total_memory)} (read + written by every op)"),
+        ("Traffic", f"{format_bytes(profile.total_traffic)} (read + written by every op)"),
         ("Peak activations", format_bytes(profile.peak_activation_bytes)),
-        ("Arithmetic int.", format_ai(profile.arithmetic_intensity)),
+        ("Intensity", format_ai(profile.arithmetic_intensity)),
         (
             "Machine balance",
             f"{format_ai(machine.balance)} ({machine.name}: "
@@ -252,7 +252,7 @@ def _op_breakdown(profile: ModelProfile, width: int) -> list[str]:
             str(f.count),
             format_count(f.flops, "FLOPs"),
             format_count(f.macs, "MACs"),
-            format_bytes(f.memory),
+            format_bytes(f.traffic),
             percent(f.share),
             "#" * round(bar_width * f.share),
         ]
@@ -261,7 +261,7 @@ def _op_breakdown(profile: ModelProfile, width: int) -> list[str]:
     return [
         *section_title("Operation breakdown (by op family; share of FLOPs)", width),
         *render_table(
-            ["Family", "Ops", "FLOPs", "MACs", "Memory", "Share", ""],
+            ["Family", "Ops", "FLOPs", "MACs", "Traffic", "Share", ""],
             rows, align=["<", ">", ">", ">", ">", ">", "<"], width=width,
         ),
     ]
@@ -269,7 +269,7 @@ def _op_breakdown(profile: ModelProfile, width: int) -> list[str]:
 
 def _bottlenecks(profile: ModelProfile, width: int) -> list[str]:
     total_flops = sum(layer.flops for layer in profile.layers) or 1
-    total_memory = sum(layer.memory for layer in profile.layers) or 1
+    total_traffic = sum(layer.traffic for layer in profile.layers) or 1
     groups: dict[str, list[LayerStats]] = {"compute-bound": [], "memory-bound": [], "none": []}
     for layer in profile.layers:
         groups.setdefault(layer.bottleneck, []).append(layer)
@@ -281,20 +281,20 @@ def _bottlenecks(profile: ModelProfile, width: int) -> list[str]:
         if kind == "none" and not layers:
             continue
         flops = sum(layer.flops for layer in layers)
-        memory = sum(layer.memory for layer in layers)
+        memory = sum(layer.traffic for layer in layers)
         rows.append([
             label, str(len(layers)), format_count(flops, "FLOPs"), percent(flops / total_flops),
-            format_bytes(memory), percent(memory / total_memory),
+            format_bytes(memory), percent(memory / total_traffic),
         ])
     balance = format_ai(profile.machine.balance)
     return [
         *section_title(
             f"Bottleneck analysis (per layer, against {profile.machine.name}: "
-            f"compute-bound when AI >= {balance})",
+            f"compute-bound when intensity >= {balance})",
             width,
         ),
         *render_table(
-            ["Class", "Layers", "FLOPs", "FLOPs share", "Memory", "Memory share"], rows,
+            ["Class", "Layers", "FLOPs", "FLOPs share", "Traffic", "Traffic share"], rows,
             width=width,
         ),
     ]
@@ -305,7 +305,7 @@ def _layer_row(layer: LayerStats, show_shape: bool) -> list[str]:
         layer.name,
         layer.type,
         format_count(layer.flops, "FLOPs"),
-        format_bytes(layer.memory),
+        format_bytes(layer.traffic),
         format_ai(layer.arithmetic_intensity, unit=False),
         _bound(layer.bottleneck),
     ]
@@ -315,7 +315,7 @@ def _layer_row(layer: LayerStats, show_shape: bool) -> list[str]:
 
 
 def _layer_headers(show_shape: bool) -> list[str]:
-    headers = ["Layer", "Type", "FLOPs", "Memory", AI_HEADER, "Bound"]
+    headers = ["Layer", "Type", "FLOPs", "Traffic", AI_HEADER, "Bound"]
     return [*headers, "Output shape"] if show_shape else headers
 
 
@@ -326,7 +326,7 @@ def _layer_aligns(show_shape: bool) -> list[Align]:
 
 def _top_layers(profile: ModelProfile, top: int, show_shape: bool, width: int) -> list[str]:
     ranked = sorted(
-        enumerate(profile.layers), key=lambda item: (-item[1].flops, -item[1].memory, item[0])
+        enumerate(profile.layers), key=lambda item: (-item[1].flops, -item[1].traffic, item[0])
     )[:top]
     rows = [[str(rank), *_layer_row(layer, show_shape)] for rank, (_, layer) in
             enumerate(ranked, start=1)]
@@ -377,7 +377,7 @@ def _module_tree(profile: ModelProfile, capture: Capture, show_shape: bool,
         if show_shape:
             row.append(format_shape(call.output_shape if call else None))
         rows.append(row)
-    headers = ["Module", "Type", "Params", "FLOPs", "Memory", AI_HEADER, "Bound"]
+    headers = ["Module", "Type", "Params", "FLOPs", "Traffic", AI_HEADER, "Bound"]
     aligns: list[Align] = ["<", "<", ">", ">", ">", ">", "<"]
     if show_shape:
         headers.append("Output shape")

@@ -31,7 +31,7 @@ from pytest_modelprof.results.record import (
     SourceLocation,
     Status,
 )
-from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic
+from pytest_modelprof.schema import Frozen, ModelProfile, dumps_deterministic, migrate_profile
 
 __all__ = [
     "RESULTS_KIND",
@@ -43,7 +43,7 @@ __all__ = [
     "load_document",
 ]
 
-RESULTS_SCHEMA_VERSION: Final = 4
+RESULTS_SCHEMA_VERSION: Final = 5
 RESULTS_KIND: Final = "pytest-modelprof-results"
 #: Where the committed JSON Schema lives, relative to the repository root.
 SCHEMA_PATH: Final = "schemas/results.schema.json"
@@ -129,6 +129,8 @@ def _validate(cls: type[_M], data: Any, source: str) -> _M:
             )
     if isinstance(data, dict) and cls is RunResults:
         data = _migrate(data)
+    if cls is ModelProfile:
+        data = migrate_profile(data)
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
@@ -150,16 +152,17 @@ def _results_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _with_layer_changes(test: Any) -> Any:
     """One test of a v3 file with the judge's layer changes on its FLOPs row, from the profile
     and the baseline the file holds (a test with either missing has none to show)."""
-    from pytest_modelprof.baseline.document import baseline_layers
+    from pytest_modelprof.baseline.document import baseline_layers, migrate
     from pytest_modelprof.baseline.layers import layer_detail, layer_row_metric
+    from pytest_modelprof.errors import BaselineError
 
     name = layer_row_metric()
     if not isinstance(test, dict) or not test.get("profile") or not test.get("baseline"):
         return test
     try:
-        profile = ModelProfile.model_validate(test["profile"])
-        baseline = BaselineDocument.model_validate(test["baseline"])
-    except ValidationError:
+        profile = ModelProfile.model_validate(migrate_profile(test["profile"]))
+        baseline = BaselineDocument.model_validate(migrate(test["baseline"], source="results"))
+    except (ValidationError, BaselineError):
         return test  # validating the whole document names the bad field
     detail = layer_detail(baseline_layers(profile), baseline.layers)
     checks = [
@@ -178,9 +181,83 @@ def _results_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "schema_version": 4, "tests": tests}
 
 
+def _renamed_test(test: Any) -> Any:
+    """One test of a v4 file under the quantity names of v5 (``baseline.renames``)."""
+    from pytest_modelprof.baseline.document import migrate
+    from pytest_modelprof.baseline.renames import METRIC_RENAMES, TRAFFIC_FIELD, renamed
+    from pytest_modelprof.baseline.renames import renamed_keys as keys
+    from pytest_modelprof.errors import BaselineError
+
+    if not isinstance(test, dict):
+        return test
+    out = dict(test)
+    for key in ("metrics", "baseline_metrics"):
+        if key in test:
+            out[key] = keys(test[key], METRIC_RENAMES)
+    out["checks"] = [_renamed_row(row) for row in test.get("checks") or []]
+    if "profile" in test:
+        out["profile"] = migrate_profile(test["profile"])
+    if isinstance(test.get("baseline"), dict):
+        try:
+            out["baseline"] = migrate(test["baseline"], source="results")
+        except BaselineError:
+            pass  # validating the whole document names the bad field
+    sweep = test.get("sweep")
+    if isinstance(sweep, dict) and isinstance(sweep.get("series"), list):
+        series = [
+            {**s, "points": renamed(s.get("points"), *TRAFFIC_FIELD),
+             "fits": renamed(s.get("fits"), *TRAFFIC_FIELD)} if isinstance(s, dict) else s
+            for s in sweep["series"]
+        ]
+        out["sweep"] = {**sweep, "series": series}
+    return out
+
+
+def _renamed_row(row: Any) -> Any:
+    """One check row of a v4 file under the metric names of v5: its metric and label, the
+    growth rows' names and the layer changes' bytes moved."""
+    from pytest_modelprof.baseline.metrics import active_metrics
+    from pytest_modelprof.baseline.renames import (
+        GROWTH_ROW_RENAMES,
+        METRIC_RENAMES,
+        TRAFFIC_FIELD,
+        renamed,
+    )
+
+    name = row.get("metric") if isinstance(row, dict) else None
+    if not isinstance(name, str):
+        return row
+    field, growth, axis = name.partition("_growth[")
+    if growth and field in GROWTH_ROW_RENAMES:
+        row = {**row, "metric": f"{GROWTH_ROW_RENAMES[field]}{growth}{axis}"}
+    elif name in METRIC_RENAMES:
+        metric = active_metrics().by_name(METRIC_RENAMES[name])
+        new = METRIC_RENAMES[name]
+        row = {**row, "metric": new, "label": metric.label if metric is not None else new}
+    detail = row.get("detail")
+    if isinstance(detail, dict) and isinstance(detail.get("layer_changes"), list):
+        changes = [
+            {k: renamed(v, *TRAFFIC_FIELD) if k in ("before", "after") else v
+             for k, v in c.items()} if isinstance(c, dict) else c
+            for c in detail["layer_changes"]
+        ]
+        row = {**row, "detail": {**detail, "layer_changes": changes}}
+    return row
+
+
+def _results_v4_to_v5(data: dict[str, Any]) -> dict[str, Any]:
+    """v5 names each quantity with one word: metric names in rows and ``metrics``, and the
+    bytes moved (``traffic``) in the profiles, baselines and sweeps it holds."""
+    tests = data.get("tests")
+    tests = [_renamed_test(t) for t in tests] if isinstance(tests, list) else tests
+    return {**data, "schema_version": 5, "tests": tests}
+
+
 def _migrate(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` brought up to :data:`RESULTS_SCHEMA_VERSION`, one step at a time."""
-    steps = {1: _results_v1_to_v2, 2: _results_v2_to_v3, 3: _results_v3_to_v4}
+    steps = {
+        1: _results_v1_to_v2, 2: _results_v2_to_v3, 3: _results_v3_to_v4, 4: _results_v4_to_v5,
+    }
     while isinstance(version := data.get("schema_version"), int) and version in steps:
         data = steps[version](data)
     return data
@@ -189,12 +266,15 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
 def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
     from pytest_modelprof.baseline.metrics import Metric, active_metrics
+    from pytest_modelprof.baseline.renames import METRIC_RENAMES
 
     tests = []
     for test in data.get("tests", []):
         rows = []
         for old in test.get("checks", []):
-            metric = active_metrics().by_name(old.get("metric", ""))
+            # Formatted as the metric's row is today (v5 renames the row itself).
+            name = old.get("metric", "")
+            metric = active_metrics().by_name(METRIC_RENAMES.get(name, name))
             label = metric.label if metric is not None else old.get("metric", "")
 
             def fmt(value: float | None, metric: Metric | None = metric) -> str:

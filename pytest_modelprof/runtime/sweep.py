@@ -1,9 +1,9 @@
-"""Scaling sweeps: FLOPs, memory and latency over batch size, sequence length, input size, depth.
+"""Scaling sweeps: FLOPs, traffic and latency over batch size, sequence length, input size, depth.
 
 ``sweep(model, over={"batch": [1, 8, 32]})`` profiles the model at each point (one capture per
 point, plus an optional latency measurement) and fits a growth exponent per metric: the slope
 of ``log(metric)`` against ``log(value)`` by least squares. Linear growth fits 1, attention over
-sequence length fits 2. :func:`check_growth` is the pure gate: ``max_flops_growth_exponent=1.1``
+sequence length fits 2. :func:`check_growth` is the pure gate: ``max_flops_growth=1.1``
 fails a change that turns linear growth quadratic.
 
 Shape axes (:data:`SHAPE_AXES`) change the inputs: ``batch`` is dimension 0, ``seq_len``
@@ -52,7 +52,7 @@ class SweepPoint(Frozen):
     params: int
     flops: int
     macs: int
-    memory: int
+    traffic: int
     peak_activation_bytes: int
     latency_ms: float | None = None
     latency: TimingStats | None = None
@@ -349,7 +349,7 @@ def sweep(
         return SweepPoint(
             axis=axis, value=point[axis], input_shapes=shapes,
             params=prof.total_params, flops=prof.total_flops, macs=prof.total_macs,
-            memory=prof.total_memory, peak_activation_bytes=prof.peak_activation_bytes,
+            traffic=prof.total_traffic, peak_activation_bytes=prof.peak_activation_bytes,
             latency_ms=stats.median if stats is not None else None, latency=stats,
             module_flops=_module_flops(prof.layers),
             extra=dict(measure_more(module, batch)) if measure_more is not None else {},

@@ -47,10 +47,10 @@ def test_yolo_real_equals_meta() -> None:
     meta = profile_model("yolov8n.yaml", input_shape=(1, 3, 320, 320))
     real = profile_model("yolov8n.yaml", input_shape=(1, 3, 320, 320), mode="real")
     assert meta.capture.mode == "meta" and real.capture.mode == "real"
-    assert (meta.total_flops, meta.total_macs, meta.total_memory, meta.peak_activation_bytes) == (
+    assert (meta.total_flops, meta.total_macs, meta.total_traffic, meta.peak_activation_bytes) == (
         real.total_flops,
         real.total_macs,
-        real.total_memory,
+        real.total_traffic,
         real.peak_activation_bytes,
     )
 
@@ -65,10 +65,10 @@ def test_vit_real_no_grad_fast_path_equals_meta() -> None:
         real = profile_model("vit_b_16", mode="real")
     assert torch.backends.mha.get_fastpath_enabled()  # restored
     assert real.capture.mode == "real"
-    assert (real.total_macs, real.total_flops, real.total_memory) == (
+    assert (real.total_macs, real.total_flops, real.total_traffic) == (
         meta.total_macs,
         meta.total_flops,
-        meta.total_memory,
+        meta.total_traffic,
     )
     assert round(meta.total_macs / 1e9, 3) == 17.564  # torchvision's published figure
 

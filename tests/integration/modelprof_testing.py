@@ -29,7 +29,7 @@ ROOT = Path(__file__).parent
 def _layer(name, flops):
     return LayerStats(
         name=name, type="Conv2d", calls=1, flops=flops, macs=flops // 2, params=0,
-        bytes_read=flops // 20, bytes_written=flops // 20, memory=flops // 10,
+        bytes_read=flops // 20, bytes_written=flops // 20, traffic=flops // 10,
         arithmetic_intensity=10.0, bottleneck="compute-bound",
     )
 
@@ -55,7 +55,7 @@ def pytest_modelprof_profile(config, request):
         machine=GENERIC,
         total_flops=flops, total_macs=flops // 2, total_params=params,
         param_bytes=params * 4, buffer_bytes=0, activation_bytes=memory,
-        total_memory=memory, peak_activation_bytes=costs.get("peak", memory // 2),
+        total_traffic=memory, peak_activation_bytes=costs.get("peak", memory // 2),
         arithmetic_intensity=costs.get("ai", flops / memory), num_ops=len(layers),
         op_breakdown=[], layers=layers,
     )

@@ -53,7 +53,7 @@ def test_invalid_document(project: Project) -> None:
 def test_newer_schema(project: Project) -> None:
     _write(project)
     path = project.root / "baselines" / "test_a" / "test_x.json"
-    path.write_text(path.read_text().replace('"schema_version": 2', '"schema_version": 7'))
+    path.write_text(path.read_text().replace('"schema_version": 3', '"schema_version": 7'))
     result = project.run()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(

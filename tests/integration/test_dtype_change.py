@@ -51,10 +51,10 @@ def test_a_dtype_the_test_chose_fails_and_is_named(pytester: pytest.Pytester, ho
     result.stdout.fnmatch_lines(
         [
             "*dtype changed: float32 \u2192 float64*",
-            "*memory: * \u2192 * (+100.0 %, limit exact)*",
+            "*traffic: * \u2192 * (+100.0 %, limit exact)*",
         ]
     )
     (test,) = json.loads((pytester.path / "results.json").read_text())["tests"]
     verdicts = {c["metric"]: c["verdict"] for c in test["checks"]}
-    assert verdicts["memory"] == "regressed" and "warning" not in verdicts.values()
+    assert verdicts["traffic"] == "regressed" and "warning" not in verdicts.values()
     assert test["environment"] == []

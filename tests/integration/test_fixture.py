@@ -56,7 +56,7 @@ def test_marker_limits_and_defaults_apply_to_fixture_calls(project: Project) -> 
     project.set_costs(tiny={"flops": 1_400_000})  # +40 % within the marker's 50 %
     result = project.run()
     result.assert_outcomes(passed=1)
-    # AI rose by 40 %, but it is derived and not judged unless max_ai_drop is set: plain ok.
+    # AI rose by 40 %, but it is derived and not judged unless max_intensity_delta is set: plain ok.
     result.stdout.fnmatch_lines(["ok  *test_a.py::test_limits  1.4 MFLOPs (+40.0 %)*"])
     # A drop beyond the exact default is an improvement: it passes, with a hint.
     project.set_costs(tiny={"flops": 400_000})  # -60 %, beyond the 50 % tolerance

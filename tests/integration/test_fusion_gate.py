@@ -50,7 +50,7 @@ def test_broken_fusion_fails_on_subgraphs(pytester: pytest.Pytester) -> None:
         [
             "*regressed against*",
             "*subgraphs: 1 \u2192 2 (+100.0 %, limit exact)*",
-            "*memory: * \u2192 * (+*%, limit exact)*",
+            "*traffic: * \u2192 * (+*%, limit exact)*",
         ]
     )
     assert "FLOPs: " not in result.stdout.str()  # the FLOPs did not change

@@ -59,7 +59,7 @@ def test_empty_metrics_are_refused(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         [
             "*baselines/test_models/test_net.json: incomplete baseline (metrics lack "
-            "arithmetic_intensity, flops, macs, memory, params, peak_memory*"
+            "flops, intensity, macs, params, peak_activations, traffic*"
             "`pytest --modelprof-update-baselines`*",
         ]
     )
@@ -79,8 +79,8 @@ def test_one_figure_left_is_refused(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*test_net.json: incomplete baseline (metrics lack arithmetic_intensity, macs, memory, "
-            "params, peak_memory*"
+            "*test_net.json: incomplete baseline (metrics lack intensity, macs, params, "
+            "peak_activations, traffic*"
         ]
     )
     result.stdout.no_fnmatch_line("*improved*")

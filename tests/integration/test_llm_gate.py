@@ -2,7 +2,7 @@
 
 The regression it exists for: a decoder that goes from grouped-query attention (8 KV heads) back
 to full multi-head attention (64) multiplies its KV cache by 8 while a 128-token forward's FLOPs
-move by a few percent, so ``max_flops_delta=0.1`` passes and ``max_kv_cache_bytes_delta=0.1``
+move by a few percent, so ``max_flops_delta=0.1`` passes and ``max_kv_cache_delta=0.1``
 fails. The decoder is a local transformers folder (``hf:tiny``: a config.json, random weights on
 meta), real engine, subprocess runs.
 """
@@ -27,12 +27,12 @@ from torch import nn
 @pytest.mark.profile(
     model="hf:tiny",
     llm={"prompt": 64, "context": 512, "batch": 1},
-    max_kv_cache_bytes_delta=0.1,
+    max_kv_cache_delta=0.1,
     # Every count of the forward and of serving within 10 %: only the cache may fail.
     max_flops_delta=0.1,
     max_macs_delta=0.1,
     max_params_delta=0.1,
-    max_memory_delta=0.1,
+    max_traffic_delta=0.1,
     max_decode_flops_delta=0.1,
     max_prefill_flops_delta=0.1,
 )
@@ -40,7 +40,7 @@ def test_serving_cost():
     pass
 
 
-@pytest.mark.profile(model="hf:tiny", name="budget", llm={"context": 256}, max_kv_cache_bytes="1KB")
+@pytest.mark.profile(model="hf:tiny", name="budget", llm={"context": 256}, max_kv_cache="1KB")
 def test_kv_budget():
     pass
 
@@ -72,7 +72,7 @@ class PrefixRedone(Tiny):
 
 
 @pytest.mark.profile(
-    llm={"prompt": 4, "context": [16, 32, 64]}, max_decode_flops_growth_exponent=1.2
+    llm={"prompt": 4, "context": [16, 32, 64]}, max_decode_flops_growth=1.2
 )
 def test_decode_growth(modelprof):
     modelprof(PrefixRedone(), inputs={"input_ids": torch.zeros(1, 4, dtype=torch.long)})
@@ -117,15 +117,15 @@ def test_gqa_to_mha_fails_the_kv_cache_limit_not_the_flops_limit(
     # decode step that redoes its prefix grows faster than linearly over a context sweep.
     result.stdout.fnmatch_lines_random(
         [
-            "*KV cache bytes: 262 KB is over budget max_kv_cache_bytes=1 KB*",
+            "*KV cache: 262 KB is over budget max_kv_cache=1 KB*",
             "*decode FLOPs/token: * is over budget max_decode_flops=1 KFLOPs*",
-            "*decode FLOPs growth exponent: 1.* is over budget "
-            "max_decode_flops_growth_exponent=1.2*",
+            "*decode FLOPs growth: 1.* is over budget "
+            "max_decode_flops_growth=1.2*",
         ]
     )
     stored = json.loads((root / "baselines/test_serving/test_serving_cost.json").read_text())
-    assert stored["metrics"]["kv_cache_bytes"] == 2 * 2 * 8 * 8 * 512 * 4
-    assert stored["measured"]["llm"]["kv_cache"]["bytes"] == stored["metrics"]["kv_cache_bytes"]
+    assert stored["metrics"]["kv_cache"] == 2 * 2 * 8 * 8 * 512 * 4
+    assert stored["measured"]["llm"]["kv_cache"]["bytes"] == stored["metrics"]["kv_cache"]
 
     _config(root, kv_heads=64)  # grouped-query -> full multi-head attention
     mha_flops = _forward_flops(root)
@@ -136,7 +136,7 @@ def test_gqa_to_mha_fails_the_kv_cache_limit_not_the_flops_limit(
     result.stdout.fnmatch_lines(
         [
             "*test_serving_cost regressed against*(1 problem)*",
-            "*KV cache bytes: 524 KB → 4.19 MB (+700.0 %, limit +10.0 %)*",
+            "*KV cache: 524 KB → 4.19 MB (+700.0 %, limit +10.0 %)*",
         ]
     )
     problems = [line for line in result.stdout.lines if "%, limit" in line]

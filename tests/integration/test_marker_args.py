@@ -76,8 +76,8 @@ def test_every_limit_is_accepted(project: Project) -> None:
         @pytest.mark.profile(
             model="fake:tiny",
             max_flops_delta=0.1, max_macs_delta="10%", max_params_delta=0,
-            max_memory_delta="exact", max_peak_memory_delta=0.5, max_ai_drop=0.2,
-            max_flops="9G", max_params="30M", max_memory="120MB",
+            max_traffic_delta="exact", max_peak_activations_delta=0.5, max_intensity_delta=0.2,
+            max_flops="9G", max_params="30M", max_traffic="120MB",
         )
         def test_all():
             pass
@@ -87,7 +87,7 @@ def test_every_limit_is_accepted(project: Project) -> None:
     result = project.run()
     result.assert_outcomes(passed=1)
     (text,) = project.baselines().values()
-    assert b'"max_flops": "9e+09"' in text and b'"max_ai_drop": "-20.0 %"' in text
+    assert b'"max_flops": "9e+09"' in text and b'"max_intensity_delta": "-20.0 %"' in text
 
 
 def test_budget_without_baseline_and_with(project: Project) -> None:
@@ -137,7 +137,7 @@ def test_ai_drop_direction(project: Project) -> None:
         test_a="""
         import pytest
 
-        @pytest.mark.profile(model="fake:tiny", max_ai_drop=0.1)
+        @pytest.mark.profile(model="fake:tiny", max_intensity_delta=0.1)
         def test_ai():
             pass
         """
@@ -150,7 +150,7 @@ def test_ai_drop_direction(project: Project) -> None:
     project.set_costs(tiny={"flops": 1_000_000, "ai": 8.0, "memory": 125_000})
     result = project.run()
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*AI: 10 FLOP/B \u2192 8 FLOP/B (-20.0 %, limit -10.0 %)*"])
+    result.stdout.fnmatch_lines(["*intensity: 10 FLOP/B \u2192 8 FLOP/B (-20.0 %, limit -10.0 %)*"])
 
 
 def test_marker_without_model_needs_the_fixture(project: Project) -> None:

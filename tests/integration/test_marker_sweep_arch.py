@@ -21,18 +21,18 @@ import torch.nn as nn
 
 
 @pytest.mark.profile(model="depthnet:make", input_shape=(2, 16), sweep={"layers": [1, 2, 4]},
-                     max_flops_growth_exponent=1.1)
+                     max_flops_growth=1.1)
 def test_linear_in_depth():
     pass
 
 
 @pytest.mark.profile(model="depthnet:make", input_shape=(2, 16), sweep={"layers": [1, 2, 4]},
-                     max_flops_growth_exponent=0.5)
+                     max_flops_growth=0.5)
 def test_sublinear_limit():
     pass
 
 
-@pytest.mark.profile(sweep={"layers": [1, 2]}, max_flops_growth_exponent=1.1)
+@pytest.mark.profile(sweep={"layers": [1, 2]}, max_flops_growth=1.1)
 def test_a_module_cannot_be_rebuilt(modelprof):
     modelprof(nn.Linear(4, 4), input_shape=(1, 4))
 """
@@ -44,7 +44,7 @@ def test_marker_sweep_over_a_builder_keyword(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines_random(
         [
-            "*grows as layers^1.00 over 1..4, above max_flops_growth_exponent=0.5*",
+            "*grows as layers^1.00 over 1..4, above max_flops_growth=0.5*",
             "*sweep axis 'layers' rebuilds the model*model=*",
         ]
     )

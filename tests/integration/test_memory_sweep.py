@@ -1,5 +1,5 @@
 """Growth exponents of the train and inference memory over a marker's sweep=: each point's step
-is estimated (nothing allocated) and ``max_train_memory_growth_exponent`` bounds the fit.
+is estimated (nothing allocated) and ``max_train_memory_growth`` bounds the fit.
 Subprocess runs, as in test_memory_gate.py."""
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ def convs():
     return nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 16, 3, padding=1))
 
 
-@pytest.mark.profile(sweep={"batch": [8, 16, 32]}, max_train_memory_growth_exponent=1.05,
-                     max_inference_memory_growth_exponent=1.05, optimizer="sgd")
+@pytest.mark.profile(sweep={"batch": [8, 16, 32]}, max_train_memory_growth=1.05,
+                     max_inference_memory_growth=1.05, optimizer="sgd")
 def test_linear_in_batch(modelprof):
     modelprof(convs(), input_shape=(8, 3, 32, 32))
 
 
-@pytest.mark.profile(sweep={"seq_len": [64, 128, 256]}, max_train_memory_growth_exponent=1.2)
+@pytest.mark.profile(sweep={"seq_len": [64, 128, 256]}, max_train_memory_growth=1.2)
 def test_quadratic_in_seq_len(modelprof):
     modelprof(Scores(), input_shape=(1, 64, 8))
 
 
-@pytest.mark.profile(model="resnet18", max_train_memory_growth_exponent=1.2)
+@pytest.mark.profile(model="resnet18", max_train_memory_growth=1.2)
 def test_growth_without_sweep():
     pass
 """
@@ -56,9 +56,9 @@ def test_memory_growth_exponents_over_a_sweep(pytester: pytest.Pytester) -> None
     result.stdout.fnmatch_lines_random(
         [
             "*train memory growth (seq_len): grows as seq_len^1.* above "
-            "max_train_memory_growth_exponent=1.2*",
+            "max_train_memory_growth=1.2*",
             "*marker on test_swept.py::test_growth_without_sweep: "
-            "max_train_memory_growth_exponent needs a sweep*",
+            "max_train_memory_growth needs a sweep*",
         ]
     )
     profiles = json.loads((pytester.path / "r.json").read_text())["tests"]

@@ -61,7 +61,7 @@ def test_0_compile_before_the_gate():
     assert len(COMPILES) == 1
 
 
-@pytest.mark.profile(max_latency_ms=1e6, timing_rounds=10, max_graph_breaks=9)
+@pytest.mark.profile(max_latency="1e6ms", timing_rounds=10, max_graph_breaks=9)
 def test_1_latency_and_compile(modelprof):
     modelprof(LAZY, input_shape=(2, 8))
 

@@ -102,7 +102,7 @@ def test_compare_gives_the_gates_verdicts_and_blames_the_model(
     text = gate.stdout.str()
     assert "capture mode: meta \u2192 real: the model newly needs real data" in text
     assert "another environment" not in text and "warning" not in gated.values()
-    assert gated["memory"] == "regressed"  # meta -> real moved memory: not let off as a kernel
+    assert gated["traffic"] == "regressed"  # meta -> real moved memory: not let off as a kernel
 
     # The same pair under the marker's limit: the same rows, the same verdicts, exit code 1.
     capsys.readouterr()

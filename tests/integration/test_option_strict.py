@@ -9,7 +9,7 @@ TEST = """
 import pytest
 
 @pytest.mark.profile(
-    model="fake:tiny", max_flops_delta=0.1, max_macs_delta=0.1, max_ai_drop="ignore"
+    model="fake:tiny", max_flops_delta=0.1, max_macs_delta=0.1, max_intensity_delta="ignore"
 )
 def test_x():
     pass

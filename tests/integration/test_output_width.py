@@ -128,7 +128,7 @@ def test_the_modelprof_block_fits_the_terminal_and_says_each_failure_once(
     assert failure.index("inputs changed: 1\u00d73\u00d716\u00d716") < failure.index("FLOPs:")
     # A typo names the near miss, not the marker's whole signature.
     assert "did you mean 'max_flops_delta'" in text
-    assert "max_latency_growth_exponent" not in text
+    assert "max_latency_growth" not in text
     # Graph breaks in the user's words, and Dynamo's own warning kept out of pytest's summary.
     assert "data-dependent `if` on a tensor" in text and "generic_jump" not in text
     assert text.count("which Dynamo skips") == 1  # named by the breaks row, not again

@@ -1,6 +1,6 @@
 """The predicted GPU time is gated like a count: a change that lowers FLOPs but costs more GPU
 time (a dense 3x3 convolution made depthwise + pointwise with more channels, plus a norm) fails
-``max_predicted_ms_delta`` while its FLOPs row passes.
+``max_predicted_time_delta`` while its FLOPs row passes.
 
 Subprocess runs, as in test_memory_gate.py."""
 
@@ -33,8 +33,9 @@ def block():
 
 # Only FLOPs and the predicted time are judged: the byte counts and fused kernels that also
 # grow are what the prediction prices.
-@pytest.mark.profile(max_predicted_ms_delta=0.05, max_flops_delta=0.05, max_memory_delta="ignore",
-                     max_peak_memory_delta="ignore", max_subgraphs_delta="ignore",
+@pytest.mark.profile(max_predicted_time_delta=0.05, max_flops_delta=0.05,
+                     max_traffic_delta="ignore", max_peak_activations_delta="ignore",
+                     max_subgraphs_delta="ignore",
                      max_stages_delta="ignore")
 def test_block(modelprof):
     modelprof(nn.Sequential(block(), block()).eval(), input_shape=(64, 64, 56, 56))
@@ -48,7 +49,7 @@ def test_fewer_flops_but_more_predicted_gpu_time_fails_the_predicted_limit(
     (pytester.path / "variant.txt").write_text("dense")
     pytester.runpytest_subprocess("--modelprof-update-baselines").assert_outcomes(passed=1)
     stored = json.loads((pytester.path / "baselines/test_gpu/test_block.json").read_text())
-    assert stored["metrics"]["predicted_ms"] > 0
+    assert stored["metrics"]["predicted_time"] > 0
     assert stored["measured"]["predicted"]["machine"] == "rtx4090"
     assert stored["measured"]["predicted"]["precision"] == "amp"
     pytester.runpytest_subprocess().assert_outcomes(passed=1)

@@ -118,7 +118,7 @@ def test_html_overview_fits_two_regressions_on_the_first_screen(
     regressed = [r for r in measure["rows"] if "v-regressed" in r["css"]]
     assert len(regressed) == 2 and len(measure["rows"]) == 6
     for row in regressed:
-        assert "FLOPs" in row["why"] and "memory" in row["why"]
+        assert "FLOPs" in row["why"] and "traffic" in row["why"]
         assert row["whyWidth"] >= 400, row  # readable, not a 60 px sliver
         assert row["whyBottom"] <= 900, row  # the reason is on the first screen too
     assert all(r["testBreak"] != "break-all" and r["testWrap"] != "anywhere"

@@ -58,7 +58,7 @@ GREW_MOST = re.compile(r"layers (?:that|whose) .*\bmost\b", re.IGNORECASE)
 
 def _terminal_layers(text: str) -> list[str]:
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if "layers that grew most (memory):" in line)
+    start = next(i for i, line in enumerate(lines) if "layers that grew most (traffic):" in line)
     named = []
     for line in lines[start + 1 :]:
         if not line.startswith("    "):
@@ -92,7 +92,7 @@ def _html_layers(page: str) -> list[str]:
     return named
 
 
-def test_a_memory_regression_names_the_same_layers_everywhere(
+def test_a_traffic_regression_names_the_same_layers_everywhere(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makepyfile(test_net=PROJECT)
@@ -106,14 +106,14 @@ def test_a_memory_regression_names_the_same_layers_everywhere(
     )
     result.assert_outcomes(failed=1)
     terminal = _terminal_layers(result.stdout.str())
-    assert terminal == ["copy"]  # the layer whose memory grew; act's FLOPs grew instead
+    assert terminal == ["copy"]  # the layer whose traffic grew; act's FLOPs grew instead
 
     (test,) = json.loads((pytester.path / "results.json").read_text())["tests"]
     rows = [c for c in test["checks"] if c["detail"].get("layers")]
-    assert [c["metric"] for c in rows] == ["memory"]
+    assert [c["metric"] for c in rows] == ["traffic"]
     assert [d["name"] for d in rows[0]["detail"]["layers"]] == terminal
     # Every layer that changed rides on the FLOPs row, where the HTML table and chart read it:
-    # act's FLOPs grew, copy's memory grew at equal FLOPs; fc is unchanged and left out.
+    # act's FLOPs grew, copy's traffic grew at equal FLOPs; fc is unchanged and left out.
     (flops,) = [c for c in test["checks"] if c["metric"] == "flops"]
     changes = flops["detail"]["layer_changes"]
     assert [(d["name"], d["change"]) for d in changes] == [("act", "grew"), ("copy", "grew")]

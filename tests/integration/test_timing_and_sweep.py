@@ -98,17 +98,17 @@ class SelfScores(nn.Module):
         return torch.softmax(x @ x.transpose(1, 2), dim=-1) @ x
 
 
-@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth_exponent=1.2)
+@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth=1.2)
 def test_linear(modelprof):
     modelprof(nn.Linear(16, 16), input_shape=(1, 8, 16))
 
 
-@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth_exponent=1.2)
+@pytest.mark.profile(sweep={"seq_len": [8, 16, 32]}, max_flops_growth=1.2)
 def test_quadratic(modelprof):
     modelprof(SelfScores(), input_shape=(1, 8, 16))
 
 
-@pytest.mark.profile(model="resnet18", max_flops_growth_exponent=1.2)
+@pytest.mark.profile(model="resnet18", max_flops_growth=1.2)
 def test_growth_without_sweep():
     pass
 """
@@ -120,8 +120,8 @@ def test_growth_exponent_limit_over_a_sweep(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines_random(
         [
-            "*FLOPs growth (seq_len): grows as seq_len^2.0* above max_flops_growth_exponent=1.2*",
-            "*marker on test_swept.py::test_growth_without_sweep: max_flops_growth_exponent "
+            "*FLOPs growth (seq_len): grows as seq_len^2.0* above max_flops_growth=1.2*",
+            "*marker on test_swept.py::test_growth_without_sweep: max_flops_growth "
             "needs a sweep*",
         ]
     )

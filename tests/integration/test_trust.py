@@ -84,12 +84,12 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
     project.pytester.makepyfile(test_models=MARKED)
     project.run("--modelprof-update-baselines").assert_outcomes(passed=1)
     _rewrite_environment(project, torch_version="2.99.0")
-    # The same model code on another torch: memory moves by -2.6 % (another kernel).
+    # The same model code on another torch: traffic moves by -2.6 % (another kernel).
     project.set_costs(tiny={"flops": 1_000_000, "memory": 97_400})
     strict = project.run("--modelprof-fail-on-improvement")
     strict.assert_outcomes(passed=1)
     strict.stdout.fnmatch_lines([
-        "*warn memory: 100 KB \u2192 97.4 KB (-2.6 %"
+        "*warn traffic: 100 KB \u2192 97.4 KB (-2.6 %"
         "*environment changed (torch 2.99.0 \u2192 0.0-fake)*",
         "*note: 1 baseline recorded in another environment (torch 2.99.0 \u2192 0.0-fake): "
         "kernel-dependent counts warn until you re-record*",
@@ -98,7 +98,7 @@ def test_kernel_dependent_counts_warn_across_torch_versions(project: Project) ->
     project.set_costs(tiny={"flops": 1_000_000, "memory": 103_000})
     grew = project.run()
     grew.assert_outcomes(passed=1)
-    grew.stdout.fnmatch_lines(["*warn memory: *(+3.0 %*torch 2.99.0 \u2192 0.0-fake*"])
+    grew.stdout.fnmatch_lines(["*warn traffic: *(+3.0 %*torch 2.99.0 \u2192 0.0-fake*"])
     # ...but FLOPs do not depend on kernels: they still fail, with the environment named.
     project.set_costs(tiny={"flops": 1_100_000})
     flops = project.run()
@@ -264,7 +264,7 @@ class Mixer(nn.Module):
         return x
 
 
-@pytest.mark.profile(sweep={"seq_len": [16, 32, 64]}, max_flops_growth_exponent=1.1)
+@pytest.mark.profile(sweep={"seq_len": [16, 32, 64]}, max_flops_growth=1.1)
 def test_mixer(modelprof):
     modelprof(Mixer(), input_shape=(1, 16, 16))
 """
@@ -279,7 +279,7 @@ def test_a_growth_failure_is_explained_in_the_reports(pytester: pytest.Pytester)
     result = pytester.runpytest_subprocess("--modelprof-json=r.json", "--modelprof-markdown=r.md")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*FLOPs growth (seq_len): grows as seq_len^1.* above "
-                                 "max_flops_growth_exponent=1.1*"])
+                                 "max_flops_growth=1.1*"])
     data = json.loads((pytester.path / "r.json").read_text())
     (row,) = [c for c in data["tests"][0]["checks"] if c["kind"] == "growth"]
     assert row["verdict"] == "regressed" and row["detail"]["axis"] == "seq_len"

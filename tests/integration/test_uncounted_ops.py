@@ -40,7 +40,7 @@ class Net(nn.Module):
 
 
 @pytest.mark.profile(
-    max_memory_delta="ignore", max_peak_memory_delta="ignore",
+    max_traffic_delta="ignore", max_peak_activations_delta="ignore",
     max_subgraphs_delta="ignore", max_stages_delta="ignore",
 )
 def test_net(modelprof):

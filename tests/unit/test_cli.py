@@ -54,7 +54,7 @@ def test_profile_prints_the_summary_with_units(capsys: Capsys, resnet18: ModelPr
     assert format_count(resnet18.total_macs, "MACs") == "149 MMACs"
     assert summary["MACs"].split()[-2:] == ["149", "MMACs"]
     assert format_count(resnet18.total_flops, "FLOPs") in summary["FLOPs"]
-    assert format_bytes(resnet18.total_memory) in summary["Memory traffic"]
+    assert format_bytes(resnet18.total_traffic) in summary["Traffic"]
     assert "11.7 M params" in summary["Parameters"]
     assert "1x3x64x64 float32" in summary["Inputs"]
     for section in ("Operation breakdown", "Bottleneck analysis", "Top 10 of"):
@@ -93,10 +93,10 @@ def test_profile_output_json_round_trips(tmp_path: Path, capsys: Capsys,
     assert loaded.to_json() == text  # deterministic writer: load + dump is the identity
     assert loaded.total_macs == resnet18.total_macs
     data = json.loads(text)
-    for key in ("model", "total_flops", "total_macs", "total_params", "total_memory",
+    for key in ("model", "total_flops", "total_macs", "total_params", "total_traffic",
                 "arithmetic_intensity", "layers"):
         assert key in data
-    assert set(data["layers"][0]) >= {"name", "type", "flops", "memory", "arithmetic_intensity",
+    assert set(data["layers"][0]) >= {"name", "type", "flops", "traffic", "arithmetic_intensity",
                                       "bottleneck"}
 
 
@@ -317,8 +317,8 @@ def test_sweep_fits_exponents_and_gates_growth(capsys: pytest.CaptureFixture[str
     args = ["sweep", "resnet18", "--batch", "1,2,4", "--input-shape", "1,3,32,32", "--no-latency"]
     assert main(args) == 0
     assert "FLOPs ^1.00" in capsys.readouterr().out
-    assert main([*args, "--max-flops-growth-exponent", "0.5"]) == 1
-    assert "above max_flops_growth_exponent=0.5" in capsys.readouterr().err
+    assert main([*args, "--max-flops-growth", "0.5"]) == 1
+    assert "above max_flops_growth=0.5" in capsys.readouterr().err
     assert main(["sweep", "resnet18"]) == 2
 
 

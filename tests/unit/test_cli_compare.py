@@ -143,9 +143,9 @@ def test_a_latency_limit_is_judged_from_stored_rounds_or_refused(
 
     old, new = str(files / "old.json"), str(files / "new.json")
     # Profiles store no timing rounds: the limit is refused, naming the file, not "unmeasured".
-    assert main(["compare", old, new, "--max-delta", "ignore", "--limit", "max_latency_ms=5"]) == 2
+    assert main(["compare", old, new, "--max-delta", "ignore", "--limit", "max_latency=5ms"]) == 2
     err = capsys.readouterr().err
-    assert f"{new}: a latency limit (max_latency_ms or max_latency_delta) cannot be judged" in err
+    assert f"{new}: a latency limit (max_latency or max_latency_delta) cannot be judged" in err
     assert "a profile never stores timing rounds" in err
 
     def baseline(path: Path, model_ms: float) -> str:
@@ -156,15 +156,15 @@ def test_a_latency_limit_is_judged_from_stored_rounds_or_refused(
         return str(path)
 
     fast, slow = baseline(files / "fast.json", 1.0), baseline(files / "slow.json", 2.0)
-    assert main(["compare", fast, fast, "--limit", "max_latency_ms=1.5"]) == 0
+    assert main(["compare", fast, fast, "--limit", "max_latency=1.5ms"]) == 0
     # 2 ms, even its fast rounds, is over the 1.5 ms budget: a failure, as in the gate, and a
     # warning only when the user asked for warn-only timing.
-    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5"]) == 1
+    assert main(["compare", fast, slow, "--limit", "max_latency=1.5ms"]) == 1
     assert "over the budget of 1.5 ms" in capsys.readouterr().out
     lenient = ["--limit", "timing_verdicts=warn"]
-    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5", *lenient]) == 0
+    assert main(["compare", fast, slow, "--limit", "max_latency=1.5ms", *lenient]) == 0
     strict = ["--limit", "timing_verdicts=fail"]
-    assert main(["compare", fast, slow, "--limit", "max_latency_ms=1.5", *strict]) == 1
+    assert main(["compare", fast, slow, "--limit", "max_latency=1.5ms", *strict]) == 1
     # The relative limit compares the two files' rounds: +100 % slower.
     assert main(["compare", fast, slow, "--limit", "max_latency_delta=10%", *strict]) == 1
     # The fastest 10 % of 10 rounds is the fastest one: 1 and 2 ms exactly.

@@ -29,32 +29,6 @@ from pytest_modelprof.gate.settings import (
 FVCORE: frozenset[str] = frozenset({"max_fvcore_delta"})
 UNIT_SUFFIXES = ("ms", "s", "bytes", "exponent", "drop")
 
-#: Limit names that still break the convention: the quantity renames (``max_ai_drop`` ->
-#: ``max_intensity_delta``, ``max_latency_ms`` -> ``max_latency``, ``*_growth_exponent`` ->
-#: ``*_growth``, ...) land in the metric table separately. Each is an expected failure, strict:
-#: a name that gets fixed fails until it leaves this list, and the list must go once it is empty.
-NOT_YET_RENAMED: frozenset[str] = frozenset(
-    {
-        "max_ai_drop",
-        "max_latency_delta",
-        "max_latency_ms",
-        "max_compile_time_delta",
-        "max_kv_cache_bytes_delta",
-        "max_kv_cache_bytes",
-        "max_predicted_ms_delta",
-        "max_predicted_ms",
-        "max_decode_flops_growth_delta",
-        "max_decode_flops_growth_exponent",
-        "max_flops_growth_exponent",
-        "max_memory_growth_exponent",
-        "max_peak_memory_growth_exponent",
-        "max_latency_growth_exponent",
-        "max_train_memory_growth_exponent",
-        "max_inference_memory_growth_exponent",
-    }
-)
-
-
 def _expected(name: str) -> set[str]:
     """The names the metric table allows for limit ``name``: its metric's own three forms."""
     allowed = set(FVCORE)
@@ -70,29 +44,11 @@ def _expected(name: str) -> set[str]:
     return allowed
 
 
-def _limits() -> list[Any]:
-    return [
-        pytest.param(
-            name,
-            marks=[pytest.mark.xfail(strict=True, reason="renamed in the metric table")]
-            if name in NOT_YET_RENAMED
-            else [],
-        )
-        for name in BUILTIN_LIMIT_NAMES
-    ]
-
-
-@pytest.mark.parametrize("name", _limits())
+@pytest.mark.parametrize("name", BUILTIN_LIMIT_NAMES)
 def test_every_limit_is_named_for_its_metric_without_a_unit(name: str) -> None:
     assert name in _expected(name), f"{name}: expected one of {sorted(_expected(name))}"
     units = re.search(rf"_({'|'.join(UNIT_SUFFIXES)})(_|$)", name)
     assert units is None, f"{name}: the unit goes in the value, not the name"
-
-
-def test_the_expected_failures_are_still_limits() -> None:
-    # Once a rename lands, its old name is no limit: drop it here (and the list once empty).
-    names = set(BUILTIN_LIMIT_NAMES)
-    assert NOT_YET_RENAMED <= names, sorted(NOT_YET_RENAMED - names)
 
 
 def test_settings_are_not_limits() -> None:

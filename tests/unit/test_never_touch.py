@@ -500,10 +500,10 @@ def test_the_gates_measurements_run_a_copy(collector: str) -> None:
     before = snapshot(model)
     request = ProfileRequest(model, (4, 8))
     if collector == "latency":
-        limits = Limits().with_values({"max_latency_ms": 1e6, "timing_rounds": 10}, "test")
+        limits = Limits().with_values({"max_latency": "1e6ms", "timing_rounds": 10}, "test")
         assert collect.measure_latency(request, limits) is not None
     elif collector == "sweep":
-        limits = Limits().with_values({"max_latency_growth_exponent": 9.0}, "test")
+        limits = Limits().with_values({"max_latency_growth": 9.0}, "test")
         assert collect.run_sweep(request, {"batch": [2, 4]}, limits) is not None
     elif collector == "fvcore":
         pytest.importorskip("fvcore")

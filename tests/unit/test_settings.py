@@ -81,9 +81,9 @@ def test_errors_name_their_source() -> None:
     ):
         session(cli={"limit": ["max_flops_delta=x"]})
     with pytest.raises(
-        SettingsError, match=r"^ini modelprof_limits: bad value for max_memory='lots'"
+        SettingsError, match=r"^ini modelprof_limits: bad value for max_traffic='lots'"
     ):
-        session(ini={"limit": ["max_flops_delta=5%", "max_memory=lots"]})
+        session(ini={"limit": ["max_flops_delta=5%", "max_traffic=lots"]})
     with pytest.raises(
         SettingsError,
         match=r"^ini modelprof_fail_on_improvement: bad value for fail_on_improvement='maybe'",
@@ -94,9 +94,9 @@ def test_errors_name_their_source() -> None:
     ):
         session(ini={"timing_verdicts": "strict"})
     with pytest.raises(
-        SettingsError, match=r"^marker on t.py::test_x: bad value for max_ai_drop=-1"
+        SettingsError, match=r"^marker on t.py::test_x: bad value for max_intensity_delta=-1"
     ):
-        resolve_marker((), {"max_ai_drop": -1}, Limits(), where="t.py::test_x")
+        resolve_marker((), {"max_intensity_delta": -1}, Limits(), where="t.py::test_x")
 
 
 def test_unknown_marker_argument_is_named() -> None:
@@ -152,17 +152,17 @@ def test_marker_model_positional_or_keyword() -> None:
 def test_budgets_parse_their_units() -> None:
     spec = resolve_marker(
         (),
-        {"max_flops": "9G", "max_params": "30M", "max_memory": "120MB", "max_latency_ms": 5},
+        {"max_flops": "9G", "max_params": "30M", "max_traffic": "120MB", "max_latency": "5ms"},
         Limits(),
         where="x",
     )
     assert spec.limits.budgets == {
         "flops": Budget(9e9),
         "params": Budget(30e6),
-        "memory": Budget(120e6),
-        "latency_ms": Budget(5.0),
+        "traffic": Budget(120e6),
+        "latency": Budget(5.0),
     }
-    assert spec.limits.explicit == {"flops", "params", "memory", "latency_ms"}
+    assert spec.limits.explicit == {"flops", "params", "traffic", "latency"}
 
 
 def test_fvcore_settings() -> None:
@@ -180,7 +180,7 @@ def test_describe_lists_every_effective_limit() -> None:
     described = limits.describe()
     assert described["max_flops_delta"] == "+10.0 %"
     assert described["max_flops"] == "9e+09"
-    assert described["max_ai_drop"] == "ignored"  # derived: judged only when set
+    assert described["max_intensity_delta"] == "ignored"  # derived: judged only when set
     assert described["max_latency_delta"] == "ignored"
     assert "fvcore" not in described
 
@@ -217,14 +217,14 @@ def test_sweep_marker_values_are_validated() -> None:
 
 
 def test_growth_limit_in_a_marker_needs_a_sweep() -> None:
-    with pytest.raises(SettingsError, match="max_flops_growth_exponent needs a sweep"):
-        resolve_marker((), {"model": "m", "max_flops_growth_exponent": 1.1}, Limits(), where="t")
+    with pytest.raises(SettingsError, match="max_flops_growth needs a sweep"):
+        resolve_marker((), {"model": "m", "max_flops_growth": 1.1}, Limits(), where="t")
     spec = resolve_marker(
-        (), {"model": "m", "sweep": {"seq_len": [8, 16]}, "max_flops_growth_exponent": "1.1"},
+        (), {"model": "m", "sweep": {"seq_len": [8, 16]}, "max_flops_growth": "1.1"},
         Limits(), where="t",
     )
     assert spec.sweep == {"seq_len": [8, 16]} and spec.limits.growth == {
-        "max_flops_growth_exponent": 1.1
+        "max_flops_growth": 1.1
     }
 
 
@@ -247,7 +247,7 @@ def test_timing_settings() -> None:
                      "a tolerance must be a finite fraction >= 0", id="delta-10**400"),
         pytest.param("max_flops", 10**400, "max_flops=1000000000\u2026 (401 digits): a budget "
                      "must be a finite number >= 0", id="budget-10**400"),
-        pytest.param("max_latency_growth_exponent", 10**400,
+        pytest.param("max_latency_growth", 10**400,
                      "a growth exponent must be a finite number > 0", id="exponent-10**400"),
         pytest.param("timing_rounds", 10**400,
                      "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**400"),
@@ -256,7 +256,7 @@ def test_timing_settings() -> None:
         # Past Python's digit limit for str(): not even repr() works on it.
         pytest.param("max_flops_delta", 10**5000,
                      "max_flops_delta=an integer of about 5001 digits: ", id="delta-10**5000"),
-        pytest.param("max_latency_growth_exponent", 10**5000,
+        pytest.param("max_latency_growth", 10**5000,
                      "a growth exponent must be a finite number", id="exponent-10**5000"),
         pytest.param("timing_rounds", 10**5000,
                      "timing_rounds must be an integer from 10 to 100,000", id="rounds-10**5000"),

@@ -118,7 +118,7 @@ def test_profile_summary_numbers_carry_units(deep_profile: ModelProfile) -> None
     text = render_profile(deep_profile)
     assert format_count(deep_profile.total_macs, "MACs") in text
     assert format_count(deep_profile.total_flops, "FLOPs") in text
-    assert format_bytes(deep_profile.total_memory) in text
+    assert format_bytes(deep_profile.total_traffic) in text
     assert format_bytes(deep_profile.peak_activation_bytes) in text
     assert "10 FLOPs/B (generic" in text  # the machine balance used
     assert "meta tensors" in text  # capture mode and why

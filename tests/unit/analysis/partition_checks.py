@@ -33,7 +33,7 @@ def check_partition(report: PartitionReport, made: Profiled) -> None:
     assert sum(s.macs for s in subgraphs) == profile.total_macs
     assert sum(s.params for s in subgraphs) == report.total_params
     assert report.total_params + report.unread_params == profile.total_params
-    assert sum(s.unfused_bytes for s in subgraphs) == report.unfused_bytes == profile.total_memory
+    assert sum(s.unfused_bytes for s in subgraphs) == report.unfused_bytes == profile.total_traffic
     assert sum(s.memory for s in subgraphs) == report.fused_bytes
 
     # Fusion never adds traffic.

@@ -35,7 +35,7 @@ def test_conv_norm_activation_is_one_subgraph_with_fused_bytes() -> None:
     # Writes: only the relu output 1*16*16*16*4 = 16384; conv and bn outputs stay on chip.
     assert sg.bytes_written == 16384
     # Unfused: conv 12800+16384, bn 16640+16384, relu 16384+16384 = 94976.
-    assert sg.unfused_bytes == profile.total_memory == 94976
+    assert sg.unfused_bytes == profile.total_traffic == 94976
     assert sg.parallelism.output_elements == 16 * 16 * 16
     assert (sg.parallelism.batch, sg.parallelism.channels, sg.parallelism.spatial) == (1, 16, 256)
     assert not sg.parallelism.depthwise and sg.parallelism.groups == 1
@@ -160,7 +160,7 @@ def test_summary_and_rendering() -> None:
     text = render_partition_report(report, title="tapped")
     assert text.startswith("Partition of tapped: 2 subgraphs")
     for needle in ("Fusion patterns:", "Concurrency: 2 stages", "Critical path: 2 subgraphs",
-                   "Top 2 subgraphs by FLOPs:", "memory, fused"):
+                   "Top 2 subgraphs by FLOPs:", "traffic, fused"):
         assert needle in text
     assert PartitionReport.model_validate_json(report.model_dump_json()) == report
 

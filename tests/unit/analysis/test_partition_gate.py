@@ -20,5 +20,5 @@ def test_broken_fusion_regresses_subgraphs_only() -> None:
     result = compare(document(broken), document(fused), Policy())
     verdicts = {c.metric: c.verdict for c in result.checks}
     assert verdicts["subgraphs"] == "regressed"  # 1 -> 2
-    assert verdicts["flops"] == verdicts["memory"] == verdicts["params"] == "ok"
+    assert verdicts["flops"] == verdicts["traffic"] == verdicts["params"] == "ok"
     assert compare(document(fused), document(fused), Policy()).regressions == ()

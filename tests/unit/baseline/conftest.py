@@ -31,7 +31,7 @@ def layer(name: str, flops: int, *, type: str = "Conv2d", params: int = 0) -> La
         params=params,
         bytes_read=flops // 20,
         bytes_written=flops // 20,
-        memory=flops // 10,
+        traffic=flops // 10,
         arithmetic_intensity=10.0,
         bottleneck="compute-bound",
     )
@@ -69,7 +69,7 @@ def build_profile(
         param_bytes=params * 4,
         buffer_bytes=0,
         activation_bytes=memory - params * 4,
-        total_memory=memory,
+        total_traffic=memory,
         peak_activation_bytes=peak,
         arithmetic_intensity=flops / memory if ai is None else ai,
         num_ops=len(layers),

@@ -51,14 +51,14 @@ def test_growth_beyond_tolerance_regresses(make_profile: MakeProfile) -> None:
 def test_growth_within_tolerance_is_ok(make_profile: MakeProfile) -> None:
     before, after = doc(make_profile(flops=1_000_000)), doc(make_profile(flops=1_050_000))
     policy = Policy(
-        tolerances={m: Relative(0.1) for m in ("flops", "macs", "arithmetic_intensity")}
+        tolerances={m: Relative(0.1) for m in ("flops", "macs", "intensity")}
     )
     assert verdicts(compare(after, before, policy))["flops"] == "ok"
 
 
 def test_improvement_beyond_tolerance(make_profile: MakeProfile) -> None:
     before, after = doc(make_profile(flops=1_000_000)), doc(make_profile(flops=800_000))
-    result = compare(after, before, Policy(tolerances={"arithmetic_intensity": Ignore()}))
+    result = compare(after, before, Policy(tolerances={"intensity": Ignore()}))
     assert verdicts(result)["flops"] == "improved"
     assert result.verdict == "improved"
 
@@ -68,20 +68,20 @@ def test_ai_drop_is_worse_ai_rise_is_better(make_profile: MakeProfile) -> None:
     # The same FLOPs over more bytes: a real intensity drop (memory grew, so an input got worse).
     drop = compare(
         doc(make_profile(ai=8.0, memory=125_000)), base,
-        Policy(tolerances={"arithmetic_intensity": Relative(0.1), "memory": Ignore()}),
+        Policy(tolerances={"intensity": Relative(0.1), "traffic": Ignore()}),
     )
-    assert verdicts(drop)["arithmetic_intensity"] == "regressed"  # -20 % beyond -10 %
+    assert verdicts(drop)["intensity"] == "regressed"  # -20 % beyond -10 %
     assert "limit -10.0 %" in drop.regressions[0].describe()
     rise = compare(
         doc(make_profile(ai=12.0, memory=100_000)), base,
-        Policy(tolerances={"arithmetic_intensity": Relative(0.1)}),
+        Policy(tolerances={"intensity": Relative(0.1)}),
     )
-    assert verdicts(rise)["arithmetic_intensity"] == "improved"
+    assert verdicts(rise)["intensity"] == "improved"
 
 
 def test_ignore_never_judges(make_profile: MakeProfile) -> None:
     before, after = doc(make_profile(flops=1)), doc(make_profile(flops=10**9))
-    policy = Policy(tolerances={m: Ignore() for m in ("flops", "macs", "arithmetic_intensity")})
+    policy = Policy(tolerances={m: Ignore() for m in ("flops", "macs", "intensity")})
     assert verdicts(compare(after, before, policy))["flops"] == "ok"
 
 
@@ -108,9 +108,9 @@ def test_budget_with_baseline_ok_under(make_profile: MakeProfile) -> None:
 
 def test_limit_on_unmeasured_metric(make_profile: MakeProfile) -> None:
     d = doc(make_profile())
-    result = compare(d, d, Policy(budgets={"latency_ms": Budget(5)}))
+    result = compare(d, d, Policy(budgets={"latency": Budget(5)}))
     (check,) = result.unmeasured
-    assert check.metric == "latency_ms"
+    assert check.metric == "latency"
     assert result.verdict == "unmeasured"
     assert "does not measure it" in check.describe()
     # an explicit delta on an unmeasured metric is reported too ...
@@ -122,9 +122,9 @@ def test_limit_on_unmeasured_metric(make_profile: MakeProfile) -> None:
 
 def test_metric_missing_now(make_profile: MakeProfile) -> None:
     d = doc(make_profile())
-    older = d.model_copy(update={"metrics": {**d.metrics, "latency_ms": 3.0}})
+    older = d.model_copy(update={"metrics": {**d.metrics, "latency": 3.0}})
     result = compare(d, older, Policy())
-    assert verdicts(result)["latency_ms"] == "missing"
+    assert verdicts(result)["latency"] == "missing"
 
 
 def test_layer_growth_top5_by_growth(make_profile: MakeProfile, make_layer: MakeLayer) -> None:

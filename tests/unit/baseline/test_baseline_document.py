@@ -34,7 +34,7 @@ def test_round_trip_and_determinism(make_profile: MakeProfile) -> None:
     assert BaselineDocument.from_json(text).to_json() == text  # byte-identical on rewrite
     data = json.loads(text)
     assert list(data) == sorted(data)  # sorted keys
-    assert data["metrics"]["arithmetic_intensity"] == 0.333333  # fixed rounding (6 decimals)
+    assert data["metrics"]["intensity"] == 0.333333  # fixed rounding (6 decimals)
     assert data["schema_version"] == BASELINE_SCHEMA_VERSION
     assert data["environment"] == {
         "capture_mode": "meta",
@@ -111,7 +111,7 @@ def test_a_v1_baseline_migrates(make_profile: MakeProfile) -> None:
         del data["environment"][key]
     data["schema_version"] = 1
     upgraded = BaselineDocument.from_json(json.dumps(data), source="old.json")
-    assert upgraded.schema_version == BASELINE_SCHEMA_VERSION == 2
+    assert upgraded.schema_version == BASELINE_SCHEMA_VERSION == 3
     # Unknown, not empty: a v1 baseline cannot say which ops are "newly" uncounted.
     assert upgraded.uncounted_ops is None
     assert upgraded.metrics == doc(make_profile()).metrics

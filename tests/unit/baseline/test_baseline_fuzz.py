@@ -151,7 +151,7 @@ def test_the_undamaged_baseline_fails_the_larger_model(recorded: Recorded) -> No
     out = _judge(root, big)
     assert out.record.status == "regressed"
     regressed = {c.metric for c in out.record.checks if c.verdict == "regressed"}
-    assert {"flops", "macs", "params", "memory"} <= regressed
+    assert {"flops", "macs", "params", "traffic"} <= regressed
 
 
 def test_damaged_baselines_are_refused_or_judged_by_their_figures(recorded: Recorded) -> None:
@@ -190,7 +190,7 @@ def test_damaged_baselines_are_refused_or_judged_by_their_figures(recorded: Reco
             row = rows[name]
             assert row.verdict != "new" and row.baseline == base.metrics[name], what
             smaller = base.metrics[name] < current[name]
-            lowered = name != "arithmetic_intensity" and smaller
+            lowered = name != "intensity" and smaller
             # A figure below Net(64)'s fails, or warns where the environment differs and the
             # count depends on kernels; it never passes as ok or improved.
             if lowered:

@@ -16,7 +16,7 @@ NODE = "tests/test_m.py::test_net"
 BRANCH = BreakReason(reason="Unsupported Tensor.item() call", location="pkg/model.py:12")
 
 
-def health(*breaks: BreakReason, compile_s: float | None = None) -> CompileHealth:
+def health(*breaks: BreakReason, compile_time: float | None = None) -> CompileHealth:
     return CompileHealth(
         graphs=len(breaks) + 1,
         graph_breaks=len(breaks),
@@ -25,8 +25,8 @@ def health(*breaks: BreakReason, compile_s: float | None = None) -> CompileHealt
         recompiles=0,
         input_shapes=[[[2, 8]]],
         dynamic=None,
-        kernels=4 if compile_s is not None else None,
-        compile_s=compile_s,
+        kernels=4 if compile_time is not None else None,
+        compile_time=compile_time,
     )
 
 
@@ -49,7 +49,7 @@ def test_which_limits_switch_compile_analysis_on() -> None:
     assert compile_wanted(frozenset({"flops"})) == (False, False)
     assert compile_wanted(frozenset({"graph_breaks"})) == (True, False)
     assert compile_wanted(frozenset({"recompiles", "kernels"})) == (True, True)
-    assert compile_wanted(frozenset({"compile_s"})) == (True, True)
+    assert compile_wanted(frozenset({"compile_time"})) == (True, True)
 
 
 def test_the_budget_names_the_break_without_a_baseline(
@@ -88,8 +88,8 @@ def test_compile_time_warns_unless_timing_verdicts_fail(
     tmp_path: Path, make_profile: MakeProfile
 ) -> None:
     limits: dict[str, object] = {"max_compile_time_delta": "10%"}
-    run(make_profile(compile_health=health(compile_s=10.0)), tmp_path, limits, update=True)
-    slow = make_profile(compile_health=health(compile_s=20.0))
+    run(make_profile(compile_health=health(compile_time=10.0)), tmp_path, limits, update=True)
+    slow = make_profile(compile_health=health(compile_time=20.0))
     out = run(slow, tmp_path, limits)
     assert out.failure is None
     assert any("compile time" in w and "timing_verdicts" in w for w in out.record.warnings)

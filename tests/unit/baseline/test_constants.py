@@ -23,7 +23,7 @@ TOY = Metric(
     delta_key="max_toy_tokens_delta",
     default_delta=Exact(),
     formatter=lambda v: f"{v:g} tokens",
-    growth_key="max_toy_tokens_growth_exponent",
+    growth_key="max_toy_tokens_growth",
     sweep_field="toy_tokens",
 )
 
@@ -58,6 +58,6 @@ def test_the_live_set_is_reached_through_functions() -> None:
     with use_metrics(BUILTIN_METRICS.with_metrics(TOY)):
         assert active_metrics().by_name("toy_tokens") is TOY
         assert "max_toy_tokens_delta" in settings.limit_names()
-        assert growth_fields()["max_toy_tokens_growth_exponent"] == "toy_tokens"
+        assert growth_fields()["max_toy_tokens_growth"] == "toy_tokens"
     assert active_metrics().by_name("toy_tokens") is None
     assert "max_toy_tokens_delta" not in settings.limit_names()

@@ -27,14 +27,14 @@ MakeProfile = Callable[..., ModelProfile]
 TOY = Metric(
     name="toy_bytes",
     label="toy bytes",
-    getter=lambda p: p.total_memory,
+    getter=lambda p: p.total_traffic,
     direction="lower",
     delta_key="max_toy_bytes_delta",
     default_delta=Exact(),
     formatter=lambda v: f"{v:g} toy-B",
     kernel_dependent=True,
     cpu_dependent=True,
-    growth_key="max_toy_growth_exponent",
+    growth_key="max_toy_growth",
     sweep_field="params",
 )
 
@@ -76,9 +76,9 @@ def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile)
         other_cpu = _doc(make_profile(memory=200), cpu="Intel")
         comparison = compare(other_cpu, before, Limits().policy())
         rows = {c.metric: c for c in comparison.checks}
-        # Another CPU lets the CPU's counts off, as for instructions; memory does not run on it.
+        # Another CPU lets the CPU's counts off, as for instructions; traffic does not run on it.
         assert rows["toy_bytes"].verdict == "warning"
-        assert rows["memory"].verdict == "regressed"
+        assert rows["traffic"].verdict == "regressed"
         record = ProfileResult(
             nodeid="t.py::t",
             model="m",
@@ -97,14 +97,14 @@ def test_a_toy_metric_declared_once_reaches_every_map(make_profile: MakeProfile)
         )
         # Another torch: every kernel-dependent count the rows have (this profile has no
         # partition, so no subgraphs or stages), the toy one included.
-        assert line is not None and "(memory, peak memory, toy bytes;" in line
+        assert line is not None and "(traffic, peak activations, toy bytes;" in line
 
         # A sweep fits its field, and its growth limit judges the fit.
         result = sweep(
             nn.Linear(4, 4), {"batch": [1, 2, 4]}, input_shape=(1, 4), latency=False, device="meta"
         )
         assert "params" in result.series[0].fits
-        limits = Limits().with_values({"max_toy_growth_exponent": 0.5}, "test")
+        limits = Limits().with_values({"max_toy_growth": 0.5}, "test")
         (row,) = growth_checks(result.model_dump(mode="json"), limits)
         assert row.label == "toy bytes growth (batch)" and row.verdict == "ok"
 
@@ -116,7 +116,7 @@ def test_the_environment_is_torch_the_device_type_and_the_cpu(make_profile: Make
     def memory_verdict(**env: str) -> tuple[str, tuple[str, ...]]:
         comparison = compare(_doc(make_profile(memory=200), capture_mode="real", **env), before,
                              policy)
-        return {c.metric: c.verdict for c in comparison.checks}["memory"], comparison.environment
+        return {c.metric: c.verdict for c in comparison.checks}["traffic"], comparison.environment
 
     # The dtype is the test's choice, and another index of one device type runs the same
     # kernels: memory doubling is the test's cost change, judged by its limit.

@@ -116,10 +116,10 @@ def test_missing_baseline_also_lists_budget(tmp_path: Path, make_profile: MakePr
 
 def test_unmeasured_limit_fails(tmp_path: Path, make_profile: MakeProfile) -> None:
     run(make_profile(), tmp_path, update=True)
-    limits = Limits().with_values({"max_latency_ms": 5}, "marker")
+    limits = Limits().with_values({"max_latency": "5ms"}, "marker")
     out = run(make_profile(), tmp_path, limits=limits)
     assert out.record.status == "regressed"
-    assert "latency: a limit is set (max_latency_ms=5 ms) but this profile does not measure it" in (
+    assert "latency: a limit is set (max_latency=5 ms) but this profile does not measure it" in (
         out.failure or ""
     )
 
@@ -133,7 +133,7 @@ def test_corrupt_and_newer_baselines(tmp_path: Path, make_profile: MakeProfile) 
     assert "corrupt baseline" in (out.failure or "") and path.name in (out.failure or "")
     fixed = run(make_profile(), tmp_path, update=True)
     assert fixed.record.status == "updated" and not fixed.record.failed
-    path.write_text(path.read_text().replace('"schema_version": 2', '"schema_version": 99'))
+    path.write_text(path.read_text().replace('"schema_version": 3', '"schema_version": 99'))
     newer = run(make_profile(), tmp_path)
     assert newer.record.status == "error" and "newer" in (newer.failure or "")
 

@@ -20,10 +20,10 @@ def _sweep(exponent: float) -> dict[str, object]:
 
 
 def test_an_exponent_just_over_the_limit_fails() -> None:
-    limits = Limits().with_values({"max_flops_growth_exponent": 1.1}, "marker")
+    limits = Limits().with_values({"max_flops_growth": 1.1}, "marker")
     (row,) = growth_checks(_sweep(1.15), limits)
     assert row.verdict == "regressed" and row.kind == "growth" and row.hard
-    assert "grows as seq_len^1.15 over 128..512, above max_flops_growth_exponent=1.1" in row.reason
+    assert "grows as seq_len^1.15 over 128..512, above max_flops_growth=1.1" in row.reason
     assert "fastest-growing scope 'attn' (exponent 1.45)" in row.reason
     (ok,) = growth_checks(_sweep(1.1), limits)
     assert ok.verdict == "ok"
@@ -32,7 +32,7 @@ def test_an_exponent_just_over_the_limit_fails() -> None:
 def test_a_latency_exponent_warns_unless_timing_verdicts_fail() -> None:
     sweep = _sweep(1.0)
     sweep["series"][0]["fits"]["latency_ms"] = {"exponent": 1.6}  # type: ignore[index]
-    limits = Limits().with_values({"max_latency_growth_exponent": 1.2}, "marker")
+    limits = Limits().with_values({"max_latency_growth": 1.2}, "marker")
     (row,) = growth_checks(sweep, limits)
     assert row.verdict == "warning"
     strict = limits.with_values({"timing_verdicts": "fail"}, "marker")
@@ -44,18 +44,18 @@ def test_a_scope_is_named_only_for_the_metric_it_was_fitted_on() -> None:
     # nothing about memory or latency.
     sweep = _sweep(1.0)
     fits = sweep["series"][0]["fits"]  # type: ignore[index]
-    fits["memory"] = {"exponent": 1.6}
+    fits["traffic"] = {"exponent": 1.6}
     fits["latency_ms"] = {"exponent": 1.6}
     limits = Limits().with_values(
         {
-            "max_memory_growth_exponent": 1.2,
-            "max_latency_growth_exponent": 1.2,
-            "max_flops_growth_exponent": 1.2,
+            "max_traffic_growth": 1.2,
+            "max_latency_growth": 1.2,
+            "max_flops_growth": 1.2,
         },
         "marker",
     )
     rows = {row.metric: row for row in growth_checks(sweep, limits)}
-    for name in ("memory_growth[seq_len]", "latency_ms_growth[seq_len]"):
+    for name in ("traffic_growth[seq_len]", "latency_growth[seq_len]"):
         assert "scope" not in rows[name].reason and rows[name].detail["scope"] is None
     flops = rows["flops_growth[seq_len]"]
     assert flops.detail["scope"] == "attn"

@@ -80,7 +80,7 @@ def test_a_budget_holds_without_a_baseline(tmp_path: Path, make_profile: MakePro
 def test_another_cpu_warns_and_names_it(tmp_path: Path, make_profile: MakeProfile) -> None:
     profile = make_profile()
     _run(tmp_path, profile, _counts(600_000), update=True)
-    # Twice the memory too: the CPU lets no other count off.
+    # Twice the traffic too: the CPU lets no other count off.
     other = _run(
         tmp_path,
         make_profile(memory=200_000),
@@ -88,7 +88,7 @@ def test_another_cpu_warns_and_names_it(tmp_path: Path, make_profile: MakeProfil
     )
     assert _row(other).verdict == "warning"
     assert f"cpu {CPU} \u2192 Intel Xeon" in str(_row(other).reason)
-    memory = next(c for c in other.record.checks if c.metric == "memory")
+    memory = next(c for c in other.record.checks if c.metric == "traffic")
     assert memory.verdict == "regressed"
     before = BaselineDocument.from_json((tmp_path / "baselines" / "t" / "test_t.json").read_text())
     after = before.model_copy(

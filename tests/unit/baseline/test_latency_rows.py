@@ -69,7 +69,7 @@ def test_zero_means_zero() -> None:
 
 def test_a_latency_limit_set_to_ignore_measures_nothing() -> None:
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
-    off = _limits(max_latency_delta="ignore", max_latency_ms="ignore")
+    off = _limits(max_latency_delta="ignore", max_latency="ignore")
     assert measure_latency(request, off) is None
     assert "timing_verdicts" not in off.describe()
 
@@ -83,7 +83,7 @@ def test_a_growth_limit_set_to_ignore_sweeps_nothing() -> None:
     from pytest_modelprof.gate.collect import run_sweep
     from pytest_modelprof.gate.settings import resolve_marker
 
-    spec = resolve_marker([], {"max_latency_growth_exponent": "ignore"}, Limits(), where="test_x")
+    spec = resolve_marker([], {"max_latency_growth": "ignore"}, Limits(), where="test_x")
     assert spec.limits.growth == {}
     request = ProfileRequest(nn.Linear(4, 4), input_shape=(1, 4))
     assert run_sweep(request, {"batch": [1, 2]}, spec.limits) is None

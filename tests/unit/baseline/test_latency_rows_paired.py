@@ -63,5 +63,5 @@ def test_a_fallback_row_is_judged_by_the_stored_baseline_and_says_why() -> None:
 
 
 def test_a_budget_is_judged_on_the_heads_rounds() -> None:
-    (row,) = latency_checks(_paired(0.0), None, _limits(max_latency_ms=0.5))
+    (row,) = latency_checks(_paired(0.0), None, _limits(max_latency="0.5ms"))
     assert row.verdict == "regressed" and row.hard  # every head round is over 0.5 ms

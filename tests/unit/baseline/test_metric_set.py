@@ -26,7 +26,7 @@ TOY = Metric(
     delta_key="max_toy_tokens_delta",
     default_delta=Exact(),
     formatter=lambda v: f"{v:g} tokens",
-    growth_key="max_toy_tokens_growth_exponent",
+    growth_key="max_toy_tokens_growth",
     sweep_field="toy_tokens",
 )
 
@@ -60,15 +60,15 @@ def test_a_session_table_carries_its_limits_and_growth_facts() -> None:
     with use_metrics(table):
         assert active_metrics() is table
         # Growth limits and labels come from the metric's own fields, nothing else to edit.
-        assert growth_fields()["max_toy_tokens_growth_exponent"] == "toy_tokens"
+        assert growth_fields()["max_toy_tokens_growth"] == "toy_tokens"
         assert growth_labels()["toy_tokens"] == "toy tokens"
         spec = resolve_marker(
-            (), {"max_toy_tokens_delta": 0.1, "max_toy_tokens_growth_exponent": 1.5,
+            (), {"max_toy_tokens_delta": 0.1, "max_toy_tokens_growth": 1.5,
                  "sweep": {"batch": [1, 2]}}, _limits(), where="t.py::t",
         )
         assert "toy_tokens" in spec.limits.explicit
-        assert spec.limits.growth == {"max_toy_tokens_growth_exponent": 1.5}
-    assert "max_toy_tokens_growth_exponent" not in growth_fields()
+        assert spec.limits.growth == {"max_toy_tokens_growth": 1.5}
+    assert "max_toy_tokens_growth" not in growth_fields()
     assert growth_labels()["peak_activation_bytes"] == "peak act."
 
 

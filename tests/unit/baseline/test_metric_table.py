@@ -21,16 +21,16 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_flops_delta",
         "max_macs_delta",
         "max_params_delta",
-        "max_memory_delta",
-        "max_peak_memory_delta",
-        "max_ai_drop",
+        "max_traffic_delta",
+        "max_peak_activations_delta",
+        "max_intensity_delta",
         "max_subgraphs_delta",
         "max_stages_delta",
         "max_latency_delta",
         "max_flops",
         "max_params",
-        "max_memory",
-        "max_latency_ms",
+        "max_traffic",
+        "max_latency",
         # compile health
         "max_graphs_delta",
         "max_graph_breaks_delta",
@@ -40,16 +40,16 @@ def test_limit_names_are_the_documented_ones() -> None:
         "max_kernels_delta",
         "max_compile_time_delta",
         # LLM serving costs (the marker's llm=)
-        "max_kv_cache_bytes_delta",
-        "max_kv_cache_bytes",
+        "max_kv_cache_delta",
+        "max_kv_cache",
         "max_decode_flops_delta",
         "max_decode_flops",
         "max_prefill_flops_delta",
         "max_decode_flops_growth_delta",
-        "max_decode_flops_growth_exponent",
+        "max_decode_flops_growth",
         # predicted GPU time (pytest_modelprof.predict)
-        "max_predicted_ms_delta",
-        "max_predicted_ms",
+        "max_predicted_time_delta",
+        "max_predicted_time",
         # will it fit? (pytest_modelprof.fit): totals with budgets, components with deltas
         "max_train_memory",
         "max_train_memory_delta",
@@ -72,11 +72,11 @@ def test_limit_names_are_the_documented_ones() -> None:
 
 def test_directions() -> None:
     assert METRICS_BY_NAME["flops"].direction == "lower"
-    assert METRICS_BY_NAME["arithmetic_intensity"].direction == "higher"
+    assert METRICS_BY_NAME["intensity"].direction == "higher"
 
 
 def test_worse_by_follows_direction_and_handles_zero() -> None:
-    flops, ai = METRICS_BY_NAME["flops"], METRICS_BY_NAME["arithmetic_intensity"]
+    flops, ai = METRICS_BY_NAME["flops"], METRICS_BY_NAME["intensity"]
     assert flops.worse_by(110, 100) == 0.1  # FLOPs up 10 % is 10 % worse
     assert ai.worse_by(90, 100) == 0.1  # AI down 10 % is 10 % worse
     assert ai.worse_by(110, 100) == -0.1
@@ -91,16 +91,16 @@ def test_metric_values_leaves_out_unmeasured(make_profile: MakeProfile) -> None:
         "flops": 2_000,
         "macs": 1_000,
         "params": 10,
-        "memory": 100,
-        "peak_memory": 40,
-        "arithmetic_intensity": 20.0,  # 2000 FLOPs / 100 B
+        "traffic": 100,
+        "peak_activations": 40,
+        "intensity": 20.0,  # 2000 FLOPs / 100 B
     }
-    assert "subgraphs" not in values and "latency_ms" not in values
+    assert "subgraphs" not in values and "latency" not in values
 
 
 def test_latency_is_ignored_by_default_and_formats() -> None:
-    latency = METRICS_BY_NAME["latency_ms"]
+    latency = METRICS_BY_NAME["latency"]
     assert latency.default_delta == Ignore()
     assert latency.format(1.5) == "1.5 ms"
     assert latency.format(None) == "n/a"
-    assert METRICS_BY_NAME["memory"].format(120e6) == "120 MB"
+    assert METRICS_BY_NAME["traffic"].format(120e6) == "120 MB"

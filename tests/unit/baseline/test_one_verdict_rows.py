@@ -47,7 +47,7 @@ def test_a_slowdown_within_the_budget_is_fixed_by_updating(
 ) -> None:
     profile = make_profile()
     limits = Limits().with_values(
-        {"max_latency_delta": "10%", "max_latency_ms": "50", "timing_verdicts": "fail"}, "marker"
+        {"max_latency_delta": "10%", "max_latency": "50ms", "timing_verdicts": "fail"}, "marker"
     )
 
     def run(model_ms: float, *, update: bool) -> str | None:
@@ -97,7 +97,7 @@ def test_a_budget_the_fast_rounds_do_not_confirm_does_not_block_an_update(
     tmp_path: Path, make_profile: MakeProfile
 ) -> None:
     profile = make_profile()
-    limits = Limits().with_values({"max_latency_delta": "10%", "max_latency_ms": "1.5"}, "marker")
+    limits = Limits().with_values({"max_latency_delta": "10%", "max_latency": "1.5ms"}, "marker")
 
     def run(rounds: list[float], *, update: bool) -> str | None:
         timing = NormalisedTiming.from_samples(rounds, [0.5] * len(rounds))

@@ -59,10 +59,10 @@ def test_a_count_is_a_non_negative_integer_as_written(
 
 def test_other_figures_are_finite_numbers_as_written(make_profile: MakeProfile) -> None:
     data = _data(make_profile)
-    data["metrics"]["arithmetic_intensity"] = "1.5"
+    data["metrics"]["intensity"] = "1.5"
     data["metrics"]["from_a_plugin"] = False
     message = _refusal(data)
-    assert 'metrics.arithmetic_intensity: expected a number, got "1.5"' in message
+    assert 'metrics.intensity: expected a number, got "1.5"' in message
     assert "metrics.from_a_plugin: expected a number, got false" in message
     data = _data(make_profile)
     data["metrics"]["from_a_plugin"] = -0.5  # a metric we do not know: any finite number
@@ -100,7 +100,7 @@ def test_a_baseline_lacking_what_its_version_always_records_is_incomplete(
     data = _data(make_profile)
     del data["metrics"]["macs"], data["metrics"]["params"]
     message = _refusal(data)
-    assert "incomplete baseline (metrics lack macs, params, which every schema_version 2" in message
+    assert "incomplete baseline (metrics lack macs, params, which every schema_version 3" in message
     assert "`pytest --modelprof-update-baselines`" in message
     data["schema_version"] = 1
     data.pop("uncounted_ops")

@@ -22,7 +22,7 @@ def doc(
 ) -> BaselineDocument:
     """A document whose uncounted ops are ``(op, calls, bytes)``."""
     profile = make_profile(
-        uncounted_ops=[UncountedOp(op=o, count=c, memory=b, modules=["attn"]) for o, c, b in ops],
+        uncounted_ops=[UncountedOp(op=o, count=c, traffic=b, modules=["attn"]) for o, c, b in ops],
         environment=Environment(
             torch_version=torch,
             python_version="3.11.0",
@@ -101,7 +101,7 @@ def test_unchanged_and_bytes_unknown_to_the_baseline(make_profile: MakeProfile) 
     before = doc(make_profile, (OP, 3, 128))
     assert row(doc(make_profile, (OP, 3, 128)), before).reason == f"unchanged: {OP} \u00d73"
     # A baseline written before bytes were recorded: calls are compared, bytes cannot be.
-    no_bytes = before.model_copy(update={"uncounted_memory": None})
+    no_bytes = before.model_copy(update={"uncounted_traffic": None})
     assert row(doc(make_profile, (OP, 3, 4096)), no_bytes).verdict == "ok"
 
 
@@ -115,8 +115,8 @@ def test_the_baseline_file_keeps_bytes_only_when_an_op_is_uncounted(
     make_profile: MakeProfile,
 ) -> None:
     with_op = doc(make_profile, (OP, 2, 256))
-    assert BaselineDocument.from_json(with_op.to_json()).uncounted_memory == {OP: 256}
-    assert "uncounted_memory" not in doc(make_profile).to_json()  # older files stay identical
+    assert BaselineDocument.from_json(with_op.to_json()).uncounted_traffic == {OP: 256}
+    assert "uncounted_traffic" not in doc(make_profile).to_json()  # older files stay identical
 
 
 def test_the_row_figures_are_calls(make_profile: MakeProfile) -> None:

@@ -69,7 +69,7 @@ def test_unread_secondary_outputs_are_still_written() -> None:
     p = profile_with_capture(Max(), input_shape=(64, 10), mode="meta")
     (op,) = ops_of(p)
     assert (op.bytes_read, op.bytes_written) == (2560, 768)
-    assert p.profile.total_memory == 2560 + 768
+    assert p.profile.total_traffic == 2560 + 768
 
 
 def test_batch_norm_save_statistics_nothing_reads_are_not_traffic() -> None:

@@ -30,10 +30,10 @@ def signature(model: nn.Module, mode: str, **kw: object) -> tuple[object, ...]:
     return (
         p.total_flops,
         p.total_macs,
-        p.total_memory,
+        p.total_traffic,
         p.peak_activation_bytes,
         p.activation_bytes,
-        [(lr.name, lr.flops, lr.memory) for lr in p.layers],
+        [(lr.name, lr.flops, lr.traffic) for lr in p.layers],
     )
 
 

@@ -31,7 +31,7 @@ def test_repeated_meta_kernels_run_once_per_distinct_call() -> None:
     second = profile_model(user, inputs=(x,), mode="meta")
     after = metacache.cache_stats()
     assert after["misses"] == mid["misses"]  # the second capture runs no meta kernel again
-    assert second.total_flops == first.total_flops and second.total_memory == first.total_memory
+    assert second.total_flops == first.total_flops and second.total_traffic == first.total_traffic
 
 
 class _Passthrough(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -86,7 +86,7 @@ def test_repeated_meta_captures_give_identical_profiles(
     assert train == reference_train
     assert profile_model(module, inputs=x, include_backward=True).model_dump() == train
     fake = profile_model(module, inputs=x, mode="fake")
-    assert (fake.total_macs, fake.total_memory) == (first["total_macs"], first["total_memory"])
+    assert (fake.total_macs, fake.total_traffic) == (first["total_macs"], first["total_traffic"])
 
 
 def test_integer_true_division_follows_the_default_dtype_of_each_call() -> None:

@@ -13,7 +13,7 @@ from pytest_modelprof.schema import ModelProfile
 
 
 def layers(p: ModelProfile) -> list[tuple[str, int, int, int]]:
-    return [(lr.name, lr.calls, lr.flops, lr.memory) for lr in p.layers]
+    return [(lr.name, lr.calls, lr.flops, lr.traffic) for lr in p.layers]
 
 
 class Two(nn.Module):

@@ -61,7 +61,7 @@ def test_without_a_formula_the_op_is_uncounted() -> None:
     assert p.total_flops == FC_FLOPS
     ((op, count),) = [(u.op, u.count) for u in p.uncounted_ops]
     assert op == "modelprof_unit.triple.default" and count == 1
-    assert p.uncounted_ops[0].memory == 2 * 2 * 16 * 4  # reads and writes a (2, 16) float32
+    assert p.uncounted_ops[0].traffic == 2 * 2 * 16 * 4  # reads and writes a (2, 16) float32
 
 
 def test_register_formula_counts_it_exactly(registered: None) -> None:

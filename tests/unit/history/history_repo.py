@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_modelprof.baseline.document import BaselineDocument, BaselineEnvironment
+from pytest_modelprof.baseline.renames import METRIC_RENAMES
 from pytest_modelprof.baseline.store import baseline_relpath
 from pytest_modelprof.schema import TensorSpec
 
@@ -26,8 +27,8 @@ def baseline(test: str, *, flops: int, params: int = 1_000, memory: int = 100_00
              peak: int = 50_000, torch: str = "2.14.1", model: str = "tiny") -> BaselineDocument:
     return BaselineDocument(
         test=test, model=model, inputs=[TensorSpec(shape=[1, 3, 8, 8], dtype="float32")],
-        metrics={"flops": flops, "macs": flops // 2, "params": params, "memory": memory,
-                 "peak_memory": peak, "arithmetic_intensity": round(flops / memory, 6)},
+        metrics={"flops": flops, "macs": flops // 2, "params": params, "traffic": memory,
+                 "peak_activations": peak, "intensity": round(flops / memory, 6)},
         layers=[], settings={},
         environment=BaselineEnvironment(torch_version=torch, device="cpu", dtype="float32",
                                         capture_mode="meta"),
@@ -36,10 +37,17 @@ def baseline(test: str, *, flops: int, params: int = 1_000, memory: int = 100_00
 
 
 def schema_v1(doc: BaselineDocument) -> str:
-    """The file a version-1 plugin wrote: no ``uncounted_ops`` (v2 added it)."""
+    """The file a version-1 plugin wrote: no ``uncounted_ops`` (v2 added it), and the names
+    of then (``memory`` for the bytes moved, ...: v3 renamed them)."""
     data: dict[str, Any] = json.loads(doc.to_json())
     data["schema_version"] = 1
     data.pop("uncounted_ops")
+    old = {new: old for old, new in METRIC_RENAMES.items()}
+    data["metrics"] = {old.get(k, k): v for k, v in data["metrics"].items()}
+    for key in ("layers", "op_families"):
+        if key in data:
+            data[key] = [{("memory" if k == "traffic" else k): v for k, v in row.items()}
+                         for row in data[key]]
     return json.dumps(data, sort_keys=True, indent=2) + "\n"
 
 

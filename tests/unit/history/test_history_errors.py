@@ -73,8 +73,8 @@ def test_bisect_outside_a_repository_and_with_an_unknown_ref(
     monkeypatch.chdir(repo.root)
     message = _error(capsys, "bisect", "t.py::t", "--good", "nope")
     assert "unknown REF 'nope'" in message
-    message = _error(capsys, "bisect", "t.py::t", "--good", "HEAD", "--metric", "peak_mem")
-    assert "did you mean 'peak_memory'" in message
+    message = _error(capsys, "bisect", "t.py::t", "--good", "HEAD", "--metric", "peak_activ")
+    assert "did you mean 'peak_activations'" in message
 
 
 def test_the_commands_are_listed_with_examples(capsys: pytest.CaptureFixture[str]) -> None:

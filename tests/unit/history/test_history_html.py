@@ -64,7 +64,7 @@ def test_history_html_renders_in_chromium(repo: GitRepo, tmp_path: Path) -> None
     found = re.search(r'data-measure="([^"]*)"', dom)
     assert found is not None, "the measuring script did not run"
     measure: dict[str, Any] = json.loads(html.unescape(found.group(1)))
-    # Two tests x four default metrics (flops, params, memory, peak memory), each a line.
+    # Two tests x four default metrics (flops, params, traffic, peak activations), each a line.
     assert len(measure["charts"]) == 8
     assert all(c["lines"] == 1 and c["points"] >= 2 for c in measure["charts"])
     assert measure["page"] <= 0, "the page scrolls sideways"

@@ -38,7 +38,7 @@ def test_flops_commit_by_commit_through_a_rename_and_a_v1_file(
 ) -> None:
     data = _history(repo, tmp_path)
     c = repo.commits
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     # Every commit that changed a baseline, in order; "docs only" (c[3]) changed none.
     assert [row["hash"] for row in data["commits"]] == c[:3] + c[4:]
     assert [row["subject"] for row in data["commits"]][:3] == [
@@ -62,7 +62,7 @@ def test_flops_commit_by_commit_through_a_rename_and_a_v1_file(
         (c[12], 2_000_000, 0, 0.0),
     ]
     assert [p["value"] for p in _series(data, NETWORK, "params")] == [1000] * 6 + [1200] * 3
-    assert [p["value"] for p in _series(data, NETWORK, "peak_memory")][-2:] == [50_000, 60_000]
+    assert [p["value"] for p in _series(data, NETWORK, "peak_activations")][-2:] == [50_000, 60_000]
     other = [(p["commit"], p["value"]) for p in _series(data, OTHER, "flops")]
     assert other == [(c[1], 2_000_000), (c[9], 2_500_000), (c[11], 2_500_000)]
 
@@ -71,10 +71,10 @@ def test_environment_changes_ride_on_the_point_that_saw_them(
     repo: GitRepo, tmp_path: Path
 ) -> None:
     data = _history(repo, tmp_path)
-    memory = _series(data, NETWORK, "memory")
+    memory = _series(data, NETWORK, "traffic")
     changed = [(p["commit"], p["environment"]) for p in memory if p["environment"]]
     assert changed == [(repo.commits[5], ["torch 2.14.1 \u2192 2.15.0"])]
-    assert memory[3]["delta"] == 4_000  # the same commit moved memory by 4 KB
+    assert memory[3]["delta"] == 4_000  # the same commit moved traffic by 4 KB
     other = _series(data, OTHER, "flops")
     assert other[-1]["environment"] == ["torch 2.14.1 \u2192 2.15.0"] and other[-1]["delta"] == 0
 

@@ -54,7 +54,7 @@ def test_a_cache_keeps_decode_linear_and_a_redone_prefix_is_quadratic() -> None:
     # Cached: qkv and head fixed, QK^T and AV 2 * 32 MACs per cached token: below 1.
     assert linear["decode_flops_exponent"] < 1.0
     assert quadratic["decode_flops_exponent"] > 1.5
-    assert linear["kv_cache_bytes"] == [2 * 32 * c * 4 for c in CONTEXTS]
+    assert linear["kv_cache"] == [2 * 32 * c * 4 for c in CONTEXTS]
     assert linear["kv_cache_exponent"] == pytest.approx(1.0)
 
 
@@ -63,9 +63,9 @@ def test_the_gate_collector_gives_the_exponent_only_for_a_context_sweep() -> Non
     evidence = LLM.measure(Measure(sweep, Limits()))
     assert evidence is not None and evidence["context"] == CONTEXTS[-1]
     values = LLM.values(evidence)
-    assert values["decode_flops_growth_exponent"] > 1.5
-    assert values["kv_cache_bytes"] == 2 * 32 * CONTEXTS[-1] * 4
+    assert values["decode_flops_growth"] > 1.5
+    assert values["kv_cache"] == 2 * 32 * CONTEXTS[-1] * 4
     single = ProfileRequest(PrefixRedone(), llm=(("context", 16), ("prompt", 4)))
     evidence = LLM.measure(Measure(single, Limits()))
     assert evidence is not None
-    assert "decode_flops_growth_exponent" not in LLM.values(evidence)
+    assert "decode_flops_growth" not in LLM.values(evidence)

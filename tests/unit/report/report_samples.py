@@ -30,14 +30,14 @@ def layer(name: str, flops: int, memory: int, *, type: str = "Conv2d") -> LayerS
     ai = flops / memory if memory else 0.0
     return LayerStats(
         name=name, type=type, calls=1, flops=flops, macs=flops // 2, params=flops // 100,
-        bytes_read=memory // 2, bytes_written=memory - memory // 2, memory=memory,
+        bytes_read=memory // 2, bytes_written=memory - memory // 2, traffic=memory,
         arithmetic_intensity=ai, bottleneck="compute-bound" if ai >= 10 else "memory-bound",
     )
 
 
 def profile(model: str, layers: list[LayerStats]) -> ModelProfile:
     flops = sum(x.flops for x in layers)
-    memory = sum(x.memory for x in layers)
+    memory = sum(x.traffic for x in layers)
     return ModelProfile(
         model=model,
         inputs=[TensorSpec(shape=[1, 3, 8, 8], dtype="float32")],
@@ -46,14 +46,14 @@ def profile(model: str, layers: list[LayerStats]) -> ModelProfile:
                                 device="cpu", dtype="float32"),
         machine=GENERIC,
         total_flops=flops, total_macs=flops // 2, total_params=sum(x.params for x in layers),
-        param_bytes=0, buffer_bytes=0, activation_bytes=memory, total_memory=memory,
+        param_bytes=0, buffer_bytes=0, activation_bytes=memory, total_traffic=memory,
         peak_activation_bytes=1000, arithmetic_intensity=flops / memory,
         num_ops=len(layers),
         op_breakdown=[
             OpFamilyStats(family="conv", count=2, flops=flops * 3 // 4, macs=0,
-                          memory=memory // 2, share=0.75),
+                          traffic=memory // 2, share=0.75),
             OpFamilyStats(family="elementwise", count=5, flops=flops // 4, macs=0,
-                          memory=memory // 2, share=0.25),
+                          traffic=memory // 2, share=0.25),
         ],
         layers=layers,
     )

@@ -38,15 +38,15 @@ def test_the_judge_puts_every_changed_layer_on_the_flops_row(results: RunResults
             "name": "head",
             "type": "Conv2d",
             "change": "grew",
-            "before": {"flops": 200_000, "macs": 100_000, "params": 2_000, "memory": 100_000},
-            "after": {"flops": 500_000, "macs": 250_000, "params": 5_000, "memory": 100_000},
+            "before": {"flops": 200_000, "macs": 100_000, "params": 2_000, "traffic": 100_000},
+            "after": {"flops": 500_000, "macs": 250_000, "params": 5_000, "traffic": 100_000},
         },
         {
             "name": NASTY_MODULE,
             "type": "Linear",
             "change": "added",
             "before": None,
-            "after": {"flops": 100_000, "macs": 50_000, "params": 1_000, "memory": 50_000},
+            "after": {"flops": 100_000, "macs": 50_000, "params": 1_000, "traffic": 50_000},
         },
     ]
     assert detail["baseline_layers"] == 2
@@ -86,14 +86,14 @@ def test_two_baseline_files_compared_show_the_layers_that_changed() -> None:
 def test_a_results_file_of_schema_version_3_renders_the_same(results: RunResults) -> None:
     # A v3 file's rows carry no layer_changes: the migration adds them from the profile and
     # baseline the file holds, so its report is the one a v4 file of the same run gives.
-    assert RESULTS_SCHEMA_VERSION == 4
+    assert RESULTS_SCHEMA_VERSION == 5
     data = json.loads(results.to_json())
     for test in data["tests"]:
         for check in test["checks"]:
             check["detail"].pop("layer_changes", None)
             check["detail"].pop("baseline_layers", None)
     old = RunResults.from_json(json.dumps({**data, "schema_version": 3}))
-    assert old.schema_version == 4
+    assert old.schema_version == 5
     assert old.to_json() == results.to_json()
     assert render_html(build_view(old)) == render_html(build_view(results))
 

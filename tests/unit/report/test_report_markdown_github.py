@@ -78,7 +78,7 @@ def test_annotations_point_at_the_test(results: RunResults, tmp_path: Path) -> N
         "FLOPs: 1 MFLOPs \u2192 1.4 MFLOPs (+40.0 %25, limit +10.0 %25)%0A"
         "MACs: 500 KMACs \u2192 700 KMACs (+40.0 %25, limit exact)%0A"
         "params: 10 K \u2192 14 K (+40.0 %25, limit exact)%0A"
-        "memory: 180 KB \u2192 230 KB (+27.8 %25, limit exact)"
+        "traffic: 180 KB \u2192 230 KB (+27.8 %25, limit exact)"
     ]
     # Without a workspace the path stays relative to the rootdir.
     assert annotation_lines(results, rootdir=tmp_path)[0].startswith(

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from report_samples import AFTER, BEFORE, baseline_of
 
+from pytest_modelprof.baseline.renames import METRIC_RENAMES
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.documents import compare_documents
 from pytest_modelprof.gate.settings import Limits
@@ -133,7 +134,12 @@ def test_a_results_file_of_schema_version_2_still_loads(tmp_path: Path) -> None:
         assert [a for a in added if a[1]] == (
             [("flops", True, 2)] if old["baseline"] is not None else []
         )
-        assert rows == old["checks"]
+        # v5 names each quantity with one word: a renamed metric's row gets its name and label.
+        assert rows == [
+            {**c, "metric": METRIC_RENAMES.get(c["metric"], c["metric"]),
+             "label": r["label"] if c["metric"] in METRIC_RENAMES else c["label"]}
+            for c, r in zip(old["checks"], rows, strict=True)
+        ]
         assert test.metrics == {} and test.baseline_metrics == {}
     regressed = loaded.tests[2]
     assert regressed.failed and any(c.detail.get("layers") for c in regressed.checks)

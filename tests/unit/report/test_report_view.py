@@ -25,8 +25,8 @@ def test_metric_rows_and_headline(results: RunResults) -> None:
             flops.verdict) == ("FLOPs", "1 MFLOPs", "1.4 MFLOPs", "+400 KFLOPs (+40.0 %)",
                                "+10.0 %", "regressed")
     assert flops.css == "v-regressed"
-    # memory 180 KB -> 230 KB is +27.8 % (50 / 180) under the built-in exact limit.
-    assert section.problems[3] == "memory: 180 KB \u2192 230 KB (+27.8 %, limit exact)"
+    # traffic 180 KB -> 230 KB is +27.8 % (50 / 180) under the built-in exact limit.
+    assert section.problems[3] == "traffic: 180 KB \u2192 230 KB (+27.8 %, limit exact)"
     assert section.summary.headline.startswith(
         "FLOPs: 1 MFLOPs \u2192 1.4 MFLOPs (+40.0 %, limit +10.0 %); MACs"
     )

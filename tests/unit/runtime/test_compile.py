@@ -116,7 +116,7 @@ def test_a_clean_model_is_one_graph_without_breaks() -> None:
     # linear, relu, linear
     assert health.ops_per_graph == [3]
     assert health.recompiles == 0
-    assert health.kernels is None and health.compile_s is None
+    assert health.kernels is None and health.compile_time is None
 
 
 def test_resnet18_by_name_is_one_graph() -> None:
@@ -245,7 +245,7 @@ def test_inductor_figures_are_opt_in_and_configs_are_restored() -> None:
     flag = torch.compiler.config.force_disable_caches
     health = analyze_compile(Clean(), torch.randn(2, 8), inductor=True)
     assert health.kernels is not None and health.kernels >= 1
-    assert health.compile_s is not None and health.compile_s > 0
+    assert health.compile_time is not None and health.compile_time > 0
     assert torch.compiler.config.force_disable_caches == flag
     assert _compat.inductor_kernel_count() == 0  # counters zeroed for whoever comes next
 
@@ -336,7 +336,7 @@ def test_compile_resnet18_json_reports_one_graph_no_breaks(
     data = json.loads(capsys.readouterr().out)
     assert data["graphs"] == 1 and data["graph_breaks"] == 0 and data["break_reasons"] == []
     assert data["recompiles"] == 0
-    assert "kernels" not in data and "compile_s" not in data
+    assert "kernels" not in data and "compile_time" not in data
 
 
 def test_compile_batches_count_recompiles(capsys: pytest.CaptureFixture[str]) -> None:
