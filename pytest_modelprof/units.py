@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_ms"]
+__all__ = ["format_count", "format_bytes", "sign", "parse_quantity", "parse_bytes", "parse_ms"]
 
 # Decimal (SI) prefixes throughout: 1 MB = 10**6 bytes, as model cards and fvcore print them.
 _PREFIXES = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
 _PARSE_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def sign(value: float) -> str:
+    """The sign written before a change's magnitude: ``+``, ``-`` or nothing for zero. The one
+    minus sign of all output is ASCII ``-`` (as ``f"{x:+.1f}"`` writes it): terminals show it
+    and ``grep`` finds it."""
+    return "+" if value > 0 else ("-" if value < 0 else "")
 
 
 def format_count(value: float, unit: str = "", digits: int = 3) -> str:

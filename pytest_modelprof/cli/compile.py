@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_device, parse_shape
+from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_device, parse_shape, show
 
 __all__ = ["COMMAND", "parse_batch_sizes"]
 
@@ -69,7 +69,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             del data["kernels"], data["compile_s"]
         out(json.dumps(data, sort_keys=True, indent=2) + "\n")
     else:
-        out(format_compile_health(health, args.model))
+        show(format_compile_health(health, args.model))
     return EXIT_OK
 
 

@@ -6,7 +6,7 @@ import argparse
 import re
 from typing import Any
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_arch, parse_dtype
+from pytest_modelprof.cli._common import EXIT_OK, Command, out, parse_arch, parse_dtype, show
 from pytest_modelprof.cli.bench import parse_positive
 
 __all__ = ["COMMAND", "parse_arch_list", "parse_memory"]
@@ -92,7 +92,7 @@ def _run_llm(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(costs.model_dump(mode="json"), sort_keys=True, indent=2) + "\n")
     else:
-        out(format_llm(costs) + "\n")
+        show(format_llm(costs) + "\n")
     return EXIT_OK
 
 

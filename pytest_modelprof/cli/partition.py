@@ -16,7 +16,9 @@ from pytest_modelprof.cli._common import (
     out,
     parse_machine,
     parse_top,
+    show,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -43,7 +45,7 @@ def _run_partition(args: argparse.Namespace) -> int:
     if args.json:
         out(dumps_deterministic(report.model_dump(mode="json")))
     else:
-        out(render_partition_report(report, top=args.top, title=name))
+        show(render_partition_report(report, top=args.top, title=name, width=terminal_width()))
     return EXIT_OK
 
 

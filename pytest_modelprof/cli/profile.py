@@ -19,7 +19,9 @@ from pytest_modelprof.cli._common import (
     parse_shape,
     parse_top,
     resolve_names,
+    show,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -226,12 +228,12 @@ def _run_profile(args: argparse.Namespace) -> int:
             doc["predicted"] = predicted.to_json()
             out(dumps_deterministic(doc))
     else:
-        out(render_profile(profile, top=args.top, verbose=args.verbose,
-                            show_shape=args.showshape))
+        show(render_profile(profile, top=args.top, verbose=args.verbose,
+                             show_shape=args.showshape, width=terminal_width()))
         if predicted is not None:
             from pytest_modelprof.report.prediction import render_prediction
 
-            out(render_prediction(predicted))
+            show(render_prediction(predicted))
     if args.output:
         kind = write_profile(profile, args.output)
         note(f"wrote {args.output} ({kind})")
