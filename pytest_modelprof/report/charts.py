@@ -11,6 +11,7 @@ from pytest_modelprof.baseline.document import baseline_layers
 from pytest_modelprof.gate.results import ProfileResult
 from pytest_modelprof.report._format import (
     change_of,
+    nice_ticks,
     num,
     short,
 )
@@ -315,7 +316,8 @@ def timing_chart(result: ProfileResult) -> Chart | None:
     fence = max(max(t["model"]["q3"] + 3 * (t["model"]["q3"] - t["model"]["q1"]),
                     1.25 * t["model"]["median"]) for _, t in rows)
     slowest = max(samples)
-    top_ms = min(slowest, fence) * 1.05 or 1.0
+    ticks = nice_ticks(0.0, min(slowest, fence) * 1.05 or 1.0)
+    top_ms = ticks[-1]  # the axis ends on a round tick
     beyond = sum(1 for v in samples if v > top_ms)
     left, right, row_h, top = LABEL_W, CHART_W - 30.0, 44.0, 10.0
     axis_y = top + row_h * len(rows) + 4
@@ -325,10 +327,9 @@ def timing_chart(result: ProfileResult) -> Chart | None:
 
     rects, lines, circles, texts = [], [], [], []
     lines.append(SvgLine(num(left), num(axis_y), num(right), num(axis_y), "axis"))
-    for k in range(6):
-        ms = top_ms * k / 5
+    for ms in ticks:
         lines.append(SvgLine(num(x(ms)), num(top), num(x(ms)), num(axis_y), "grid"))
-        texts.append(SvgText(num(x(ms)), num(axis_y + 14), f"{ms:.3g} ms", "tick", "middle"))
+        texts.append(SvgText(num(x(ms)), num(axis_y + 14), f"{ms:g} ms", "tick", "middle"))
     for i, (label, t) in enumerate(rows):
         m = t["model"]
         y = top + i * row_h + row_h / 2
