@@ -233,7 +233,7 @@ def _run_profile(args: argparse.Namespace) -> int:
         if predicted is not None:
             from pytest_modelprof.report.prediction import render_prediction
 
-            show(render_prediction(predicted))
+            show(render_prediction(predicted, terminal_width()))
     if args.output:
         kind = write_profile(profile, args.output)
         note(f"wrote {args.output} ({kind})")

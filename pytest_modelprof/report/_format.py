@@ -48,11 +48,7 @@ def sign_css(value: float) -> str:
 
 
 
-def short(name: str, width: int = 30) -> str:
-    if len(name) <= width:
-        return name
-    keep = (width - 1) // 2
-    return name[:keep] + "\u2026" + name[-(width - 1 - keep):]
+
 
 
 def _nice(value: float, *, rounded: bool) -> float:

@@ -13,7 +13,6 @@ from pytest_modelprof.report._format import (
     change_of,
     nice_ticks,
     num,
-    short,
 )
 from pytest_modelprof.report.layers import (
     LayerDiff,
@@ -30,6 +29,7 @@ from pytest_modelprof.report.model import (
     SvgText,
 )
 from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.textfit import cut_middle
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def layer_chart(result: ProfileResult, diffs: Sequence[LayerDiff]) -> Chart:
     for i, (name, kind, b, a) in enumerate(picked):
         y = top + i * row_h
         label = f"{layer_name(name)} ({kind})"
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(layer_name(name)),
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(layer_name(name), 30),
                              "label", "end", label))
         css = "bar-up" if a > b else ("bar-down" if a < b else "bar-same")
         if result.baseline is not None:
@@ -127,7 +127,8 @@ def op_chart(profile: ModelProfile | None, baseline: BaselineDocument | None = N
     for i, fam in enumerate(families):
         y = top + i * row_h
         fs, ms = fam.flops / total_flops, fam.memory / total_mem
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(fam.family), "label", "end",
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(fam.family, 30), "label",
+                             "end",
                              f"{fam.family}: {fam.count} ops"))
         rects.append(SvgRect(num(LABEL_W), num(y + 3), num(max(BAR_W * fs, 0.5)), "10",
                              "bar-flops",
@@ -181,7 +182,8 @@ def _op_diff_chart(profile: ModelProfile, before: Mapping[str, BaselineOpFamily]
     rects, texts = [], []
     for i, (name, calls, calls_was, fl, fl_was, mem, mem_was) in enumerate(rows):
         y = top + i * row_h
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(name), "label", "end", name))
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(name, 30), "label", "end",
+                             name))
         calls_text = f"\u00d7{calls}" if calls == calls_was else (
             f"\u00d7{calls_was} \u2192 \u00d7{calls}"
         )
