@@ -342,7 +342,7 @@ def test_a_measurements_copy_of_a_module_is_size_checked(small_limit: int) -> No
     model = NeedsValues()
     with pytest.raises(ModelBuildError, match=r"the latency measurement runs a copy") as info:
         real_model_and_inputs(model, input_shape=(2, 1024), purpose="the latency measurement")
-    assert "4.0 MiB" in str(info.value) and "model='pkg.module:factory'" in str(info.value)
+    assert "4.2 MB" in str(info.value) and "model='pkg.module:factory'" in str(info.value)
     small = nn.Linear(4, 4)
     copy, _ = real_model_and_inputs(small, input_shape=(1, 4))
     assert copy is not small and copy.weight is not small.weight
