@@ -6,7 +6,9 @@ import re
 
 from pytest_modelprof.errors import SettingsError, did_you_mean
 
-__all__ = ["Number", "format_count", "format_bytes", "parse_quantity", "parse_bytes", "parse_time"]
+__all__ = [
+    "Number", "format_count", "format_bytes", "sign", "parse_quantity", "parse_bytes", "parse_time"
+]
 
 #: A figure: a count, bytes, a time or a ratio.
 Number = int | float
@@ -15,6 +17,13 @@ Number = int | float
 _PREFIXES = [(10**15, "P"), (10**12, "T"), (10**9, "G"), (10**6, "M"), (10**3, "K")]
 _PARSE_PREFIX = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+
+def sign(value: float) -> str:
+    """The sign written before a change's magnitude: ``+``, ``-`` or nothing for zero. The one
+    minus sign of all output is ASCII ``-`` (as ``f"{x:+.1f}"`` writes it): terminals show it
+    and ``grep`` finds it."""
+    return "+" if value > 0 else ("-" if value < 0 else "")
 
 
 def format_count(value: float, unit: str = "", digits: int = 3) -> str:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 from pytest_modelprof.baseline.environment import environment_changes
 from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
+from pytest_modelprof.units import sign
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
@@ -169,7 +170,7 @@ def format_change(change: float | None) -> str:
 
 
 def _signed(metric: Metric, diff: float) -> str:
-    return ("+" if diff > 0 else "\u2212") + metric.format(abs(diff))
+    return sign(diff) + metric.format(abs(diff))
 
 
 def change_text(metric: Metric, current: float, baseline: float) -> str:

@@ -100,12 +100,3 @@ def resolve_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
         raise SettingsError(f"unknown dtype {dtype!r}; use e.g. 'float32', 'float16', 'bfloat16'")
     return value
 
-
-def format_bytes(n: int) -> str:
-    """``1.5 GiB``-style size for messages."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"

@@ -38,7 +38,6 @@ from pytest_modelprof.capture.plan import (
     TRAINING_GRAPH_NOTE,
     Mode,
     Subject,
-    format_bytes,
 )
 from pytest_modelprof.capture.record import Capture
 from pytest_modelprof.capture.standin import (
@@ -60,6 +59,7 @@ from pytest_modelprof.errors import (
 from pytest_modelprof.models._meta import AllocationLimitExceeded, allocation_budget
 from pytest_modelprof.models._spec import BUILD_NOTE
 from pytest_modelprof.schema import CaptureMode
+from pytest_modelprof.units import format_bytes
 
 __all__ = ["Request", "Captured", "CaptureFailed", "run_once", "make_inputs", "build_real",
            "real_copy", "module_dtype", "input_shape_tuple", "BACKWARD_SCOPE"]

@@ -203,7 +203,17 @@ def parse_names(text: str) -> list[str]:
 
 
 def out(text: str) -> None:
+    """A document for programs (JSON, Markdown) to stdout, as it is."""
     sys.stdout.write(text)
+
+
+def show(text: str) -> None:
+    """Text a person reads to stdout: every line fitted to the terminal's width (tables are
+    laid out to it already; a long line of prose wraps under its own indentation)."""
+    from pytest_modelprof.textfit import fit_text, terminal_width
+
+    end = "\n" if text.endswith("\n") else ""
+    sys.stdout.write(fit_text(text.removesuffix("\n"), terminal_width()) + end)
 
 
 

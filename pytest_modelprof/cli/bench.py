@@ -17,8 +17,10 @@ from pytest_modelprof.cli._common import (
     parse_positive,
     parse_top,
     resolve_names,
+    show,
 )
 from pytest_modelprof.optimizers import OPTIMIZER_ARGS
+from pytest_modelprof.textfit import terminal_width
 
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench import BenchReport, BenchRun
@@ -127,7 +129,10 @@ def _run_bench(args: argparse.Namespace) -> int:
     if args.json:  # the text report says it; --json keeps stdout a document, so stderr
         for warning in busy_warnings(run.report):
             print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
-    out(run.report.to_json() if args.json else render_bench(run, top=args.top))
+    if args.json:
+        out(run.report.to_json())
+    else:
+        show(render_bench(run, top=args.top, width=terminal_width()))
     return EXIT_FAILED if regressed else EXIT_OK
 
 
@@ -172,16 +177,20 @@ def _with_instructions(run: BenchRun, args: argparse.Namespace) -> BenchRun:
     from dataclasses import replace
 
     from pytest_modelprof.instructions import InstructionServer
+    from pytest_modelprof.progress import heartbeat
 
-    print(f"{PROG} bench {args.model}: counting instructions under callgrind (starting "
-          "valgrind takes about a minute) ...", file=sys.stderr)
+    # About a minute of CPU to start; wall time grows with the machine's load, so the phase
+    # and its elapsed time are said every half minute while it runs.
     shape = run.input_shapes[0] if len(run.input_shapes) == 1 else args.input_shape
-    with InstructionServer() as server:
-        counts = server.measure(
-            args.model, input_shape=shape, phases=("forward", "backward", "training_step"),
-            calls=args.instruction_calls, arch=dict(args.arch),
-            dtype=None if run.dtype == "float32" else run.dtype,
-        )
+    label = f"{PROG} bench {args.model}: instructions under callgrind"
+    with heartbeat(label, "starting valgrind (about a minute of CPU)") as phase:
+        with InstructionServer() as server:
+            phase("counting forward, backward and training step")
+            counts = server.measure(
+                args.model, input_shape=shape, phases=("forward", "backward", "training_step"),
+                calls=args.instruction_calls, arch=dict(args.arch),
+                dtype=None if run.dtype == "float32" else run.dtype,
+            )
     data = counts.model_dump(mode="json")
     return replace(run, report=run.report.model_copy(update={"instructions": data}))
 
@@ -212,10 +221,10 @@ def _ms(value: float) -> str:
     return f"{value:.3f}" if value < 100 else f"{value:.1f}"
 
 
-def render_bench(run: BenchRun, *, top: int = 10) -> str:
-    """The bench document as a short report, with the slowest modules."""
+def render_bench(run: BenchRun, *, top: int = 10, width: int = 100) -> str:
+    """The bench document as a short report, with the slowest modules, in ``width`` columns."""
     from pytest_modelprof.runtime.module_timing import format_module_times
-    from pytest_modelprof.textfit import fit_line
+    from pytest_modelprof.textfit import Column, fit_line, layout_table
     from pytest_modelprof.units import format_bytes, format_count
 
     doc = run.report
@@ -225,12 +234,14 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
         f"bench {run.model} on {run.device} ({run.dtype}), input {shapes}, "
         f"optimizer {run.optimizer}, {rounds} rounds",
         "",
-        f"  {'ms':<14} {'median':>9} {'mean':>9} {'std':>9} {'min':>9} {'max':>9}",
     ]
-    for label, s in (("forward", doc.runtime.forward), ("backward", doc.runtime.backward),
-                     ("training step", doc.runtime.training_step)):
-        lines.append(f"  {label:<14} {_ms(s.median_ms):>9} {_ms(s.mean_ms):>9} "
-                     f"{_ms(s.std_ms):>9} {_ms(s.min_ms):>9} {_ms(s.max_ms):>9}")
+    stats = [
+        [label, _ms(s.median_ms), _ms(s.mean_ms), _ms(s.std_ms), _ms(s.min_ms), _ms(s.max_ms)]
+        for label, s in (("forward", doc.runtime.forward), ("backward", doc.runtime.backward),
+                         ("training step", doc.runtime.training_step))
+    ]
+    columns = [Column("ms"), *(Column(h, ">") for h in ("median", "mean", "std", "min", "max"))]
+    lines += layout_table(columns, stats, width, indent="  ").lines
     b = doc.memory.breakdown
     lines += [
         "",
@@ -243,9 +254,9 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     families = sorted(doc.flops.breakdown.items(), key=lambda kv: (-kv[1], kv[0]))
     lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
     lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
-    lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", 100)]
+    lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", width)]
     if doc.against is not None:
-        lines += fit_line(f"forward against {doc.against['ref']}: {doc.against['reason']}", 100)
+        lines += fit_line(f"forward against {doc.against['ref']}: {doc.against['reason']}", width)
     if doc.instructions is not None:
         c = doc.instructions
         lines.append(
@@ -261,7 +272,7 @@ def render_bench(run: BenchRun, *, top: int = 10) -> str:
     if run.modules is not None and top:
         lines += ["", f"slowest modules by own forward time ({run.modules.rounds} rounds, "
                       "hooks included; total = with children):"]
-        lines.append(format_module_times(run.modules, top=top).rstrip("\n"))
+        lines.append(format_module_times(run.modules, top=top, width=width).rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

@@ -11,8 +11,8 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
     note,
-    out,
     parse_tolerance,
+    show,
 )
 
 __all__ = ["COMMAND"]
@@ -61,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         limit = f"more than {args.tolerance * 100:g} %" if args.tolerance else "at all"
         lines.append(f"no regression: {metric.label} at {bad.commit.short} is not worse than at "
                      f"{good.commit.short} {limit}")
-        out("\n".join(lines) + "\n")
+        show("\n".join(lines) + "\n")
         return EXIT_FAILED
     first, before = result.first_bad, result.before
     assert first.value is not None and before is not None and before.value is not None
@@ -82,7 +82,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{change})",
         f"  {result.steps} profiles run",
     ]
-    out("\n".join(lines) + "\n")
+    show("\n".join(lines) + "\n")
     return EXIT_OK
 
 

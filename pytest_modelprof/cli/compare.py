@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.errors import ModelprofError
@@ -18,8 +17,10 @@ from pytest_modelprof.cli._common import (
     add_option,
     add_report_outputs,
     out,
+    show,
     write_reports,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -96,12 +97,12 @@ def _run_compare(args: argparse.Namespace) -> int:
     results = compare_documents(
         load_document(args.old), load_document(args.new), limits, new_source=args.new
     )
-    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    width = terminal_width(60)
     if args.json:
         out(results.to_json())
     else:
-        out(render_diff(build_view(results, title="modelprof compare"), top=args.top,
-                        width=width))
+        show(render_diff(build_view(results, title="modelprof compare"), top=args.top,
+                         width=width))
     write_reports(results, args)
     # An error row (a test of the new run that failed before its gate judged it) is red too.
     red = any(t.failed or t.status in ("regressed", "error") for t in results.tests)

@@ -9,6 +9,7 @@ from pytest_modelprof.cli._common import (
     Command,
     add_option,
     out,
+    show,
 )
 
 __all__ = ["COMMAND"]
@@ -74,7 +75,7 @@ def _run_compile(args: argparse.Namespace) -> int:
             del data["kernels"], data["compile_time"]
         out(json.dumps(data, sort_keys=True, indent=2) + "\n")
     else:
-        out(format_compile_health(health, args.model))
+        show(format_compile_health(health, args.model))
     return EXIT_OK
 
 

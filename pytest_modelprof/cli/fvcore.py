@@ -20,6 +20,7 @@ from pytest_modelprof.cli._common import (
     parse_names,
     parse_tolerance,
     resolve_names,
+    show,
 )
 
 __all__ = ["COMMAND"]
@@ -81,7 +82,7 @@ def _run_fvcore(args: argparse.Namespace) -> int:
         }
         out(dumps_deterministic(doc))
     else:
-        out(render_fvcore(results, tolerance=args.tolerance, failures=failures,
+        show(render_fvcore(results, tolerance=args.tolerance, failures=failures,
                            verbose=args.verbose))
     over = [c.model for c in results if not c.within(args.tolerance)]
     return EXIT_FAILED if over or failures else EXIT_OK

@@ -16,6 +16,7 @@ from pytest_modelprof.cli._common import (
     capture_of,
     note,
     out,
+    show,
 )
 from pytest_modelprof.cli.bench import HOOK_OVERHEAD
 from pytest_modelprof.errors import ModelprofError
@@ -47,17 +48,21 @@ def _run_graph(args: argparse.Namespace) -> int:
 
     from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.exports.graph import export_graph
+    from pytest_modelprof.textfit import terminal_width
 
     if args.timed and args.detail:
         raise ModelprofError("--timed times modules, and --detail draws ops; drop one of them")
     name, capture = capture_of(args)
     forward_ms = _module_times(args) if args.timed else None
     text = export_graph(capture, detail=args.detail, fmt=args.format, name=name,
-                        forward_ms=forward_ms)
+                        forward_ms=forward_ms,
+                        width=100 if args.output else terminal_width())
     if args.output:
         write_text_atomic(Path(args.output), text)
         note(f"wrote {args.output} ({'detail' if args.detail else 'module'} graph, "
               f"{args.format})")
+    elif args.format == "txt":
+        show(text)
     else:
         out(text)
     return EXIT_OK

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out
+from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out, show
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -70,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
             write_text_atomic(Path(target), render(view))
             note(f"wrote {target}")
     if not (args.json or args.output or args.markdown or args.html):
-        out(render_text(view))
+        show(render_text(view, width=terminal_width()))
     return EXIT_OK
 
 

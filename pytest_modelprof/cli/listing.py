@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 
 from pytest_modelprof.cli._common import (
     EXIT_OK,
@@ -11,7 +10,9 @@ from pytest_modelprof.cli._common import (
     add_option,
     note,
     out,
+    show,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -52,10 +53,10 @@ def _run_list(args: argparse.Namespace) -> int:
     if args.json:
         out(dumps_deterministic({k: sorted(v) for k, v in groups.items()}))
         return EXIT_OK
-    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    width = terminal_width()
     # A screenful per source unless the user narrowed the list or asked for all of it.
     whole = args.all or args.filter or args.source is not None
-    out(render_model_list(groups, width=width, filter=args.filter, rows=None if whole else 4))
+    show(render_model_list(groups, width=width, filter=args.filter, rows=None if whole else 4))
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ from pytest_modelprof.cli._common import (
     machine_of,
     out,
     parse_positive,
+    show,
 )
 from pytest_modelprof.cli.profile import PRECISION_CHOICES as PRECISIONS
 
@@ -77,7 +78,7 @@ def _run_llm(args: argparse.Namespace) -> int:
     if args.json:
         out(json.dumps(costs.model_dump(mode="json"), sort_keys=True, indent=2) + "\n")
     else:
-        out(format_llm(costs) + "\n")
+        show(format_llm(costs) + "\n")
     return EXIT_OK
 
 

@@ -16,9 +16,11 @@ from pytest_modelprof.cli._common import (
     add_option,
     out,
     parse_positive,
+    show,
 )
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.options import OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, SHARDS
+from pytest_modelprof.textfit import terminal_width
 
 if TYPE_CHECKING:
     from pytest_modelprof.fit.estimate import MemoryEstimate
@@ -210,7 +212,10 @@ def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) ->
         fit_on(label, capacity, estimate.peak_bytes, peak_at if searchable else None, start)
         for label, capacity in capacities
     ]
-    out(document(estimate, fits) if args.json else render_memory(estimate, fits))
+    if args.json:
+        out(document(estimate, fits))
+    else:
+        show(render_memory(estimate, fits, terminal_width()))
     return EXIT_OK
 
 
@@ -246,8 +251,9 @@ def _in_module(module: str) -> str:
     return "" if module.startswith("(") and module != "(model)" else f" in {module}"
 
 
-def render_memory(estimate: MemoryEstimate, fits: list[Fit]) -> str:
-    """The estimate and the fit per device as a short report."""
+def render_memory(estimate: MemoryEstimate, fits: list[Fit], width: int = 100) -> str:
+    """The estimate and the fit per device as a short report, in ``width`` columns."""
+    from pytest_modelprof.textfit import Column, layout_table
     from pytest_modelprof.units import format_bytes, format_count
 
     e = estimate
@@ -274,16 +280,14 @@ def render_memory(estimate: MemoryEstimate, fits: list[Fit]) -> str:
             + f" = {format_bytes(sum(states.values()))}"
         )
     lines.append(f"  {e.precision}: {e.recipe}")
-    lines += [
-        "",
-        f"  {'device':<14} {'capacity':>10} {'fits':>5} {'headroom':>11} {'largest batch':>14}",
+    columns = [Column("device"), Column("capacity", ">"), Column("fits", ">"),
+               Column("headroom", ">"), Column("largest batch", ">")]
+    rows = [
+        [f.device, format_bytes(f.capacity_bytes), "yes" if f.fits else "no",
+         format_bytes(f.headroom_bytes), "-" if f.largest_batch is None else str(f.largest_batch)]
+        for f in fits
     ]
-    for f in fits:
-        best = "-" if f.largest_batch is None else str(f.largest_batch)
-        lines.append(
-            f"  {f.device:<14} {format_bytes(f.capacity_bytes):>10} "
-            f"{'yes' if f.fits else 'no':>5} {format_bytes(f.headroom_bytes):>11} {best:>14}"
-        )
+    lines += ["", *layout_table(columns, rows, width, indent="  ").lines]
     lines.append(
         "  (capacity: the card's total; the CUDA context and allocator fragmentation "
         "take some of the headroom)"

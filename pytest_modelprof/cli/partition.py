@@ -16,8 +16,10 @@ from pytest_modelprof.cli._common import (
     capture_of,
     machine_of,
     out,
+    show,
 )
 from pytest_modelprof.cli.profile import PRECISION_CHOICES
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -48,7 +50,7 @@ def _run_partition(args: argparse.Namespace) -> int:
     if args.json:
         out(dumps_deterministic(report.model_dump(mode="json")))
     else:
-        out(render_partition_report(report, top=args.top, title=name))
+        show(render_partition_report(report, top=args.top, title=name, width=terminal_width()))
     return EXIT_OK
 
 

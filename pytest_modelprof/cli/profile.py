@@ -16,7 +16,9 @@ from pytest_modelprof.cli._common import (
     parse_input_dtype,
     parse_top,
     resolve_names,
+    show,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -224,12 +226,13 @@ def _run_profile(args: argparse.Namespace) -> int:
             doc["predicted"] = predicted.to_json()
             out(dumps_deterministic(doc))
     else:
-        out(render_profile(profile, top=args.top, verbose=args.verbose,
-                            show_shape=args.showshape, capture=made.capture))
+        show(render_profile(profile, top=args.top, verbose=args.verbose,
+                             show_shape=args.showshape, capture=made.capture,
+                             width=terminal_width()))
         if predicted is not None:
             from pytest_modelprof.report.prediction import render_prediction
 
-            out(render_prediction(predicted))
+            show(render_prediction(predicted, terminal_width()))
     if args.output:
         kind = write_profile(profile, args.output)
         note(f"wrote {args.output} ({kind})")

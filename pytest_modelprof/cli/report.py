@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 from typing import TYPE_CHECKING
 
 from pytest_modelprof.errors import ModelprofError
@@ -16,9 +15,10 @@ from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
     add_option,
-    out,
+    show,
     write_reports,
 )
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -43,8 +43,8 @@ def _run_report(args: argparse.Namespace) -> int:
                              f"--modelprof-json, or use 'modelprof compare' for two profiles)")
     args.output = None
     if not (args.html or args.markdown):
-        width = max(60, shutil.get_terminal_size((100, 24)).columns)
-        out(render_diff(build_view(doc), top=args.top, width=width))
+        width = terminal_width(60)
+        show(render_diff(build_view(doc), top=args.top, width=width))
     write_reports(doc, args)
     return EXIT_FAILED if any(t.failed for t in doc.tests) else EXIT_OK
 

@@ -15,8 +15,10 @@ from pytest_modelprof.cli._common import (
     add_option,
     out,
     resolve_names,
+    show,
 )
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -124,7 +126,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
                        progress=_progress(not args.no_latency, args.rounds))
     except (TypeError, ValueError) as exc:  # a keyword the builder does not take, a bad value
         raise ModelprofError(f"{args.model}: {' '.join(str(exc).split())}") from exc
-    out(result.model_dump_json(indent=2) if args.json else format_sweep(result))
+    if args.json:
+        out(result.model_dump_json(indent=2))
+    else:
+        show(format_sweep(result, width=terminal_width()))
     violations = check_growth(result, {"max_flops_growth": args.max_flops_growth})
     for violation in violations:
         print(f"{PROG} sweep: FAIL {violation.message}", file=sys.stderr)

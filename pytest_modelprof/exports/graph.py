@@ -391,38 +391,33 @@ def to_json(graph: GraphExport) -> str:
     return dumps_deterministic(data)
 
 
-def to_text(graph: GraphExport) -> str:
-    """Node ids, names, params and FLOPs; every edge; then the stats."""
-    from pytest_modelprof.report.terminal import DEFAULT_WIDTH, abbreviate
+def to_text(graph: GraphExport, width: int = 100) -> str:
+    """Node ids, names, params and FLOPs; every edge; then the stats, in ``width`` columns
+    (names give way, cut in the middle)."""
+    from pytest_modelprof.textfit import Column, cut_middle, layout_table
 
     timed = _timed(graph)
-    width = max((len(n.name) for n in graph.nodes), default=4)
-    type_width = min(max((len(n.type) for n in graph.nodes), default=4), 24)
-    shape_width = max((len(_shape(n.output_shape)) for n in graph.nodes), default=6)
-    # Names give way (cut in the middle) so a node's line fits DEFAULT_WIDTH columns.
-    fixed = 6 + 2 + 2 + type_width + 2 + 10 + 2 + 14 + 2 + (12 if timed else 0) + shape_width
-    width = max(12, min(max(width, 4), DEFAULT_WIDTH - fixed))
+    columns = [Column("id", ">"), Column("name"), Column("type"), Column("params", ">"),
+               Column("flops", ">"), *([Column("forward_ms", ">")] if timed else []),
+               Column("output")]
+    rows = []
+    for n in graph.nodes:
+        ms = [f"{n.forward_ms:.4f}" if n.forward_ms is not None else "-"] if timed else []
+        # Figures with units, as the rest of the text output prints them (the JSON keeps ints).
+        rows.append([str(n.id), n.name, cut_middle(n.type, 24), format_count(n.params),
+                     format_count(n.flops, "FLOPs"), *ms, _shape(n.output_shape)])
     lines = [f"# modelprof {graph.graph} graph of {graph.model}",
              f"# {graph.stats.nodes} nodes, {graph.stats.edges} edges", "", "[nodes]"]
-    lines.append(f"{'id':>6}  {'name':<{width}}  {'type':<{type_width}}  {'params':>10}  "
-                 f"{'flops':>14}  " + (f"{'forward_ms':>10}  " if timed else "") + "output")
-    for n in graph.nodes:
-        ms = (f"{n.forward_ms:>10.4f}  " if n.forward_ms is not None else f"{'-':>10}  "
-              ) if timed else ""
-        name, kind = abbreviate(n.name, width), abbreviate(n.type, type_width)
-        # Figures with units, as the rest of the text output prints them (the JSON keeps ints).
-        params, flops = format_count(n.params), format_count(n.flops, "FLOPs")
-        lines.append(f"{n.id:>6}  {name:<{width}}  {kind:<{type_width}}  {params:>10}  "
-                     f"{flops:>14}  {ms}{_shape(n.output_shape)}")
+    lines += layout_table(columns, rows, width, shrink=((1, 24), (2, 10), (1, 12))).lines
     lines += ["", "[edges]"]
     names = {n.id: n.name for n in graph.nodes}
     for e in graph.edges:
         extra = f"  x{e.tensors}" if e.tensors > 1 else ""
         via = f"  via {e.via}" if e.via else ""
         tail = f"  [{_shape(e.shape)}]{via}{extra}"
-        room = max(8, (DEFAULT_WIDTH - 18 - 4 - len(tail)) // 2)
-        lines.append(f"{e.source:>6} -> {e.target:<6}  {abbreviate(names[e.source], room)} -> "
-                     f"{abbreviate(names[e.target], room)}{tail}")
+        room = max(8, (width - 18 - 4 - len(tail)) // 2)
+        lines.append(f"{e.source:>6} -> {e.target:<6}  {cut_middle(names[e.source], room)} -> "
+                     f"{cut_middle(names[e.target], room)}{tail}")
     s = graph.stats
     lines += [
         "", "[stats]",
@@ -481,8 +476,10 @@ def to_dot(graph: GraphExport) -> str:
 
 
 def export_graph(capture: Capture, *, detail: bool, fmt: GraphFormat,
-                 name: str = "model", forward_ms: Mapping[str, float] | None = None) -> str:
-    """The module (or, with ``detail``, op) graph of ``capture`` as ``json``, ``txt`` or ``dot``.
+                 name: str = "model", forward_ms: Mapping[str, float] | None = None,
+                 width: int = 100) -> str:
+    """The module (or, with ``detail``, op) graph of ``capture`` as ``json``, ``txt`` (in
+    ``width`` columns) or ``dot``.
 
     ``forward_ms`` (``{module path: ms}``) puts measured times on the module nodes.
     """
@@ -492,7 +489,7 @@ def export_graph(capture: Capture, *, detail: bool, fmt: GraphFormat,
     if fmt == "json":
         return to_json(graph)
     if fmt == "txt":
-        return to_text(graph)
+        return to_text(graph, width)
     if fmt == "dot":
         return to_dot(graph)
     raise SettingsError(f"unknown graph format {fmt!r}; use json, txt or dot")

@@ -59,11 +59,12 @@ class BisectResult:
     steps: int = 0
 
 
-def search(count: int, probe: Callable[[int], Verdict]) -> tuple[int, list[int], list[int]]:
+def search(count: int, probe: Callable[[int, int], Verdict]) -> tuple[int, list[int], list[int]]:
     """Binary search over candidates ``0..count-1`` (the last one known bad, the good commit
     before them all), ``git bisect`` style: the probe nearest the middle, a skipped one
-    replaced by its nearest neighbour (the later one on a tie). Returns (first bad, indices
-    probed in order, the skipped indices that leave the answer open)."""
+    replaced by its nearest neighbour (the later one on a tie). ``probe(i, left)`` is told how
+    many candidates may still be the first bad one. Returns (first bad, indices probed in
+    order, the skipped indices that leave the answer open)."""
     lo, hi = -1, count - 1
     skipped: set[int] = set()
     probed: list[int] = []
@@ -74,7 +75,7 @@ def search(count: int, probe: Callable[[int], Verdict]) -> tuple[int, list[int],
         mid = (lo + hi) // 2
         i = min(between, key=lambda k: (abs(k - mid), -k))
         probed.append(i)
-        verdict = probe(i)
+        verdict = probe(i, len(between) + 1)  # the known-bad end may still be the first
         if verdict == "skip":
             skipped.add(i)
         elif verdict == "bad":
@@ -298,8 +299,7 @@ def bisect(
         return BisectResult(good, bad, None, None, (), steps=2)
     probes: dict[int, Probe] = {len(candidates) - 1: bad}
 
-    def probe(i: int) -> Verdict:
-        left = len(candidates)
+    def probe(i: int, left: int) -> Verdict:
         log(f"bisect: testing {candidates[i].short} {candidates[i].subject!r} ({left} candidates)")
         p = probes[i] = runner(candidates[i])
         if p.value is None:

@@ -14,7 +14,7 @@ from typing import Final
 from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.history.model import CommitRow, MetricSeries
-from pytest_modelprof.report._format import num
+from pytest_modelprof.report._format import nice_ticks, num
 from pytest_modelprof.report.model import (
     Align,
     Chart,
@@ -50,8 +50,7 @@ def _value_range(values: Sequence[float]) -> tuple[float, float]:
 
 def _axes(
     commits: Sequence[CommitRow],
-    lo: float,
-    hi: float,
+    ticks: Sequence[float],
     py: Callable[[float], float],
     metric: Metric,
 ) -> tuple[list[SvgLine], list[SvgText]]:
@@ -59,8 +58,7 @@ def _axes(
     lines = [SvgLine(num(LEFT), num(BOTTOM), num(RIGHT), num(BOTTOM), "axis"),
              SvgLine(num(LEFT), num(TOP), num(LEFT), num(BOTTOM), "axis")]
     texts: list[SvgText] = []
-    for k in range(4):
-        value = lo + (hi - lo) * k / 3
+    for value in ticks:
         y = py(value)
         lines.append(SvgLine(num(LEFT), num(y), num(RIGHT), num(y), "grid"))
         texts.append(SvgText(num(LEFT - 6), num(y + 4), metric.format(value), "tick", "end"))
@@ -88,12 +86,16 @@ def series_chart(series: MetricSeries, metric: Metric, commits: Sequence[CommitR
     def px(commit: str) -> float:
         return LEFT + order[commit] / span * (RIGHT - LEFT)
 
-    lo, hi = _value_range([float(p.value) for p in series.points])
+    ticks = nice_ticks(*_value_range([float(p.value) for p in series.points]),
+                       integer=metric.integer)
+    lo, hi = ticks[0], ticks[-1]
+    if hi == lo:  # one value: its own tick, mid-height
+        lo, hi = lo - 1, hi + 1
 
     def py(value: float) -> float:
         return BOTTOM - (value - lo) / (hi - lo) * (BOTTOM - TOP)
 
-    lines, texts = _axes(commits, lo, hi, py, metric)
+    lines, texts = _axes(commits, ticks, py, metric)
     pts: list[str] = []
     circles: list[SvgCircle] = []
     prev_y: float | None = None

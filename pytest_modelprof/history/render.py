@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_modelprof.history.view import HistoryView, StepRow, table
+from pytest_modelprof.history.view import HistoryView, StepRow
 from pytest_modelprof.report.markdown import code, text
+from pytest_modelprof.textfit import Column, cut_test_id, fit_line, layout_table
 
 __all__ = ["render_text", "render_markdown", "render_html"]
 
@@ -24,6 +25,22 @@ _HEADERS = (
     "environment",
     "subject",
 )
+# In a narrow terminal the subject and the test id are cut first, then the environment, the
+# subject, the date, the figures before and after the step and its commit are left out, in
+# that order: the delta and the change are what a step is.
+_COLUMNS = (
+    Column("test", cut=cut_test_id),
+    Column("metric"),
+    Column("commit", drop=5),
+    Column("date", drop=2),
+    Column("before", ">", drop=3),
+    Column("after", ">", drop=4),
+    Column("delta", ">"),
+    Column("change", ">"),
+    Column("environment", drop=0),
+    Column("subject", drop=1),
+)
+_SHRINK = ((9, 16), (0, 24), (0, 16))
 
 
 def _cells(r: StepRow) -> list[str]:
@@ -41,12 +58,22 @@ def _cells(r: StepRow) -> list[str]:
     ]
 
 
-def render_text(view: HistoryView) -> str:
-    """The coverage, the largest steps and each test's newest figures."""
+def render_text(view: HistoryView, width: int | None = None) -> str:
+    """The coverage, the largest steps and each test's newest figures, in ``width`` columns
+    (the steps table leaves columns out to fit and says which)."""
     lines = [view.title, view.coverage, ""]
     if view.largest:
         lines.append("Largest steps:")
-        lines += table(_HEADERS, [_cells(r) for r in view.largest])
+        steps = layout_table(
+            _COLUMNS, [_cells(r) for r in view.largest], width, shrink=_SHRINK, rule=True
+        )
+        lines += steps.lines
+        if steps.left_out:
+            lines += fit_line(
+                f"({', '.join(steps.left_out)} left out to fit {width} columns: see "
+                "--html or --markdown)",
+                width or 1 << 16,
+            )
     else:
         lines.append("No metric changed between the versions seen.")
     lines.append("")

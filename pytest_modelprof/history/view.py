@@ -3,7 +3,6 @@ the text, Markdown and HTML renderers (which only lay it out)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_modelprof.baseline.compare import format_change
@@ -11,6 +10,7 @@ from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, Step, TestHistory
 from pytest_modelprof.report.model import Chart, Fact
 from pytest_modelprof.report.view import breakable
+from pytest_modelprof.units import sign
 
 __all__ = ["StepRow", "HistoryView", "build_history_view"]
 
@@ -62,8 +62,8 @@ def _metric(name: str) -> Metric:
 
 
 def signed(metric: Metric, delta: float) -> str:
-    """``+1.2 MFLOPs`` or ``−300 KB`` in the metric's unit."""
-    return ("+" if delta > 0 else "\u2212") + metric.format(abs(delta))
+    """``+1.2 MFLOPs`` or ``-300 KB`` in the metric's unit."""
+    return sign(delta) + metric.format(abs(delta))
 
 
 def change_of(before: float, change: float | None) -> str:
@@ -169,13 +169,3 @@ def build_history_view(doc: HistoryDocument, *, title: str = "Cost history") -> 
         sections=tuple(_section(i, t, doc, commits) for i, t in enumerate(doc.tests)),
         notes=tuple(doc.notes), generator=f"pytest-modelprof {__version__}",
     )
-
-
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """A plain-text table: columns as wide as their widest cell."""
-    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
-              for k, h in enumerate(headers)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
-    out = [line.rstrip(), "  ".join("-" * w for w in widths)]
-    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    return out

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable
 from datetime import datetime
 
-from pytest_modelprof.units import format_count
+from pytest_modelprof.units import format_count, sign
 
 
 def num(value: float) -> str:
@@ -25,7 +25,7 @@ def signed_count(value: float, unit: str, formatter: Callable[[float], str] | No
     if value == 0:
         return "0"
     text = formatter(abs(value)) if formatter else format_count(abs(value), unit)
-    return ("+" if value > 0 else "\u2212") + text
+    return sign(value) + text
 
 
 
@@ -48,8 +48,28 @@ def sign_css(value: float) -> str:
 
 
 
-def short(name: str, width: int = 30) -> str:
-    if len(name) <= width:
-        return name
-    keep = (width - 1) // 2
-    return name[:keep] + "\u2026" + name[-(width - 1 - keep):]
+
+
+
+def _nice(value: float, *, rounded: bool) -> float:
+    """1, 2, 5 or 10 times a power of ten near ``value`` (Heckbert's "nice numbers")."""
+    power: float = 10.0 ** math.floor(math.log10(value))
+    f = value / power
+    if rounded:
+        m = 1 if f < 1.5 else 2 if f < 3 else 5 if f < 7 else 10
+    else:
+        m = 1 if f <= 1 else 2 if f <= 2 else 5 if f <= 5 else 10
+    return m * power
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5, *, integer: bool = False) -> list[float]:
+    """About ``count`` axis ticks from below ``lo`` to above ``hi``, a round step apart
+    (1, 2 or 5 times a power of ten; at least 1 for an integer metric, which has no 2.6)."""
+    if not hi > lo:
+        return [lo]
+    step = _nice(_nice(hi - lo, rounded=False) / max(1, count - 1), rounded=True)
+    if integer:
+        step = max(1.0, step)
+    first, last = math.floor(lo / step), math.ceil(hi / step)
+    # Multiples of the step, rounded so 0.1 * 3 reads 0.3 and not 0.30000000000000004.
+    return [round(k * step, 12) for k in range(first, last + 1)]

@@ -10,8 +10,8 @@ from pytest_modelprof.baseline.compare import format_change
 from pytest_modelprof.baseline.document import baseline_layers
 from pytest_modelprof.report._format import (
     change_of,
+    nice_ticks,
     num,
-    short,
 )
 from pytest_modelprof.report.layers import (
     LayerDiff,
@@ -29,6 +29,7 @@ from pytest_modelprof.report.model import (
 )
 from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.textfit import cut_middle
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def layer_chart(result: ProfileResult, diffs: Sequence[LayerDiff]) -> Chart:
     for i, (name, kind, b, a) in enumerate(picked):
         y = top + i * row_h
         label = f"{layer_name(name)} ({kind})"
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(layer_name(name)),
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(layer_name(name), 30),
                              "label", "end", label))
         css = "bar-up" if a > b else ("bar-down" if a < b else "bar-same")
         if result.baseline is not None:
@@ -126,7 +127,8 @@ def op_chart(profile: ModelProfile | None, baseline: BaselineDocument | None = N
     for i, fam in enumerate(families):
         y = top + i * row_h
         fs, ms = fam.flops / total_flops, fam.traffic / total_mem
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(fam.family), "label", "end",
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(fam.family, 30), "label",
+                             "end",
                              f"{fam.family}: {fam.count} ops"))
         rects.append(SvgRect(num(LABEL_W), num(y + 3), num(max(BAR_W * fs, 0.5)), "10",
                              "bar-flops",
@@ -180,7 +182,8 @@ def _op_diff_chart(profile: ModelProfile, before: Mapping[str, BaselineOpFamily]
     rects, texts = [], []
     for i, (name, calls, calls_was, fl, fl_was, mem, mem_was) in enumerate(rows):
         y = top + i * row_h
-        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), short(name), "label", "end", name))
+        texts.append(SvgText(num(LABEL_W - 8), num(y + 17), cut_middle(name, 30), "label", "end",
+                             name))
         calls_text = f"\u00d7{calls}" if calls == calls_was else (
             f"\u00d7{calls_was} \u2192 \u00d7{calls}"
         )
@@ -315,7 +318,8 @@ def timing_chart(result: ProfileResult) -> Chart | None:
     fence = max(max(t["model"]["q3"] + 3 * (t["model"]["q3"] - t["model"]["q1"]),
                     1.25 * t["model"]["median"]) for _, t in rows)
     slowest = max(samples)
-    top_ms = min(slowest, fence) * 1.05 or 1.0
+    ticks = nice_ticks(0.0, min(slowest, fence) * 1.05 or 1.0)
+    top_ms = ticks[-1]  # the axis ends on a round tick
     beyond = sum(1 for v in samples if v > top_ms)
     left, right, row_h, top = LABEL_W, CHART_W - 30.0, 44.0, 10.0
     axis_y = top + row_h * len(rows) + 4
@@ -325,10 +329,9 @@ def timing_chart(result: ProfileResult) -> Chart | None:
 
     rects, lines, circles, texts = [], [], [], []
     lines.append(SvgLine(num(left), num(axis_y), num(right), num(axis_y), "axis"))
-    for k in range(6):
-        ms = top_ms * k / 5
+    for ms in ticks:
         lines.append(SvgLine(num(x(ms)), num(top), num(x(ms)), num(axis_y), "grid"))
-        texts.append(SvgText(num(x(ms)), num(axis_y + 14), f"{ms:.3g} ms", "tick", "middle"))
+        texts.append(SvgText(num(x(ms)), num(axis_y + 14), f"{ms:g} ms", "tick", "middle"))
     for i, (label, t) in enumerate(rows):
         m = t["model"]
         y = top + i * row_h + row_h / 2

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pytest_modelprof.report._format import short
 from pytest_modelprof.report.markdown import MAX_CODE
 from pytest_modelprof.report.view import headline
 from pytest_modelprof.results.document import RunResults
-from pytest_modelprof.textfit import plain
+from pytest_modelprof.textfit import cut_middle, plain
 
 __all__ = [
     "annotation_lines",
@@ -69,7 +68,7 @@ def annotation_lines(
         if test.status == "error":  # the message the test failed with, then any failed row
             problems = list(dict.fromkeys([*test.failures, *problems]))
         # A test id as long as anyone likes stays one readable name, as in the job summary.
-        label = short(test.label, MAX_CODE)
+        label = cut_middle(test.label, MAX_CODE)
         message = f"{label}: " + ("\n".join(problems) if problems else headline(test))
         if test.environment:
             message += "\nbaseline from another environment: " + "; ".join(test.environment)

@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING
 from pytest_modelprof.report.terminal import (
     DEFAULT_WIDTH,
     INDENT,
-    abbreviate,
     format_shape,
     percent,
     render_table,
     section_title,
     wrap,
 )
-from pytest_modelprof.textfit import wrap_items
+from pytest_modelprof.textfit import cut_middle, wrap_items
 from pytest_modelprof.units import format_count
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ def _columns(names: Sequence[str], width: int, indent: str) -> list[str]:
     nrows = -(-len(names) // ncols)
     lines = []
     for r in range(nrows):
-        cells = [abbreviate(names[c * nrows + r], col - 2).ljust(col)
+        cells = [cut_middle(names[c * nrows + r], col - 2).ljust(col)
                  for c in range(ncols) if c * nrows + r < len(names)]
         lines.append((indent + "".join(cells)).rstrip())
     return lines

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import Final
 from urllib.parse import quote
 
-from pytest_modelprof.report._format import short
 from pytest_modelprof.report.view import ReportView, Section
-from pytest_modelprof.textfit import plain
+from pytest_modelprof.textfit import cut_middle, plain
 
 __all__ = [
     "MAX_CODE",
@@ -55,7 +54,7 @@ def fit(markdown: str, limit: int, note: str, *, cut: bool = False) -> str:
 def code(text: str) -> str:
     """``text`` as an inline code span that survives any content, inside a table cell too
     (control characters written as escapes, at most :data:`MAX_CODE` characters)."""
-    flat = short(plain(" ".join(text.splitlines())), MAX_CODE).replace("|", "\\|")
+    flat = cut_middle(plain(" ".join(text.splitlines())), MAX_CODE).replace("|", "\\|")
     longest = run = 0
     for ch in flat:
         run = run + 1 if ch == "`" else 0

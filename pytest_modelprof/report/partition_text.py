@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from pytest_modelprof.analysis.partition import PartitionReport
+from pytest_modelprof.textfit import Column, layout_table
 from pytest_modelprof.units import format_bytes, format_count
 
 __all__ = ["render_partition_report"]
 
 
-def render_partition_report(report: PartitionReport, *, top: int = 10, title: str = "") -> str:
-    """The partition as plain text: totals, op-type counts, concurrency, critical path, top-N."""
+def render_partition_report(
+    report: PartitionReport, *, top: int = 10, title: str = "", width: int = 100
+) -> str:
+    """The partition as plain text: totals, op-type counts, concurrency, critical path, top-N,
+    in ``width`` columns (subgraph names and patterns cut in the middle)."""
     s = report
     lines: list[str] = []
     head = f"Partition of {title}" if title else "Partition"
@@ -42,26 +46,26 @@ def render_partition_report(report: PartitionReport, *, top: int = 10, title: st
                  f"{format_count(cp.flops, 'FLOPs')} ({cp.share:.1%} of all FLOPs)")
     by_id = {g.id: g for g in s.subgraphs}
     shown = cp.nodes if len(cp.nodes) <= 12 else cp.nodes[:6] + [-1] + cp.nodes[-5:]
-    width = min(max((len(by_id[i].name) for i in shown if i >= 0), default=8), 60)
-    for i in shown:
-        if i < 0:
-            lines.append(f"    ... {len(cp.nodes) - 11} more")
-            continue
-        g = by_id[i]
-        lines.append(f"  #{g.id:<5d} {g.name:<{width}s}  {format_count(g.flops, 'FLOPs'):>13s}")
+    path = [
+        ["", f"... {len(cp.nodes) - 11} more", ""] if i < 0
+        else [f"#{by_id[i].id}", by_id[i].name, format_count(by_id[i].flops, "FLOPs")]
+        for i in shown
+    ]
+    columns = [Column("step"), Column("subgraph"), Column("FLOPs", ">")]
+    lines += layout_table(columns, path, width, shrink=((1, 12),), indent="  ").lines[1:]
     lines.append("")
     ranked = s.top(top)
     lines.append(f"Top {len(ranked)} subgraphs by FLOPs:")
-    width = min(max((len(g.name) for g in ranked), default=8), 60)
-    pwidth = min(max((len(g.pattern) for g in ranked), default=7), 40)
-    lines.append(f"  {'id':>5s}  {'subgraph':<{width}s}  {'pattern':<{pwidth}s}  {'FLOPs':>12s}  "
-                 f"{'traffic':>10s}  {'intensity':>9s}  {'bound':<7s}  parallelism")
+    rows = []
     for g in ranked:
         p = g.parallelism
         par = f"{format_count(p.output_elements)} el" + (" depthwise" if p.depthwise else "")
-        lines.append(
-            f"  {g.id:>5d}  {g.name[:width]:<{width}s}  {g.pattern[:pwidth]:<{pwidth}s}  "
-            f"{format_count(g.flops, 'FLOPs'):>12s}  {format_bytes(g.memory):>10s}  "
-            f"{g.arithmetic_intensity:9.3g}  {g.bottleneck.split('-')[0]:<7s}  {par}"
-        )
+        rows.append([str(g.id), g.name, g.pattern, format_count(g.flops, "FLOPs"),
+                     format_bytes(g.memory), f"{g.arithmetic_intensity:.3g}",
+                     g.bottleneck.split("-")[0], par])
+    columns = [Column("id", ">"), Column("subgraph"), Column("pattern"), Column("FLOPs", ">"),
+               Column("traffic", ">"), Column("intensity", ">"), Column("bound"),
+               Column("parallelism", drop=0)]
+    shrink = ((1, 20), (2, 16), (1, 12), (2, 10))
+    lines += layout_table(columns, rows, width, shrink=shrink, indent="  ").lines
     return "\n".join(lines) + "\n"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pytest_modelprof.predict import Prediction
+from pytest_modelprof.textfit import Column, layout_table
 
 __all__ = ["render_prediction"]
 
 
-def render_prediction(p: Prediction) -> str:
-    """Predicted time, samples/s, bound shares and the costliest kernels, as text."""
+def render_prediction(p: Prediction, width: int = 100) -> str:
+    """Predicted time, samples/s, bound shares and the costliest kernels, as text in ``width``
+    columns (kernel names cut in the middle)."""
     cal = p.calibration
     error = ""
     if cal.get("median_abs_error") is not None:
@@ -30,9 +32,12 @@ def render_prediction(p: Prediction) -> str:
         f"of {p.kernels} kernels",
         "  top kernels:",
     ]
-    for k in p.top_kernels:
-        lines.append(
-            f"    {100 * k.share:5.1f} %  {k.ms:9.3f} ms  x{k.count:<4d} {k.bound:8s} "
-            f"{k.kernel_class:15s} {k.name}"
-        )
+    columns = [Column("share", ">"), Column("time", ">"), Column("calls", ">"), Column("bound"),
+               Column("class"), Column("kernel")]
+    rows = [
+        [f"{100 * k.share:.1f} %", f"{k.ms:.3f} ms", f"x{k.count}", k.bound, k.kernel_class,
+         k.name]
+        for k in p.top_kernels
+    ]
+    lines += layout_table(columns, rows, width, shrink=((5, 12), (4, 8)), indent="    ").lines
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from pytest_modelprof.baseline.environment import cpu_only
 from pytest_modelprof.baseline.metrics import active_metrics
 from pytest_modelprof.results.record import STATUS_ORDER, ProfileResult
-from pytest_modelprof.textfit import fit_line
+from pytest_modelprof.textfit import Column, cut_test_id, fit_line, layout_table
 
 __all__ = [
     "summary_lines",
@@ -84,72 +84,29 @@ def _cell(record: ProfileResult, metric: str) -> str:
     return with_change(row.current_text or "n/a", row.delta_text)
 
 
-def _cut_test(label: str, width: int) -> str:
-    """A test id cut in its file part, keeping the test's own name: ``test_mo…::test_widen``;
-    a name too long for that is cut in its middle too."""
-    if len(label) <= width:
-        return label
-    cut = label.rfind("::")
-    head, tail = (label[:cut], label[cut:]) if cut > 0 else ("", label)
-    keep = min(len(head), 4)  # enough of the file to tell modules apart at a glance
-    if len(tail) + 1 + keep <= width:
-        return label[: width - 1 - len(tail)] + "\u2026" + tail
-    room = max(1, width - 1 - keep)  # the name itself, cut in its middle: its end (a param)
-    half = (room - 1) // 2
-    name = tail[: half + 1] + "\u2026" + tail[len(tail) - (room - 2 - half) :] if room > 2 else ""
-    return (label[:keep] + "\u2026" + name)[:width]
-
-
-def _layout(rows: Sequence[Sequence[str]], widths: Sequence[int]) -> list[str]:
-    return [
-        "  ".join(
-            (_cut_test(c, w) if i == 1 else c).ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        ).rstrip()
-        for row in rows
-    ]
-
-
 def summary_lines(records: Sequence[ProfileResult], width: int | None = None) -> list[str]:
     """The rows of the terminal summary table, regressions first, in at most ``width`` columns.
 
     Too wide, the test column is cut in the middle (down to 24), then metric columns are left
     out from the right, those that changed in no test first; a last line names them.
     """
-    columns = _columns(records)
+    metrics = _columns(records)
     ordered = sorted(records, key=lambda r: (STATUS_ORDER.index(r.status), r.label))
-    rows = [["status", "test"] + [label for _, label in columns]]
-    for r in ordered:
-        rows.append([r.status, r.label] + [_cell(r, metric) for metric, _ in columns])
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    if width is None:
-        return _layout(rows, widths)
-    widths[1] = max(min(MIN_TEST_WIDTH, widths[1]), widths[1] - (_used(widths) - width))
+    rows = [[r.status, r.label] + [_cell(r, metric) for metric, _ in metrics] for r in ordered]
     # Unchanged columns (no cell shows a delta) go first, each kind from the right.
-    changed = [any("(" in row[i] for row in rows[1:]) for i in range(len(widths))]
-    order = sorted(range(len(widths) - 1, 1, -1), key=lambda i: changed[i])
-    left_out: list[int] = []
-    for i in order:
-        if _used([w for j, w in enumerate(widths) if j not in left_out]) <= width:
-            break
-        left_out.append(i)
-    keep = [i for i in range(len(widths)) if i not in left_out]
-    full = max(len(row[1]) for row in rows)  # room left over goes back to the test column
-    widths[1] = min(full, widths[1] + width - _used([widths[i] for i in keep]))
-    lines = _layout([[row[i] for i in keep] for row in rows], [widths[i] for i in keep])
-    lines = [line if len(line) <= width else line[: width - 1] + "\u2026" for line in lines]
-    if left_out:
-        names = ", ".join(rows[0][i] for i in sorted(left_out))
+    changed = [any("(" in row[i + 2] for row in rows) for i in range(len(metrics))]
+    columns = [Column("status"), Column("test", cut=cut_test_id)] + [
+        Column(label, drop=int(changed[i])) for i, (_, label) in enumerate(metrics)
+    ]
+    table = layout_table(columns, rows, width, shrink=((1, MIN_TEST_WIDTH),))
+    lines = table.lines
+    if table.left_out:
         lines += fit_line(
-            f"(left out to fit {width} columns: {names}; every figure is in "
-            "--modelprof-report and --modelprof-json)",
-            width,
+            f"(left out to fit {width} columns: {', '.join(table.left_out)}; every figure is "
+            "in --modelprof-report and --modelprof-json)",
+            width or 0,
         )
     return lines
-
-
-def _used(widths: Sequence[int]) -> int:
-    return sum(widths) + 2 * (len(widths) - 1)
 
 
 def problem_lines(

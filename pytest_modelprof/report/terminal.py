@@ -9,13 +9,13 @@ their unit, and nothing depends on time or on the machine running the report.
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from pytest_modelprof.analysis.rollup import Totals, classify, module_tree_totals
 from pytest_modelprof.schema import LayerStats, ModelProfile
-from pytest_modelprof.textfit import plain, wrap_under
+from pytest_modelprof.textfit import Align, Column, fit_line, layout_table, plain, wrap_under
 from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
@@ -23,39 +23,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_WIDTH",
-    "abbreviate",
+    "format_ai",
     "format_shape",
     "render_table",
     "render_profile",
 ]
 
 DEFAULT_WIDTH = 100
-ELLIPSIS = "…"
 INDENT = "  "
 AI_HEADER = "Intensity"  # FLOP/B, as the summary line above the table says
 # Layer tables shrink the name column to 24, then the type column to 10, then the name to 8.
 LAYER_FLEX = ((0, 24), (1, 10), (0, 8))
 
-Align = Literal["<", ">"]
-
 
 # -- small formatting helpers -------------------------------------------------------------------
-
-def abbreviate(name: str, width: int) -> str:
-    """Shorten ``name`` to ``width`` characters by cutting its middle: ``model.22.cv3.0…conv``.
-
-    The last dotted component (the layer's own name) is kept whole when it fits in half the
-    width, because it is what tells two sibling layers apart.
-    """
-    if len(name) <= width:
-        return name
-    if width <= 1:
-        return ELLIPSIS[:width]
-    tail = name.rpartition(".")[2]
-    keep_tail = min(len(tail), (width - 1) // 2)
-    head = width - 1 - keep_tail
-    return name[:head] + ELLIPSIS + (name[-keep_tail:] if keep_tail else "")
-
 
 def format_ai(value: float, unit: bool = True) -> str:
     """Arithmetic intensity: ``55.2 FLOPs/B`` (the bare number for a column headed by its unit)."""
@@ -93,46 +74,21 @@ def render_table(
     flex: Sequence[tuple[int, int]] = ((0, 8),),
     width: int = DEFAULT_WIDTH,
     indent: str = INDENT,
+    drop: Mapping[str, int] | None = None,
 ) -> list[str]:
-    """Lay out a table in at most ``width`` columns.
-
-    When the table is too wide, the ``flex`` columns give up space in order, each down to its
-    minimum (``(column, min_width)`` pairs: e.g. the name column to 24, then the type
-    column to 10, then the name column to 8, as :data:`LAYER_FLEX` does; the default shrinks
-    the first column only); their cells are abbreviated in the middle.
-    Columns are separated by two blanks; ``align`` is ``"<"`` or ``">"`` per column.
-    """
+    """A report table laid out by :func:`~pytest_modelprof.textfit.layout_table`: the first
+    column left-aligned, the figures right-aligned, the ``flex`` columns shrinking in order
+    (:data:`LAYER_FLEX` for a layer table), their cells cut in the middle; then the ``drop``
+    columns (header -> rank, the lowest first) are left out, and a last line says which."""
     right: list[Align] = [">"] * (len(headers) - 1)
     aligns: Sequence[Align] = align or ["<", *right]
-    widths = [len(h) for h in headers]
-    for row in rows:
-        for i, cell in enumerate(row):
-            widths[i] = max(widths[i], len(cell))
-    flexible = {col for col, _ in flex if col < len(widths)}
-    for col, minimum in flex:
-        used = len(indent) + sum(widths) + 2 * (len(widths) - 1)
-        if used <= width:
-            break
-        if col < len(widths):
-            widths[col] = max(min(minimum, widths[col]), widths[col] - (used - width))
-
-    def line(cells: Sequence[str]) -> str:
-        parts = []
-        for i, cell in enumerate(cells):
-            text = _abbreviate_indented(cell, widths[i]) if i in flexible else cell
-            parts.append(text.ljust(widths[i]) if aligns[i] == "<" else text.rjust(widths[i]))
-        text = (indent + "  ".join(parts)).rstrip()
-        # Last resort when even the shrunk table is too wide: never exceed the width.
-        return text if len(text) <= width else text[: width - 1] + ELLIPSIS
-
-    return [line(headers), *[line(r) for r in rows]]
-
-
-def _abbreviate_indented(cell: str, width: int) -> str:
-    """Abbreviate a tree label after its indentation, so the nesting stays visible."""
-    name = cell.lstrip(" ")
-    lead = min(len(cell) - len(name), max(0, width - 6))
-    return cell[:lead] + abbreviate(name, width - lead)
+    ranks = drop or {}
+    columns = [Column(h, a, drop=ranks.get(h)) for h, a in zip(headers, aligns, strict=True)]
+    table = layout_table(columns, rows, width, shrink=flex, indent=indent)
+    if not table.left_out:
+        return table.lines
+    note = f"{indent}({', '.join(table.left_out)} left out to fit {width} columns; --json has all)"
+    return [*table.lines, *fit_line(note, width)]
 
 
 def section_title(title: str, width: int) -> list[str]:
@@ -319,6 +275,11 @@ def _layer_headers(show_shape: bool) -> list[str]:
     return [*headers, "Output shape"] if show_shape else headers
 
 
+#: What a narrow terminal leaves out of a layer table first: the bound (the intensity against the
+#: machine balance says it), then the intensity itself.
+LAYER_DROP: Mapping[str, int] = {"Bound": 0, AI_HEADER: 1}
+
+
 def _layer_aligns(show_shape: bool) -> list[Align]:
     aligns: list[Align] = ["<", "<", ">", ">", ">", "<"]
     return [*aligns, "<"] if show_shape else aligns
@@ -340,7 +301,7 @@ def _top_layers(profile: ModelProfile, top: int, show_shape: bool, width: int) -
         *render_table(
             ["#", *_layer_headers(show_shape)], rows,
             align=[">", *_layer_aligns(show_shape)], flex=((1, 24), (2, 10), (1, 8)),
-            width=width,
+            width=width, drop=LAYER_DROP,
         ),
     ]
 
@@ -351,7 +312,7 @@ def _all_layers_flat(profile: ModelProfile, show_shape: bool, width: int) -> lis
         *section_title(f"All {len(rows)} layers (ops run directly in each module)", width),
         *render_table(
             _layer_headers(show_shape), rows, align=_layer_aligns(show_shape), flex=LAYER_FLEX,
-            width=width,
+            width=width, drop=LAYER_DROP,
         ),
     ]
 
@@ -387,8 +348,9 @@ def _module_tree(profile: ModelProfile, capture: Capture, show_shape: bool,
     for step in (2, 1):
         for row, node, label in zip(rows, nodes, labels, strict=True):
             row[0] = " " * (step * node.depth) + label
-        table = render_table(headers, rows, align=aligns, flex=LAYER_FLEX, width=width)
-        body = zip(table[1:], rows, strict=True)
+        table = render_table(headers, rows, align=aligns, flex=LAYER_FLEX, width=width,
+                             drop=LAYER_DROP)
+        body = zip(table[1 : 1 + len(rows)], rows, strict=True)
         if all(line[len(INDENT):].startswith(row[0]) for line, row in body):
             break
     return [

@@ -6,9 +6,9 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-from pytest_modelprof.report.terminal import DEFAULT_WIDTH, LAYER_FLEX, Align, render_table
+from pytest_modelprof.report.terminal import DEFAULT_WIDTH, LAYER_FLEX, render_table
 from pytest_modelprof.report.view import ReportView
-from pytest_modelprof.textfit import fit_line
+from pytest_modelprof.textfit import Align, fit_line
 
 __all__ = ["render_diff"]
 

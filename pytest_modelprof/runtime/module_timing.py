@@ -306,17 +306,18 @@ def _summarise(
                          modules=modules)
 
 
-def format_module_times(timings: ModuleTimings, *, top: int = 10) -> str:
-    """The ``top`` modules by self time, one line each, with their share of the forward."""
+def format_module_times(timings: ModuleTimings, *, top: int = 10, width: int = 100) -> str:
+    """The ``top`` modules by self time, one line each, with their share of the forward, in
+    ``width`` columns (module names cut in the middle, then types)."""
+    from pytest_modelprof.textfit import Column, cut_middle, layout_table
+
     whole = timings.forward_ms or 1.0
-    rows = timings.slowest(top)
-    width = min(max((len(m.label) for m in rows), default=6), 60)
-    width = max(width, 6)
-    lines = [f"  {'module':<{width}}  {'type':<20}  {'calls':>5}  {'self':>10}  "
-             f"{'total':>10}  {'share':>7}"]
-    for m in rows:
-        lines.append(
-            f"  {m.label:<{width}}  {m.type[:20]:<20}  {m.calls:>5}  {m.self_ms:>7.3f} ms  "
-            f"{m.forward_ms:>7.3f} ms  {100 * m.self_ms / whole:>5.1f} %"
-        )
-    return "\n".join(lines) + "\n"
+    columns = [Column("module"), Column("type"), Column("calls", ">"), Column("self", ">"),
+               Column("total", ">"), Column("share", ">")]
+    rows = [
+        [m.label, cut_middle(m.type, 20), str(m.calls), f"{m.self_ms:.3f} ms",
+         f"{m.forward_ms:.3f} ms", f"{100 * m.self_ms / whole:.1f} %"]
+        for m in timings.slowest(top)
+    ]
+    table = layout_table(columns, rows, width, shrink=((0, 24), (1, 10), (0, 8)), indent="  ")
+    return "\n".join(table.lines) + "\n"

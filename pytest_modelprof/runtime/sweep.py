@@ -217,7 +217,7 @@ def axis_values_arg(text: str) -> list[int]:
 def format_sweep(result: SweepResult, width: int = 100) -> str:
     """A plain-text table per axis with the fitted exponents and a bar per point, every line
     at most ``width`` columns."""
-    from pytest_modelprof.textfit import fit_line, wrap_items
+    from pytest_modelprof.textfit import Column, fit_line, layout_table, wrap_items
     from pytest_modelprof.units import format_bytes, format_count
 
     held = ", ".join(f"{k}={v}" for k, v in result.base.items()) or "defaults"
@@ -225,17 +225,17 @@ def format_sweep(result: SweepResult, width: int = 100) -> str:
     labels = growth_labels()
     for series in result.series:
         lines.append("")
-        head = f"{series.axis:>10}  {'FLOPs':>12}  {'peak act.':>10}  {'latency':>10}  "
-        lines.append(head + "curve")
+        columns = [Column(series.axis, ">"), Column("FLOPs", ">"), Column("peak act.", ">"),
+                   Column("latency", ">"), Column("curve")]
         top = max(p.flops for p in series.points) or 1
-        room = max(10, min(30, width - len(head)))
-        for p in series.points:
-            bar = "#" * max(1, round(room * p.flops / top)) if p.flops else ""
-            lat = f"{p.latency_ms:.3g} ms" if p.latency_ms is not None else "-"
-            lines.append(
-                f"{p.value:>10}  {format_count(p.flops, 'FLOPs'):>12}  "
-                f"{format_bytes(p.peak_activation_bytes):>10}  {lat:>10}  {bar}"
-            )
+        room = max(10, min(30, width - 52))  # what the figures leave of the line
+        rows = [
+            [str(p.value), format_count(p.flops, "FLOPs"), format_bytes(p.peak_activation_bytes),
+             f"{p.latency_ms:.3g} ms" if p.latency_ms is not None else "-",
+             "#" * max(1, round(room * p.flops / top)) if p.flops else ""]
+            for p in series.points
+        ]
+        lines += layout_table(columns, rows, width, shrink=((4, 10),)).lines
         fits = [
             f"{labels.get(m, m)} ^{f.exponent:.2f}"
             + (f" (last step ^{f.tail_exponent:.2f})"

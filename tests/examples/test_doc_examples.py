@@ -39,6 +39,10 @@ PYTHON = [replace(e, code=apply_overrides(e.code)) for e in EXAMPLES if e.lang =
 BASH = [e for e in EXAMPLES if e.lang == "bash"]
 COMMANDS = [c for e in BASH for c in commands(e, SIZE_OVERRIDES)]
 
+#: The terminal width every command runs at: its text output must fit it.
+COLUMNS = 80
+#: Commands whose stdout is a Markdown document (a pull request's comment), not terminal text.
+MARKDOWN_OUT = ("comment",)
 #: Commands that are checked, not run, and why.
 NOT_RUN = {
     # Installs and downloads: .ci/run installs the quickstart verbatim in a fresh virtual
@@ -322,7 +326,7 @@ def run_command(
         return
     monkeypatch.chdir(sandbox)
     monkeypatch.syspath_prepend(str(sandbox))
-    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setenv("COLUMNS", str(COLUMNS))
     words: list[str] = []
     for word in command.words[1:]:  # the shell's globbing: shard-*.json
         words += (sorted(glob.glob(word)) or [word]) if "*" in word else [word]
@@ -334,6 +338,11 @@ def run_command(
     code = main(words)
     out, err = capsys.readouterr()
     assert code == 0, f"{command.id}: exit {code}\n{err[-3000:]}"
+    document = "--json" in words or words[0] in MARKDOWN_OUT
+    if not command.stdout_to and not command.pipe_to and not document:
+        # What a person reads fits the terminal (a JSON or Markdown document is for programs).
+        wide = [line for line in out.splitlines() if len(line) > COLUMNS]
+        assert wide == [], f"{command.id}: {len(wide)} lines wider than {COLUMNS}: {wide[:3]}"
     if command.stdout_to:
         (sandbox / command.stdout_to).write_text(out)
     if command.pipe_to:

@@ -123,3 +123,46 @@ def test_html_overview_fits_two_regressions_on_the_first_screen(
         assert row["whyBottom"] <= 900, row  # the reason is on the first screen too
     assert all(r["testBreak"] != "break-all" and r["testWrap"] != "anywhere"
                for r in measure["rows"])
+
+
+MEASURE_WIDTH = """
+<script>
+(() => {
+  const table = document.querySelector("table.summary");
+  document.body.dataset.width = JSON.stringify({
+    window: window.innerWidth,
+    page: document.documentElement.scrollWidth,
+    overview: table ? Math.ceil(table.getBoundingClientRect().right) : null,
+  });
+})();
+</script>
+"""
+
+
+def test_html_overview_fits_a_1280_px_window(project: Project, tmp_path: Path) -> None:
+    """The overview (the summary table of every test) and the page itself need no horizontal
+    scrolling in a 1,280 px window, with long test ids and a regression's reasons."""
+    import html
+    import json
+    import re
+
+    chromium = browser()
+    project.pytester.makepyfile(test_team=SIX_TESTS)
+    steady = {"flops": 5_000_000, "memory": 400_000}
+    project.set_costs(backbone={"flops": 1_000_000, "memory": 100_000, "peak": 50_000},
+                      head={"flops": 2_000_000, "memory": 200_000}, steady=steady)
+    project.run("--modelprof-update-baselines").assert_outcomes(passed=6)
+    project.set_costs(backbone={"flops": 1_300_000, "memory": 150_000, "peak": 90_000},
+                      head={"flops": 2_600_000, "memory": 260_000, "peak": 180_000},
+                      steady=steady)
+    project.run("--modelprof-report=report.html").assert_outcomes(passed=4, failed=2)
+    page = tmp_path / "overview.html"
+    page.write_text((project.root / "report.html").read_text().replace(
+        "</body>", MEASURE_WIDTH + "</body>"))
+    dom, console = chromium.load(page, tmp_path, "--window-size=1280,900")
+    assert console == []
+    found = re.search(r'data-width="([^"]*)"', dom)
+    assert found is not None, "the measuring script did not run"
+    seen = json.loads(html.unescape(found.group(1)))
+    assert seen["window"] == 1280 and seen["overview"] is not None
+    assert seen["overview"] <= 1280 and seen["page"] <= 1280, seen

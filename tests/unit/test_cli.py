@@ -27,6 +27,12 @@ SHAPE = "1,3,64,64"
 Capsys = pytest.CaptureFixture[str]
 
 
+@pytest.fixture(autouse=True)
+def _terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal of WIDTH columns (the text fits any width: tests/examples runs at 80)."""
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+
+
 def _run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))
     captured = capsys.readouterr()

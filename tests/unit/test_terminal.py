@@ -9,14 +9,13 @@ from torch import nn
 from pytest_modelprof.profile import Profiled, profile_model, profile_with_capture
 from pytest_modelprof.report.listings import render_fvcore, render_model_list
 from pytest_modelprof.report.terminal import (
-    ELLIPSIS,
-    abbreviate,
     format_shape,
     render_profile,
     render_table,
 )
 from pytest_modelprof.runtime.fvcore import FvcoreComparison
 from pytest_modelprof.schema import ModelProfile
+from pytest_modelprof.textfit import ELLIPSIS, cut_middle
 from pytest_modelprof.units import format_bytes, format_count
 
 WIDTH = 100
@@ -70,9 +69,9 @@ def deep_profile(deep: Profiled) -> ModelProfile:
         ("abcdef", 0, ""),
     ],
 )
-def test_abbreviate(name: str, width: int, expected: str) -> None:
-    assert abbreviate(name, width) == expected
-    assert len(abbreviate(name, width)) == min(len(name), width)
+def test_cut_middle(name: str, width: int, expected: str) -> None:
+    assert cut_middle(name, width) == expected
+    assert len(cut_middle(name, width)) == min(len(name), width)
 
 
 def test_format_shape() -> None:

@@ -124,3 +124,56 @@ def test_parse_bytes(text: str | int, expected: float) -> None:
 def test_parse_bytes_rejects_other_units() -> None:
     with pytest.raises(ValueError, match="unknown unit"):
         parse_bytes("5 furlongs")
+
+
+def test_one_minus_sign_in_all_output() -> None:
+    """Text output writes a negative change with the ASCII ``-`` (the sign terminals show and
+    ``grep`` finds), never U+2212: the history, the compare rows and the layer tables alike."""
+    from pathlib import Path
+
+    import pytest_modelprof
+    from pytest_modelprof.baseline.compare import delta_text
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.history.view import signed
+    from pytest_modelprof.report._format import signed_count
+
+    flops = METRICS_BY_NAME["flops"]
+    shown = [
+        signed(flops, -300_000),
+        signed_count(-2_000, "FLOPs", None),
+        delta_text(flops, 700_000, 1_000_000),
+    ]
+    assert [s[0] for s in shown] == ["-", "-", "-"], shown
+    from pytest_modelprof.units import sign
+
+    assert (sign(-1), sign(0), sign(2)) == ("-", "", "+")
+    # Every renderer and template: no other minus sign is written anywhere.
+    root = Path(pytest_modelprof.__file__).parent
+    files = [*root.rglob("*.py"), *(root.parent / "templates").rglob("*")]
+    other = [
+        str(f.relative_to(root.parent))
+        for f in files
+        if f.is_file() and ("\u2212" in f.read_text() or "\\u2212" in f.read_text())
+    ]
+    assert other == []
+
+
+def test_every_byte_figure_shown_is_decimal() -> None:
+    """One unit convention (docs/conventions.md): every byte figure a person reads is written
+    by ``format_bytes`` with decimal prefixes (1 GB = 10**9 B), memory capacities included; a
+    binary unit (GiB) is accepted as input only. No module writes KiB/MiB/GiB itself."""
+    import re
+    from pathlib import Path
+
+    import pytest_modelprof
+    from pytest_modelprof.machines import GPU_MEMORY
+
+    # The H200's 143,771 MiB (nvidia-smi's total; NVIDIA's "141 GB") reads 151 GB.
+    assert format_bytes(GPU_MEMORY["h200-141gb"]) == "151 GB"
+    root = Path(pytest_modelprof.__file__).parent
+    writers = [
+        str(f.relative_to(root.parent))
+        for f in root.rglob("*.py")
+        if re.search(r"[\"'(, ](KiB|MiB|GiB|TiB)[\"')]", f.read_text())
+    ]
+    assert writers == []

@@ -32,7 +32,7 @@ def test_a_change_that_rounds_to_zero_percent_shows_its_size(make_profile: MakeP
     # A drop reads the same way, with its sign.
     fewer = _doc(make_profile(flops=71_983_600))
     row = next(c for c in compare(fewer, before, Policy()).checks if c.metric == "flops")
-    assert "(\u221216.4 KFLOPs, -0.023 %" in row.reason
+    assert "(-16.4 KFLOPs, -0.023 %" in row.reason
 
 
 def _timing(model_ms: float) -> dict[str, Any]:

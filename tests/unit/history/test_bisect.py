@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -104,6 +105,26 @@ def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
     assert [p.commit.hash for p in found.skipped] == [repo.commits[2]]
 
 
+def test_the_candidates_left_shrink_as_the_search_narrows(repo: GitRepo) -> None:
+    """Each step says how many commits may still be the first bad one (no pytest run)."""
+    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.history.bisect import Probe, bisect
+    from pytest_modelprof.history.git import Commit, Repo
+
+    flops = dict(zip(repo.commits, [288, 288, None, 288, 576, 576], strict=True))
+
+    def runner(commit: Commit) -> Probe:
+        value = flops[commit.hash]
+        return Probe(commit, value=value, skipped="" if value else "does not build")
+
+    said: list[str] = []
+    metric = METRICS_BY_NAME["flops"]
+    bisect(Repo(repo.root), repo.commits[0], "HEAD", runner, metric, 0.5, log=said.append)
+    counts = [int(n) for line in said for n in re.findall(r"\((\d+) candidates?\)", line)]
+    # Five commits after good; the typo (skipped) leaves four, a good step leaves the last two.
+    assert counts == [5, 4, 2]
+
+
 @pytest.mark.slow  # one pytest --collect-only, importing torch
 @pytest.mark.parametrize(
     ("test", "said"),
@@ -134,10 +155,10 @@ def test_a_mistyped_test_id_is_refused_before_any_profile(
 
 def test_search_is_git_bisect_with_skips() -> None:
     # 0..9, first bad at 6, 4 and 5 do not build: the answer stays open between 4, 5 and 6.
-    def verdict(i: int) -> str:
+    def verdict(i: int, left: int) -> str:
         return "skip" if i in (4, 5) else ("bad" if i >= 6 else "good")
 
     first, probed, open_ = search(10, verdict)  # type: ignore[arg-type]
     assert (first, open_) == (6, [4, 5])
-    first, probed, open_ = search(10, lambda i: "bad" if i >= 3 else "good")
+    first, probed, open_ = search(10, lambda i, left: "bad" if i >= 3 else "good")
     assert (first, open_) == (3, []) and len(probed) <= 4
