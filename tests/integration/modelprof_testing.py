@@ -3,7 +3,8 @@
 ``fake:<key>`` models are profiled by a ``pytest_modelprof_profile`` hook in the project's
 conftest: their costs come from ``costs.json`` (so a test can "change the model" between runs)
 and every profiling call is appended to ``calls.log`` (so a test can see the session cache).
-Real-engine tests use tiny ``nn.Module``s instead and carry their own files.
+Real-engine tests use tiny ``nn.Module``s instead and carry their own files; a model source
+several test files write is kept once, at the end of this module.
 """
 
 from __future__ import annotations
@@ -100,4 +101,46 @@ def {name}(x: torch.Tensor) -> torch.Tensor:
 @{name}.register_fake
 def _(x):
     return torch.empty_like(x)
+"""
+
+
+# -- model sources several test files write into their projects ----------------------------------
+
+#: ``Broken()``: one layer, then the model's own error (``ValueError: the model's own bug``).
+BROKEN_MODEL = """
+import torch.nn as nn
+
+
+class Broken(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.fc(x)
+        raise ValueError("the model's own bug")
+"""
+
+#: ``Net()``: a Linear(64, 64) that first spins ``EXTRA_MS`` milliseconds, read from
+#: ``extra_ms.txt`` beside the test file (a busy-wait, not a sleep, like real work).
+TIMED_MODEL = """
+import pathlib
+import time
+
+import torch.nn as nn
+
+EXTRA_MS = float(pathlib.Path(__file__).with_name("extra_ms.txt").read_text())
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        if EXTRA_MS:  # an injected slowdown: a busy-wait, not a sleep, like real work
+            end = time.perf_counter() + EXTRA_MS / 1000
+            while time.perf_counter() < end:
+                pass
+        return self.fc(x)
 """

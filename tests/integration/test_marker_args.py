@@ -146,7 +146,7 @@ def test_ai_drop_direction(project: Project) -> None:
     project.set_costs(tiny={"flops": 1_000_000, "ai": 12.0})  # higher AI is better
     project.run().assert_outcomes(passed=1)
     # -20 % beyond -10 %: the same FLOPs over more bytes (if FLOPs and bytes both held or
-    # fell, a lower ratio would not fail: see test_trust.py).
+    # fell, a lower ratio would not fail: see test_verdict_explanations.py).
     project.set_costs(tiny={"flops": 1_000_000, "ai": 8.0, "memory": 125_000})
     result = project.run()
     result.assert_outcomes(failed=1)

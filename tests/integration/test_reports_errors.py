@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from markupsafe import escape
-from modelprof_testing import Project
+from modelprof_testing import BROKEN_MODEL, Project
 
 from pytest_modelprof.report.markdown import text as markdown_text
 
@@ -132,19 +132,7 @@ def test_error_rows_travel_under_xdist(project: Project) -> None:
 
 # -- real models: the model's own error, a named model, a missing extra, the test's own assert ---
 
-NETS = """
-import torch.nn as nn
-
-
-class Broken(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        x = self.fc(x)
-        raise ValueError("the model's own bug")
-
+NETS = f"""{BROKEN_MODEL}
 
 def make_broken():
     return Broken()

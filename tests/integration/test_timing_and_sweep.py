@@ -7,31 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from modelprof_testing import TIMED_MODEL
 
 pytestmark = pytest.mark.slow
 
-TIMED = """
-import pathlib
-import time
-
+TIMED = f"""
 import pytest
-import torch.nn as nn
-
-EXTRA_MS = float(pathlib.Path(__file__).with_name("extra_ms.txt").read_text())
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 64)
-
-    def forward(self, x):
-        if EXTRA_MS:  # an injected slowdown: a busy-wait, not a sleep, like real work
-            end = time.perf_counter() + EXTRA_MS / 1000
-            while time.perf_counter() < end:
-                pass
-        return self.fc(x)
-
+{TIMED_MODEL}
 
 @pytest.mark.profile(max_latency_delta=0.25, timing_rounds=30)
 def test_default(modelprof):

@@ -11,7 +11,7 @@ import pytest
 from pytest_modelprof.cli import main
 from pytest_modelprof.schema import UncountedOp
 
-sys.path.insert(0, str(Path(__file__).parent / "report"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "report"))
 from report_samples import AFTER, BEFORE, make_results  # noqa: E402
 
 

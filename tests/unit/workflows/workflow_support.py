@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WORKFLOW_DIR = REPO / ".github" / "workflows"
 WORKFLOWS = sorted(WORKFLOW_DIR.glob("*.yml"))
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -13,7 +13,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from modelprof_testing import Project, custom_op
+from modelprof_testing import BROKEN_MODEL, TIMED_MODEL, Project, custom_op
 
 # -- a cheaper model never fails by default -----------------------------------------------------
 
@@ -162,28 +162,9 @@ def test_a_pass_on_another_torch_says_so_in_the_terminal_and_the_markdown(
 
 # -- every failure explained everywhere ---------------------------------------------------------
 
-TIMED = """
-import pathlib
-import time
-
+TIMED = f"""
 import pytest
-import torch.nn as nn
-
-EXTRA_MS = float(pathlib.Path(__file__).with_name("extra_ms.txt").read_text())
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(64, 64)
-
-    def forward(self, x):
-        if EXTRA_MS:  # a busy-wait, like real work
-            end = time.perf_counter() + EXTRA_MS / 1000
-            while time.perf_counter() < end:
-                pass
-        return self.fc(x)
-
+{TIMED_MODEL}
 
 @pytest.mark.profile(max_latency_delta=0.1, timing_rounds=20)
 def test_timed(modelprof):
@@ -442,20 +423,9 @@ def test_the_job_summary_links_no_report_that_was_not_written(
     assert "no baseline" in summary and "HTML report" not in summary
 
 
-BROKEN = """
+BROKEN = f"""
 import pytest
-import torch.nn as nn
-
-
-class Broken(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        x = self.fc(x)
-        raise ValueError("the model's own bug")
-
+{BROKEN_MODEL}
 
 @pytest.mark.profile(max_flops_delta=0.1)
 def test_broken(modelprof):

@@ -117,7 +117,7 @@ def test_merge_joins_shards(results: RunResults) -> None:
 def test_a_results_file_of_schema_version_2_still_loads(tmp_path: Path) -> None:
     # Written by pytest-modelprof before the row and record types became one:
     # its rows were pydantic models and its tests lacked metrics / baseline_metrics.
-    path = Path(__file__).with_name("data") / "results-v2.json"
+    path = Path(__file__).parents[1] / "report" / "data" / "results-v2.json"
     raw = json.loads(path.read_text())
     assert raw["schema_version"] == 2
     loaded = load_document(path)
