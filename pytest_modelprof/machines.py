@@ -81,7 +81,7 @@ _T = 1e12
 _MIB = 2**20
 # Datasheet figures (dense, no sparsity). Sources: NVIDIA's product briefs and architecture
 # whitepapers (Turing, Ampere GA100/GA102, Ada, Hopper, Blackwell). Memory is the total
-# nvidia-smi reports where it was read off a card (MiB), else the datasheet's; what the
+# nvidia-smi reports where it was read off a card (in mebibytes), else the datasheet's; what the
 # driver, the CUDA context and allocator fragmentation then take is not subtracted.
 MACHINES: dict[str, GpuSpec] = {
     g.name: g

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["format_elapsed", "heartbeat"]
+__all__ = ["heartbeat"]
 
 
 def format_elapsed(seconds: float) -> str:

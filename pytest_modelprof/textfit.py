@@ -19,7 +19,6 @@ from typing import Final, Literal
 
 __all__ = [
     "Column",
-    "Table",
     "cut_middle",
     "cut_test_id",
     "fit_line",

@@ -124,7 +124,7 @@ def _run_paired(args: argparse.Namespace, limits: Any) -> int:
         args.model, args.old, head_ref=args.new, root=Path.cwd(), input_shape=args.input_shape,
         rounds=args.rounds, tolerance=latency_tolerance(limits),
     )
-    out(f"{args.model} at {args.new} against {args.old}: {comparison.describe()}\n")
+    show(f"{args.model} at {args.new} against {args.old}: {comparison.describe()}\n")
     return EXIT_FAILED if comparison.verdict == "regressed" else EXIT_OK
 
 

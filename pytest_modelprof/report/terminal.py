@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_WIDTH",
-    "format_ai",
     "format_shape",
     "render_table",
     "render_profile",

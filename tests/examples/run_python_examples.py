@@ -69,12 +69,23 @@ def test_with_the_hooks(modelprof):
 """
 
 
+def _positionals(args: tuple[str, ...]) -> list[str]:
+    """The paths among pytest's ``args``: not an option, nor an option's value (a limit's
+    ``NAME=VALUE``, the word after ``-k``, ``-m``, ``-p``, ``-o``, ``-c``). Read without
+    importing the package, which pytest must import first to rewrite its asserts."""
+    valued = {"-k", "-m", "-p", "-o", "-c"}
+    return [
+        a for i, a in enumerate(args)
+        if not a.startswith("-") and "=" not in a and not (i and args[i - 1] in valued)
+    ]
+
+
 def _pytest(project: Path, *args: str) -> str | None:
     """Run pytest with ``project`` as its rootdir (and its only path unless ``args`` name
     some); None when it passed, else its output's tail."""
     import pytest
 
-    paths = [] if any(not a.startswith("-") for a in args) else [str(project)]
+    paths = [] if _positionals(args) else [str(project)]
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
         code = pytest.main(

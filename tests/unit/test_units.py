@@ -133,11 +133,11 @@ def test_one_minus_sign_in_all_output() -> None:
 
     import pytest_modelprof
     from pytest_modelprof.baseline.compare import delta_text
-    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
     from pytest_modelprof.history.view import signed
     from pytest_modelprof.report._format import signed_count
 
-    flops = METRICS_BY_NAME["flops"]
+    flops = BUILTIN_METRICS.by_name("flops")
     shown = [
         signed(flops, -300_000),
         signed_count(-2_000, "FLOPs", None),
@@ -166,10 +166,11 @@ def test_every_byte_figure_shown_is_decimal() -> None:
     from pathlib import Path
 
     import pytest_modelprof
-    from pytest_modelprof.machines import GPU_MEMORY
+    from pytest_modelprof.machines import MACHINES
 
     # The H200's 143,771 MiB (nvidia-smi's total; NVIDIA's "141 GB") reads 151 GB.
-    assert format_bytes(GPU_MEMORY["h200-141gb"]) == "151 GB"
+    assert MACHINES["h200"].memory_bytes == 143_771 * 2**20
+    assert format_bytes(MACHINES["h200"].memory_bytes) == "151 GB"
     root = Path(pytest_modelprof.__file__).parent
     writers = [
         str(f.relative_to(root.parent))

@@ -107,7 +107,7 @@ def test_no_regression_within_the_tolerance(repo: GitRepo) -> None:
 
 def test_the_candidates_left_shrink_as_the_search_narrows(repo: GitRepo) -> None:
     """Each step says how many commits may still be the first bad one (no pytest run)."""
-    from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
     from pytest_modelprof.history.bisect import Probe, bisect
     from pytest_modelprof.history.git import Commit, Repo
 
@@ -118,7 +118,7 @@ def test_the_candidates_left_shrink_as_the_search_narrows(repo: GitRepo) -> None
         return Probe(commit, value=value, skipped="" if value else "does not build")
 
     said: list[str] = []
-    metric = METRICS_BY_NAME["flops"]
+    metric = BUILTIN_METRICS.by_name("flops")
     bisect(Repo(repo.root), repo.commits[0], "HEAD", runner, metric, 0.5, log=said.append)
     counts = [int(n) for line in said for n in re.findall(r"\((\d+) candidates?\)", line)]
     # Five commits after good; the typo (skipped) leaves four, a good step leaves the last two.

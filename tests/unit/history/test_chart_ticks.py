@@ -6,14 +6,14 @@ import math
 
 import pytest
 
-from pytest_modelprof.baseline.metrics import METRICS_BY_NAME
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.history.charts import series_chart
 from pytest_modelprof.history.model import CommitRow, MetricSeries, Point
 from pytest_modelprof.report._format import nice_ticks
 
 
 def _chart_ticks(metric_name: str, values: list[float]) -> list[str]:
-    metric = METRICS_BY_NAME[metric_name]
+    metric = BUILTIN_METRICS.by_name(metric_name)
     commits = [
         CommitRow(
             date=f"2026-11-0{i + 1}T00:00:00Z",
