@@ -19,6 +19,7 @@ from pytest_modelprof.cli._common import (
     resolve_names,
     show,
 )
+from pytest_modelprof.cli.profile import PRECISION_CHOICES
 from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 from pytest_modelprof.textfit import terminal_width
 
@@ -70,6 +71,14 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--instruction-calls", type=parse_positive, default=5, metavar="N",
                    help="measured calls per phase for --instructions, after 10 unmeasured ones "
                         "(default: 5; the figure is per call)")
+    add_option(p, "--machine",
+               help="also predict the forward's time on this GPU from the exact counts (h100, "
+                    "a100-80gb, rtx4090, ... a wrong name lists them all), beside the time "
+                    "measured here; --json adds predicted.{machine,precision,forward_ms,"
+                    "samples_per_s}")
+    add_option(p, "--precision", choices=PRECISION_CHOICES,
+               help=f"with --machine: {', '.join(PRECISION_CHOICES)} (default amp: fp16 "
+                    "autocast)")
     p.add_argument("--against", metavar="REF",
                    help="also time the forward at git commit REF (a branch, tag or hash, checked "
                         "out in a temporary worktree) and here, in alternating rounds in one "
@@ -123,6 +132,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         progress.close()
     if args.instructions:
         run = _with_instructions(run, args)
+    if args.machine is not None or args.precision is not None:
+        run = _with_prediction(run, args)
     regressed = False
     if args.against:
         run, regressed = _with_against(run, args)
@@ -134,6 +145,26 @@ def _run_bench(args: argparse.Namespace) -> int:
     else:
         show(render_bench(run, top=args.top, width=terminal_width()))
     return EXIT_FAILED if regressed else EXIT_OK
+
+
+def _with_prediction(run: BenchRun, args: argparse.Namespace) -> BenchRun:
+    """The run with its forward's time predicted on ``--machine`` at ``--precision``."""
+    from dataclasses import replace
+
+    from pytest_modelprof.errors import SettingsError
+    from pytest_modelprof.machines import machine_spec
+    from pytest_modelprof.predict import predict_profile
+    from pytest_modelprof.profile import profile_with_capture
+
+    if args.machine is None:
+        raise SettingsError(f"--precision {args.precision} needs --machine naming a GPU")
+    gpu = machine_spec(args.machine).name
+    shape = run.input_shapes[0] if len(run.input_shapes) == 1 else None
+    made = profile_with_capture(args.model, input_shape=shape, mode="meta", **dict(args.arch))
+    p = predict_profile(made, gpu, precision=args.precision or "amp", top=3)
+    data = {"machine": p.machine, "precision": p.precision, "forward_ms": round(p.forward_ms, 6),
+            "samples_per_s": round(p.samples_per_s, 3)}
+    return replace(run, report=run.report.model_copy(update={"predicted": data}))
 
 
 def _with_against(run: BenchRun, args: argparse.Namespace) -> tuple[BenchRun, bool]:
@@ -255,6 +286,13 @@ def render_bench(run: BenchRun, *, top: int = 10, width: int = 100) -> str:
     lines.append(f"FLOPs: {format_count(doc.flops.total, 'FLOPs')} per forward")
     lines.append("  " + ", ".join(f"{k} {100 * v / total:.1f} %" for k, v in families))
     lines += [part for w in busy_warnings(doc) for part in fit_line(f"warning: {w}", width)]
+    if doc.predicted is not None:
+        lines += fit_line(
+            f"forward predicted on {doc.predicted['machine']} ({doc.predicted['precision']}): "
+            f"{doc.predicted['forward_ms']:.3g} ms, {doc.predicted['samples_per_s']:,.0f} "
+            "samples/s (exact counts priced by the calibrated GPU-time model)",
+            width,
+        )
     if doc.against is not None:
         lines += fit_line(f"forward against {doc.against['ref']}: {doc.against['reason']}", width)
     if doc.instructions is not None:
@@ -296,6 +334,7 @@ COMMAND = Command(
     examples="""\
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5
   modelprof bench resnet50 --batch 8 --optimizer adamw --top 15
+  modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --machine h100
   modelprof bench resnet18 --input-shape 1,3,64,64 --rounds 5 --json > bench.json
   modelprof bench resnet18 --input-shape 2,3,32,32 --rounds 5 --instructions --json
   modelprof bench vit_b_16 --device cuda --dtype bfloat16 --rounds 50 --warmup 10

@@ -156,11 +156,13 @@ class BenchReport(Frozen):
     instructions: dict[str, Any] | None = None
     # The forward timed at another commit and here, paired (``modelprof bench --against``).
     against: dict[str, Any] | None = None
+    # The forward's time predicted on a named GPU (``modelprof bench --machine``).
+    predicted: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         """Sorted keys, fixed float rounding, indent 2, trailing newline."""
         data = self.model_dump(mode="json")
-        for optional in ("instructions", "against"):
+        for optional in ("instructions", "against", "predicted"):
             if data.get(optional) is None:
                 data.pop(optional, None)
         return dumps_deterministic(data)

@@ -200,3 +200,22 @@ def test_timed_graph_text_fits_100_columns_with_long_module_names(
     wide = [line for line in out.splitlines() if len(line) > 100]
     assert wide == []
     assert "first_encoder" in out and "\u2026" in out  # long names cut in the middle, kept
+
+
+def test_machine_adds_the_forward_predicted_on_that_gpu(capsys: Capsys) -> None:
+    code = main(["bench", "resnet18", "--input-shape", "2,3,32,32", "--rounds", "1",
+                 "--top", "0", "--machine", "h100", "--precision", "fp32", "--json"])
+    assert code == 0
+    predicted = json.loads(capsys.readouterr().out)["predicted"]
+    assert predicted["machine"] == "h100" and predicted["precision"] == "fp32"
+    assert predicted["forward_ms"] > 0 and predicted["samples_per_s"] > 0
+    # The same model on a slower GPU is predicted slower (the counts are the same).
+    assert main(["bench", "resnet18", "--input-shape", "2,3,32,32", "--rounds", "1",
+                 "--top", "0", "--machine", "t4", "--precision", "fp32", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["predicted"]["forward_ms"] > predicted["forward_ms"]
+
+
+def test_a_wrong_machine_gets_did_you_mean(capsys: Capsys) -> None:
+    code = main(["bench", "resnet18", "--input-shape", "2,3,32,32", "--rounds", "1",
+                 "--top", "0", "--machine", "h1000"])
+    assert code == 2 and "did you mean 'h100'" in capsys.readouterr().err
