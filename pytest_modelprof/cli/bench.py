@@ -130,13 +130,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         raise ModelprofError(f"{exc}{_batch_hint(str(exc), args)}") from exc
     finally:
         progress.close()
-    if args.instructions:
-        run = _with_instructions(run, args)
-    if args.machine is not None or args.precision is not None:
-        run = _with_prediction(run, args)
-    regressed = False
-    if args.against:
-        run, regressed = _with_against(run, args)
+    run, regressed = _with_extras(run, args)
     if args.json:  # the text report says it; --json keeps stdout a document, so stderr
         for warning in busy_warnings(run.report):
             print(f"{PROG} bench: warning: {warning}", file=sys.stderr)
@@ -145,6 +139,18 @@ def _run_bench(args: argparse.Namespace) -> int:
     else:
         show(render_bench(run, top=args.top, width=terminal_width()))
     return EXIT_FAILED if regressed else EXIT_OK
+
+
+def _with_extras(run: BenchRun, args: argparse.Namespace) -> tuple[BenchRun, bool]:
+    """The run with what its options add (instructions, a prediction, a paired comparison),
+    and whether the comparison found this tree slower."""
+    if args.instructions:
+        run = _with_instructions(run, args)
+    if args.machine is not None or args.precision is not None:
+        run = _with_prediction(run, args)
+    if args.against:
+        return _with_against(run, args)
+    return run, False
 
 
 def _with_prediction(run: BenchRun, args: argparse.Namespace) -> BenchRun:
