@@ -12,7 +12,7 @@ from pytest_modelprof.gate.documents import compare_profiles
 from pytest_modelprof.gate.settings import Limits
 from pytest_modelprof.machines import GENERIC
 from pytest_modelprof.results.document import RunInfo, RunResults
-from pytest_modelprof.results.record import SourceLocation
+from pytest_modelprof.results.record import ProfileResult, SourceLocation
 from pytest_modelprof.schema import (
     CaptureInfo,
     Environment,
@@ -85,7 +85,18 @@ def make_results() -> RunResults:
         artifact_url="https://github.com/o/r/actions/runs/7#artifacts",
         torch_version="9.9", device="cpu",
     )
-    return RunResults(run=run, tests=[ok, new, regressed])
+    return RunResults(run=run, tests=[_pinned(t) for t in (ok, new, regressed)])
+
+
+def _pinned(record: ProfileResult) -> ProfileResult:
+    """A baseline records the torchvision of the process that wrote it: the samples pin it, so
+    their renders are the same bytes under every installed torchvision."""
+    if record.baseline is None:
+        return record
+    env = record.baseline.environment.model_copy(update={"torchvision_version": "0.0"})
+    return record.model_copy(
+        update={"baseline": record.baseline.model_copy(update={"environment": env})}
+    )
 
 
 def baseline_of(p: ModelProfile) -> BaselineDocument:
