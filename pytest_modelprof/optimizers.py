@@ -7,7 +7,7 @@ from typing import Any
 
 from pytest_modelprof.errors import SettingsError, did_you_mean
 
-__all__ = ["OPTIMIZER_ARGS", "build_optimizer"]
+__all__ = ["OPTIMIZER_ARGS", "build_optimizer", "check_optimizer"]
 
 #: The ``torch.optim`` class of each name and what differs from its defaults: ``sgd`` is torch's
 #: plain SGD; momentum is ``sgd-momentum``.
@@ -19,13 +19,18 @@ OPTIMIZER_ARGS: dict[str, tuple[str, dict[str, float]]] = {
 }
 
 
+def check_optimizer(name: str) -> None:
+    """Refuse a name :data:`OPTIMIZER_ARGS` lacks, before any work is spent on it."""
+    if name not in OPTIMIZER_ARGS:
+        raise SettingsError(f"unknown optimizer {name!r}{did_you_mean(name, OPTIMIZER_ARGS)} "
+                            f"(the optimizers: {', '.join(OPTIMIZER_ARGS)})")
+
+
 def build_optimizer(name: str, params: Any, **impl: bool) -> Any:
     """The optimizer :data:`OPTIMIZER_ARGS` names, over ``params`` (``impl``: ``foreach=`` or
     ``fused=``; without it, torch's choice)."""
     import torch
 
-    if name not in OPTIMIZER_ARGS:
-        raise SettingsError(f"unknown optimizer {name!r}{did_you_mean(name, OPTIMIZER_ARGS)} "
-                            f"(the optimizers: {', '.join(OPTIMIZER_ARGS)})")
+    check_optimizer(name)
     kind, args = OPTIMIZER_ARGS[name]
     return getattr(torch.optim, kind)(params, **args, **impl)

@@ -32,13 +32,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Final, Literal, TextIO, get_args
+from typing import Any, Literal, TextIO
 
 import torch
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
 from pytest_modelprof.errors import ModelInputError, ModelprofError, SettingsError
+from pytest_modelprof.optimizers import check_optimizer
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -64,7 +65,6 @@ __all__ = [
 
 #: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
 OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw"]
-OPTIMIZERS: Final[tuple[str, ...]] = get_args(OptimizerName)
 
 ProgressFn = Callable[[str, int, int], None]
 """Called as ``progress(stage, done, total)`` while measuring."""
@@ -360,8 +360,7 @@ def bench_model(
         raise SettingsError(f"rounds must be >= 1, got {rounds}")
     if warmup < 0:
         raise SettingsError(f"warmup must be >= 0, got {warmup}")
-    if optimizer not in OPTIMIZERS:
-        raise SettingsError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+    check_optimizer(optimizer)  # before minutes of timing
     device = module_device(model)
     if device.type == "meta":
         raise ModelInputError(

@@ -14,9 +14,9 @@ import torch
 import torchvision
 from torch import nn
 
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.runtime.bench import (
-    OPTIMIZERS,
     BenchReport,
     BenchRun,
     StderrProgress,
@@ -134,7 +134,7 @@ class _Net(nn.Module):
         return out
 
 
-@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+@pytest.mark.parametrize("optimizer", tuple(OPTIMIZER_ARGS))
 def test_the_model_is_left_as_it_was(optimizer: Any) -> None:
     torch.manual_seed(0)
     model = _Net().train()
@@ -185,7 +185,7 @@ def test_bench_by_name_with_batch_and_builder_kwargs() -> None:
 
 def test_optimizers_and_a_bad_name() -> None:
     params = list(nn.Linear(2, 2).parameters())
-    kinds = {name: type(make_optimizer(name, params)).__name__ for name in OPTIMIZERS}
+    kinds = {name: type(make_optimizer(name, params)).__name__ for name in OPTIMIZER_ARGS}
     assert kinds == {"sgd": "SGD", "sgd-momentum": "SGD", "adam": "Adam", "adamw": "AdamW"}
     with pytest.raises(ValueError, match=r"unknown optimizer 'lbfgs' \(the optimizers: sgd, sgd-m"):
         make_optimizer("lbfgs", params)
