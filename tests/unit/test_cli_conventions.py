@@ -186,9 +186,13 @@ def test_one_machine_table_with_peaks_bandwidth_and_capacity() -> None:
 
 
 def test_sgd_means_plain_sgd_in_memory_and_bench() -> None:
+    from typing import get_args
+
     from pytest_modelprof.fit.options import OPTIMIZERS
     from pytest_modelprof.optimizers import build_optimizer
-    from pytest_modelprof.runtime.bench import OPTIMIZERS as BENCH_OPTIMIZERS
+    from pytest_modelprof.runtime.bench import OptimizerName
+
+    BENCH_OPTIMIZERS = get_args(OptimizerName)
     from pytest_modelprof.runtime.bench import make_optimizer
 
     assert set(BENCH_OPTIMIZERS) == set(OPTIMIZERS) - {"none"}
