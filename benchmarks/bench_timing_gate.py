@@ -33,14 +33,17 @@ Pairs share sessions, so they are not independent: the intervals are narrower th
 uncertainty they stand for. Sessions of one process stand in for runs on different days.
 Timings on a shared machine are noisy by nature: rerun it where it matters.
 
-``--paired`` judges the paired mode instead (``--modelprof-timing-base``): one timing process
-per session (:class:`~pytest_modelprof.history.paired.TimingProcess`, started afresh each
-session) builds the model for both sides, the head slowed by +15 %, +8 % or 0 %, and times them
-in ABBA rounds (:func:`~pytest_modelprof.history.paired.time_paired`, the plugin's code) with one
-busy process beside them the whole time; ``--sessions`` paired sessions per slowdown. False
-alarms are ``regressed`` verdicts at 0 %, detection ``regressed`` at +15 %; at +8 % (the limit
-itself) the share called regressed is shown. One stored-baseline test of the same model per
-session, in this process, gives the cost ratio per timed test under the same load.
+``--paired`` judges the paired mode instead (``--modelprof-timing-base``): timing processes
+(:class:`~pytest_modelprof.history.paired.TimingProcess`, a fresh one for every
+``--tests-per-process`` tests, as a pytest session starts one for all its timed tests) build the
+model for both sides, the head slowed by +15 %, +8 % or 0 %, and time them in ABBA rounds
+(:func:`~pytest_modelprof.history.paired.time_paired`, the plugin's code) with one busy process
+beside them the whole time. ``--sessions`` unchanged-head tests (``--quick``: 200, the fewest
+whose Wilson upper end can be <= 2 %) and ``--slowed-sessions`` tests of each slowed head,
+shuffled together. False alarms are ``regressed`` verdicts at 0 %, detection ``regressed`` at
++15 %; at +8 % (the limit itself) the share called regressed is shown. One stored-baseline test
+of the same model per timing process, in this process, gives the cost ratio per timed test under
+the same load. ``--save`` keeps every test's verdict, estimate and process.
 
 Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
            python benchmarks/bench_timing_gate.py --paired --quick
@@ -326,7 +329,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--load", help="replay sessions from this JSON file (no measuring)")
     parser.add_argument("--json", help="also write the figures to this file")
     parser.add_argument("--paired", action="store_true",
-                        help="judge the paired mode (base and head in two processes, ABBA)")
+                        help="judge the paired mode (base and head in one timing process, ABBA)")
+    parser.add_argument("--slowed-sessions", type=int, default=None,
+                        help="--paired: tests of each slowed head (default 80, --quick 40); "
+                             "--sessions sets the unchanged-head tests (default 400, --quick 200)")
+    parser.add_argument("--tests-per-process", type=int, default=10,
+                        help="--paired: timed tests per timing process (a pytest session's "
+                             "share), default 10")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="--paired: seed of the order the tests are shuffled into")
     args = parser.parse_args(argv)
     if args.paired:
         from bench_timing_paired import run_paired

@@ -7,8 +7,10 @@ Kept apart from the stored-baseline benchmark it extends; ``bench_timing_gate.py
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
+import random
 import sys
 import tempfile
 import time
@@ -20,8 +22,15 @@ from bench_timing_gate import _bench_model, _pct, _spin, wilson
 from pytest_modelprof.history.paired import PAIRED_FIRST, PAIRED_STEP, TimingProcess, time_paired
 from pytest_modelprof.runtime.noise import DEFAULT_TOLERANCE
 
-QUICK_PAIRED_SESSIONS = 20
-FULL_PAIRED_SESSIONS = 60
+#: Unchanged-head tests per run: 0 alarms in 200 puts the Wilson interval's upper end at 1.9 %,
+#: the least that can show false alarms <= 1 % with the upper end <= 2 %.
+QUICK_PAIRED_SESSIONS = 200
+FULL_PAIRED_SESSIONS = 400
+#: Tests of each slowed head per run (detection is judged at +15 %; +8 % is the limit itself).
+QUICK_SLOWED_SESSIONS = 40
+FULL_SLOWED_SESSIONS = 80
+#: Timed tests per timing process, as one pytest session times all its tests in one process.
+TESTS_PER_PROCESS = 10
 SLOWDOWNS = (0.15, 0.08, 0.0)
 
 
@@ -77,40 +86,55 @@ def _stored_test(args: argparse.Namespace) -> Callable[[], float]:
     return one
 
 
+def _plan(unchanged: int, slowed: int, per_process: int, seed: int) -> list[list[float]]:
+    """The slowdown of every test, shuffled (fixed seed) and cut into one list per process, so
+    each process times a mix and no scenario owns the quiet or the busy minutes of a run."""
+    tests = [0.0] * unchanged + [0.15] * slowed + [0.08] * slowed
+    random.Random(seed).shuffle(tests)
+    return [tests[i : i + per_process] for i in range(0, len(tests), per_process)]
+
+
 def run_paired(args: argparse.Namespace) -> int:
-    """Record and judge paired sessions; print the table and the last line scripts read."""
-    sessions = args.sessions or (QUICK_PAIRED_SESSIONS if args.quick else FULL_PAIRED_SESSIONS)
+    """Record and judge paired tests; print the table and the last line scripts read."""
+    unchanged = args.sessions or (QUICK_PAIRED_SESSIONS if args.quick else FULL_PAIRED_SESSIONS)
+    slowed = args.slowed_sessions or (QUICK_SLOWED_SESSIONS if args.quick else FULL_SLOWED_SESSIONS)
+    plan = _plan(unchanged, slowed, args.tests_per_process, args.seed)
     started = time.time()
     print(f"# {' '.join([sys.executable, *sys.argv])}")
     print(
         f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
-        f"{sessions} paired sessions per slowdown, one busy process beside them; "
-        f"--rounds {args.rounds} (first look after {min(PAIRED_FIRST, args.rounds)} rounds, "
-        f"then every {PAIRED_STEP})",
+        f"{unchanged} unchanged and {slowed} + {slowed} slowed paired tests in {len(plan)} "
+        f"timing processes of up to {args.tests_per_process} tests, one busy process beside "
+        f"them; --rounds {args.rounds} (first look after {min(PAIRED_FIRST, args.rounds)} "
+        f"rounds, then every {PAIRED_STEP})",
         flush=True,
     )
     ctx = mp.get_context("spawn")
     busy = ctx.Process(target=_spin, args=(time.time() + 4 * 3600,), daemon=True)
     busy.start()
-    results: dict[float, list[tuple[str, float, int, float]]] = {s: [] for s in SLOWDOWNS}
+    results: dict[float, list[tuple[str, float, int, float, int]]] = {s: [] for s in SLOWDOWNS}
     stored_test = _stored_test(args)
     stored: list[float] = []
+    loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-paired-") as tmp:
         try:
-            for k in range(sessions):
-                # A fresh process per session, as a pytest session starts one: whatever luck
-                # a process draws (its pages, its core) is drawn again each time.
-                proc = _process(Path(tmp), f"session{k}")
+            for k, tests in enumerate(plan):
+                # A fresh process per group of tests, as each pytest session starts one: whatever
+                # luck a process draws (its pages, its core) is drawn again for the next group.
+                proc = _process(Path(tmp), f"process{k}")
                 try:
-                    for slowdown in SLOWDOWNS if k % 2 == 0 else SLOWDOWNS[::-1]:
-                        results[slowdown].append(_session(proc, slowdown, args))
+                    for slowdown in tests:
+                        results[slowdown].append((*_session(proc, slowdown, args), k))
                 finally:
                     proc.close()
-                # A stored-baseline test in each session, so both modes see the same load.
+                # A stored-baseline test per process, so both modes see the same load.
                 stored.append(stored_test())
+                loads.append(os.getloadavg()[0])
+                done = sum(len(t) for t in plan[: k + 1])
                 print(
-                    f"# session {k + 1}/{sessions} done at {time.time() - started:.0f} s, "
-                    f"load average {os.getloadavg()[0]:.2f}",
+                    f"# process {k + 1}/{len(plan)}: {done} tests done at "
+                    f"{time.time() - started:.0f} s, load average {loads[-1]:.2f}",
+                    file=sys.stderr,
                     flush=True,
                 )
             stored_s = sum(stored) / len(stored)
@@ -118,7 +142,7 @@ def run_paired(args: argparse.Namespace) -> int:
             busy.terminate()
             busy.join(timeout=10)
     lines = [
-        f"{'head slowed by':<15} {'called regressed [95 % CI]':<34} {'median estimate':>15} "
+        f"{'head slowed by':<15} {'called regressed [95 % CI]':<36} {'median estimate':>15} "
         f"{'rounds':>7} {'wall s':>7}"
     ]
     rates = {}
@@ -129,7 +153,7 @@ def run_paired(args: argparse.Namespace) -> int:
         est = sorted(r[1] for r in rows)[len(rows) // 2]
         lines.append(
             f"{f'+{slowdown * 100:.0f} %':<15} "
-            f"{f'{_pct(hits / len(rows))} % ({hits}/{len(rows)}) [{_pct(lo)}, {_pct(hi)}]':<34} "
+            f"{f'{_pct(hits / len(rows))} % ({hits}/{len(rows)}) [{_pct(lo)}, {_pct(hi)}]':<36} "
             f"{est * 100:>+14.1f}% {sum(r[2] for r in rows) / len(rows):>7.0f} "
             f"{sum(r[3] for r in rows) / len(rows):>7.2f}"
         )
@@ -139,16 +163,50 @@ def run_paired(args: argparse.Namespace) -> int:
     fa, fa_hi = rates[0.0]
     det = rates[0.15][0]
     met = fa <= 0.01 and fa_hi <= 0.02 and det >= 0.95
+    alarm_processes = sorted({r[4] for r in results[0.0] if r[0] == "regressed"})
+    unchanged_estimates = sorted(r[1] for r in results[0.0])
     print()
     print("\n".join(lines))
     print()
     print(
+        f"unchanged head: estimates {unchanged_estimates[0] * 100:+.1f} % .. "
+        f"{unchanged_estimates[-1] * 100:+.1f} %; false alarms in {len(alarm_processes)} of "
+        f"{len(plan)} processes {alarm_processes or ''}(tests of one process share its luck, "
+        "so the interval assumes more independence than there is)"
+    )
+    print(
         f"targets (false alarms <= 1 %, upper end <= 2 %, detection >= 95 %): "
         f"{'met' if met else 'MISSED'}. Cost per timed test: paired {paired_s:.2f} s (both "
-        f"sides, mean over all sessions), stored-baseline {stored_s:.2f} s (one test per session, "
-        f"interleaved), ratio "
-        f"{paired_s / stored_s:.2f}x. Took {time.time() - started:.0f} s."
+        f"sides, mean over all tests), stored-baseline {stored_s:.2f} s (one test per process, "
+        f"interleaved), ratio {paired_s / stored_s:.2f}x. Took {time.time() - started:.0f} s."
     )
-    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(
+        f"load average at the end {os.getloadavg()[0]:.2f} "
+        f"(between processes: {min(loads):.2f} .. {max(loads):.2f})"
+    )
+    if args.save:
+        Path(args.save).write_text(
+            json.dumps(
+                {
+                    "argv": sys.argv,
+                    "tests": [
+                        {
+                            "slowdown": s,
+                            "verdict": r[0],
+                            "estimate": r[1],
+                            "rounds": r[2],
+                            "wall_s": r[3],
+                            "process": r[4],
+                        }
+                        for s, rows in results.items()
+                        for r in rows
+                    ],
+                    "stored_s": stored,
+                    "loads": loads,
+                },
+                indent=1,
+            )
+            + "\n"
+        )
     print(f"gate paired: worst false alarms {_pct(fa)} %, worst detection {_pct(det)} %")
     return 0
