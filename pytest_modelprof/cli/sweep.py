@@ -17,10 +17,34 @@ from pytest_modelprof.cli._common import (
     resolve_names,
     show,
 )
-from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.report.sweep_text import format_sweep
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
+
+
+def parse_axis_values(text: str) -> list[int]:
+    """``"1,8,32"`` -> ``[1, 8, 32]`` (positive integers, at least two, strictly increasing)."""
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError:
+        raise SettingsError(
+            f"expected comma-separated integers like '1,8,32', got {text!r}"
+        ) from None
+    if len(values) < 2:
+        raise SettingsError(f"a sweep needs at least two values, got {text!r}")
+    if any(v <= 0 for v in values) or values != sorted(set(values)):
+        raise SettingsError(f"sweep values must be positive and increasing, got {text!r}")
+    return values
+
+
+def axis_values_arg(text: str) -> list[int]:
+    """:func:`parse_axis_values` for ``argparse`` ``type=``: errors become usage errors."""
+    try:
+        return parse_axis_values(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_axis_sizes(text: str) -> list[int]:
@@ -28,8 +52,6 @@ def parse_axis_sizes(text: str) -> list[int]:
     values = _ints(text)
     if len(values) == 1:
         return values
-    from pytest_modelprof.runtime.sweep import axis_values_arg  # imports torch
-
     return axis_values_arg(text)
 
 
@@ -98,7 +120,8 @@ def _progress(timed: bool, rounds: int) -> Callable[[str], None]:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
+    from pytest_modelprof.runtime.sweep import sweep  # imports torch
+    from pytest_modelprof.runtime.sweep_result import check_growth
 
     over: dict[str, list[int]] = {
         k: v for k, v in (("batch", args.batch), ("seq_len", args.seq_len),

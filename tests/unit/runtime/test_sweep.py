@@ -9,13 +9,11 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.runtime.sweep import (
-    check_growth,
-    fit_growth,
-    format_sweep,
-    parse_axis_values,
-    sweep,
-)
+from pytest_modelprof.cli.sweep import parse_axis_values
+from pytest_modelprof.report.sweep_text import format_sweep
+from pytest_modelprof.runtime.growth_fit import fit_growth
+from pytest_modelprof.runtime.sweep import sweep
+from pytest_modelprof.runtime.sweep_result import check_growth
 
 
 class Scores(nn.Module):
