@@ -17,42 +17,22 @@ from pytest_modelprof.cli._common import (
     resolve_names,
     show,
 )
-from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.report.sweep_text import format_sweep
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
 
-def parse_axis_values(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]`` (positive integers, at least two, strictly increasing)."""
-    try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise SettingsError(
-            f"expected comma-separated integers like '1,8,32', got {text!r}"
-        ) from None
-    if len(values) < 2:
-        raise SettingsError(f"a sweep needs at least two values, got {text!r}")
-    if any(v <= 0 for v in values) or values != sorted(set(values)):
-        raise SettingsError(f"sweep values must be positive and increasing, got {text!r}")
-    return values
-
-
-def axis_values_arg(text: str) -> list[int]:
-    """:func:`parse_axis_values` for ``argparse`` ``type=``: errors become usage errors."""
-    try:
-        return parse_axis_values(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def parse_axis_sizes(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]``; one value (``"32"``) holds the axis there, unswept."""
+    """``"1,8,32"`` -> ``[1, 8, 32]``; one value (``"32"``) holds the axis there, unswept.
+    Two or more values must increase (``argparse`` ``type=``: errors are usage errors)."""
     values = _ints(text)
-    if len(values) == 1:
-        return values
-    return axis_values_arg(text)
+    if values != sorted(set(values)):
+        raise argparse.ArgumentTypeError(
+            f"sweep values must be positive and increasing, got {text!r}"
+        )
+    return values
 
 
 def _ints(text: str) -> list[int]:

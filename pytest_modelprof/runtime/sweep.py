@@ -3,8 +3,9 @@
 ``sweep(model, over={"batch": [1, 8, 32]})`` profiles the model at each point (one capture per
 point, plus an optional latency measurement) and fits a growth exponent per metric: the slope
 of ``log(metric)`` against ``log(value)`` by least squares. Linear growth fits 1, attention over
-sequence length fits 2. :func:`check_growth` is the pure gate: ``max_flops_growth=1.1``
-fails a change that turns linear growth quadratic.
+sequence length fits 2 (:mod:`~pytest_modelprof.runtime.growth_fit`). The result and its
+gate are in :mod:`~pytest_modelprof.runtime.sweep_result`, the text in
+:mod:`~pytest_modelprof.report.sweep_text`.
 
 Shape axes (:data:`SHAPE_AXES`) change the inputs: ``batch`` is dimension 0, ``seq_len``
 dimension 1 (override with ``axis_dims``), ``input_size`` the trailing spatial dimensions

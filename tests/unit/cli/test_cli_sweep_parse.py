@@ -6,11 +6,15 @@ imported; the test process itself has torch loaded already.
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import subprocess
 import sys
 
 import pytest
+
+from pytest_modelprof.cli.sweep import parse_axis_sizes
 
 SCRIPT = """
 import contextlib, io, json, sys
@@ -75,3 +79,11 @@ def test_a_bad_axis_is_a_usage_error_without_torch(value: str) -> None:
     assert result["code"] == 2
     assert repr(value) in str(result["stderr"])
     assert result["heavy"] == []
+
+
+def test_axis_sizes_hold_one_value_and_sweep_increasing_ones() -> None:
+    assert parse_axis_sizes("1,8,32") == [1, 8, 32]
+    assert parse_axis_sizes("32") == [32]  # held there, not swept
+    for bad in ["1,x", "8,1", "4,4", "0,4", ""]:
+        with pytest.raises(argparse.ArgumentTypeError, match=re.escape(repr(bad))):
+            parse_axis_sizes(bad)
