@@ -26,20 +26,29 @@ The model is left as it was: weights, buffers, gradients and train/eval flags ar
 from __future__ import annotations
 
 import os
-import platform
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TextIO
+from typing import Any
 
 import torch
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
 from pytest_modelprof.errors import ModelInputError, ModelprofError, SettingsError
+from pytest_modelprof.host import cpu_name
 from pytest_modelprof.optimizers import check_optimizer
+from pytest_modelprof.progress import ProgressFn
+from pytest_modelprof.runtime.bench_document import (
+    BenchReport,
+    BenchRun,
+    FlopsSection,
+    HardwareInfo,
+    MemorySection,
+    OptimizerName,
+    RuntimeSection,
+    RuntimeStats,
+)
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -49,136 +58,15 @@ from pytest_modelprof.runtime.memory import MemoryStats, measure_memory
 from pytest_modelprof.runtime.module_timing import ModuleTimings, time_modules
 from pytest_modelprof.runtime.timing import (
     LossFn,
-    TimingStats,
     time_backward,
     time_forward,
     time_training_step,
 )
-from pytest_modelprof.schema import Frozen, dumps_deterministic
 
 __all__ = [
-    "BenchReport",
-    "BenchRun",
-    "StderrProgress",
     "bench",
+    "bench_model",
 ]
-
-#: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
-OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw"]
-
-ProgressFn = Callable[[str, int, int], None]
-"""Called as ``progress(stage, done, total)`` while measuring."""
-
-
-class RuntimeStats(Frozen):
-    """Summary of the timed rounds of one phase, in milliseconds."""
-
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    median_ms: float
-    rounds: int
-
-    @classmethod
-    def of(cls, stats: TimingStats) -> RuntimeStats:
-        """The figures of a :class:`TimingStats`."""
-        return cls(mean_ms=stats.mean, std_ms=stats.std, min_ms=stats.min, max_ms=stats.max,
-                   median_ms=stats.median, rounds=stats.rounds)
-
-
-class RuntimeSection(Frozen):
-    """Forward alone, backward alone (its forward untimed), and a whole optimizer step."""
-
-    forward: RuntimeStats
-    backward: RuntimeStats
-    training_step: RuntimeStats
-
-
-class MemoryBreakdown(Frozen):
-    """What the peak was made of (bytes); the four parts add up to ``peak_bytes``."""
-
-    parameters: int  # weights and buffers
-    gradients: int
-    optimizer_state: int
-    activations: int  # inputs, saved tensors and temporaries
-
-
-class MemorySection(Frozen):
-    """Peak memory of one training step, and its parts."""
-
-    peak_bytes: int
-    breakdown: MemoryBreakdown
-
-    @classmethod
-    def of(cls, stats: MemoryStats) -> MemorySection:
-        """Fold a :class:`MemoryStats` breakdown into the four parts of the document."""
-        b = stats.breakdown
-        return cls(
-            peak_bytes=stats.peak_bytes,
-            breakdown=MemoryBreakdown(
-                parameters=b.get("parameters", 0) + b.get("buffers", 0),
-                gradients=b.get("gradients", 0),
-                optimizer_state=b.get("optimizer_state", 0),
-                activations=b.get("inputs", 0) + b.get("activations", 0),
-            ),
-        )
-
-
-class FlopsSection(Frozen):
-    """Counted FLOPs of one forward pass, in total and per op family (families with FLOPs)."""
-
-    total: int
-    breakdown: dict[str, int]
-
-
-class HardwareInfo(Frozen):
-    """The machine and the torch build the figures come from."""
-
-    cpu: str
-    cores: int
-    torch: str
-    cuda_available: bool
-    gpu_name: str | None
-    gpu_memory_bytes: int | None
-
-
-class BenchReport(Frozen):
-    """The ``modelprof bench --json`` document."""
-
-    runtime: RuntimeSection
-    memory: MemorySection
-    flops: FlopsSection
-    hardware: HardwareInfo
-    timestamp: str  # ISO 8601, UTC
-    # CPU instructions per call (``modelprof bench --instructions``: instructions.counts
-    # .InstructionCounts as JSON); left out otherwise.
-    instructions: dict[str, Any] | None = None
-    # The forward timed at another commit and here, paired (``modelprof bench --against``).
-    against: dict[str, Any] | None = None
-    # The forward's time predicted on a named GPU (``modelprof bench --machine``).
-    predicted: dict[str, Any] | None = None
-
-    def to_json(self) -> str:
-        """Sorted keys, fixed float rounding, indent 2, trailing newline."""
-        data = self.model_dump(mode="json")
-        for optional in ("instructions", "against", "predicted"):
-            if data.get(optional) is None:
-                data.pop(optional, None)
-        return dumps_deterministic(data)
-
-
-@dataclass(frozen=True)
-class BenchRun:
-    """A bench document plus what a report shows beside it (not part of the document)."""
-
-    model: str
-    device: str
-    dtype: str
-    input_shapes: list[list[int]]
-    optimizer: OptimizerName
-    report: BenchReport
-    modules: ModuleTimings | None
 
 
 # -- pieces -----------------------------------------------------------------------------------
@@ -192,15 +80,6 @@ def make_optimizer(name: str, params: Sequence[nn.Parameter]) -> torch.optim.Opt
     return optimizer
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
 
 
 def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
@@ -217,7 +96,7 @@ def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
         gpu_name = str(props.name)
         gpu_memory = int(props.total_memory)
     return HardwareInfo(
-        cpu=_cpu_name(),
+        cpu=cpu_name(),
         cores=os.cpu_count() or 1,
         torch=str(torch.__version__),
         cuda_available=available,
@@ -276,44 +155,6 @@ def _memory(
         opt.zero_grad(set_to_none=True)
     return measure_memory(model, batch, mode="training_step", optimizer=opt, loss_fn=loss_of,
                           seed=seed)
-
-
-# -- progress ---------------------------------------------------------------------------------
-
-class StderrProgress:
-    """A one-line progress display on stderr (rewritten in place on a terminal).
-
-    Nothing goes to stdout, so ``--json`` output stays a clean document.
-    """
-
-    def __init__(self, label: str, stream: TextIO | None = None) -> None:
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._stage = ""
-        self._width = 0
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.tty:
-            filled = round(20 * done / total) if total else 20
-            line = f"{self.label}: {stage:<16} [{'#' * filled}{'.' * (20 - filled)}] " \
-                   f"{done}/{total}"
-            pad = " " * max(self._width - len(line), 0)
-            self._width = len(line)
-            self.stream.write("\r" + line + pad)
-            self.stream.flush()
-        elif stage != self._stage:
-            # Not a terminal (CI logs): one line per stage, not one per round.
-            self.stream.write(f"{self.label}: {stage} ...\n")
-            self.stream.flush()
-        self._stage = stage
-
-    def close(self) -> None:
-        """End the progress line."""
-        if self.tty and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-
 
 # -- measuring --------------------------------------------------------------------------------
 

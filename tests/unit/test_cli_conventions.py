@@ -190,7 +190,7 @@ def test_sgd_means_plain_sgd_in_memory_and_bench() -> None:
 
     from pytest_modelprof.fit.options import OPTIMIZERS
     from pytest_modelprof.optimizers import build_optimizer
-    from pytest_modelprof.runtime.bench import OptimizerName
+    from pytest_modelprof.runtime.bench_document import OptimizerName
 
     BENCH_OPTIMIZERS = get_args(OptimizerName)
     from pytest_modelprof.runtime.bench import make_optimizer

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_modelprof.host import cpu_info
 from pytest_modelprof.instructions import INSTALL_HINT, InstructionsUnavailable, find_valgrind
 from pytest_modelprof.instructions.client import InstructionServer, counts_from_reply
 from pytest_modelprof.instructions.counts import NOISE, keep_stored
@@ -15,7 +16,6 @@ from pytest_modelprof.instructions.protocol import (
     MeasureRequest,
     ProtocolError,
     allocator_instructions,
-    cpu_info,
     decode,
     encode,
     newest_dump,

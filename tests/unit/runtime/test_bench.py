@@ -16,16 +16,15 @@ from torch import nn
 
 from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 from pytest_modelprof.profile import profile_model
+from pytest_modelprof.progress import StderrProgress
 from pytest_modelprof.runtime.bench import (
-    BenchReport,
-    BenchRun,
-    StderrProgress,
     bench,
     bench_model,
     hardware_info,
     make_optimizer,
     with_batch,
 )
+from pytest_modelprof.runtime.bench_document import BenchReport, BenchRun
 from pytest_modelprof.runtime.memory import storage_bytes
 
 SHAPE = (2, 3, 32, 32)  # batch 2: batch norm in train mode needs two values per channel
