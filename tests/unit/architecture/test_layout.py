@@ -335,7 +335,8 @@ def _reaching(prefixes: tuple[str, ...], targets: tuple[str, ...]) -> list[str]:
 def test_the_compile_package_measures_and_judges_nothing() -> None:
     # Compile rows are built by the judge (baseline.compile_rows, called from gate.judge), not
     # rewritten by the compile package after it: the measuring side builds no check row.
-    rows = ("pytest_modelprof.baseline.compare", "pytest_modelprof.gate")
+    rows = ("pytest_modelprof.baseline.check", "pytest_modelprof.baseline.compare",
+            "pytest_modelprof.gate")
     assert _reaching(("pytest_modelprof.compile",), rows) == []
 
 
