@@ -52,12 +52,9 @@ def cpu_info(text: str | None = None) -> tuple[str, str]:
 
 
 def cpu_name() -> str:
-    """The CPU's model name, else what :mod:`platform` knows, else ``unknown``."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
+    """The CPU's model name (:func:`cpu_info`), else what :mod:`platform` knows, else
+    ``unknown``."""
+    name = cpu_info()[0]
+    if name != "unknown":
+        return name
     return platform.processor() or platform.machine() or "unknown"

@@ -6,15 +6,8 @@
 mode with dropout off for the others, a fixed seed, everything restored), measures the peak
 memory of a training step with its breakdown, counts the forward's FLOPs by op family with
 :func:`~pytest_modelprof.profile.profile_model`, and records the hardware and software.
-:func:`bench` does the same for a model name.
-
-The document (:class:`BenchReport`) has a fixed set of keys so that other tools can read it::
-
-    runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,max_ms,median_ms,rounds}
-    memory.peak_bytes  memory.breakdown.{parameters,gradients,optimizer_state,activations}
-    flops.total  flops.breakdown.{<op family>: FLOPs}
-    hardware.{cpu,cores,torch,cuda_available,gpu_name,gpu_memory_bytes}
-    timestamp
+:func:`bench` does the same for a model name. The document it fills is
+:class:`~pytest_modelprof.runtime.bench_document.BenchReport`.
 
 Memory is the peak of one training step once the optimizer state exists (one untimed step
 creates it first), from the allocation tracker on the host and from the CUDA caching
@@ -34,10 +27,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
+from pytest_modelprof._tensors import (
+    Inputs,
+    as_inputs,
+    backward,
+    call_model,
+    default_loss,
+    flat_tensors,
+    module_device,
+)
+from pytest_modelprof.capture.real import real_model_and_inputs
 from pytest_modelprof.errors import ModelInputError, ModelprofError, SettingsError
 from pytest_modelprof.host import cpu_name
-from pytest_modelprof.optimizers import check_optimizer
+from pytest_modelprof.models import resolve
+from pytest_modelprof.optimizers import build_optimizer, check_optimizer
+from pytest_modelprof.profile import profile_model
 from pytest_modelprof.progress import ProgressFn
 from pytest_modelprof.runtime.bench_document import (
     BenchReport,
@@ -65,22 +69,10 @@ from pytest_modelprof.runtime.timing import (
 
 __all__ = [
     "bench",
-    "bench_model",
 ]
 
 
 # -- pieces -----------------------------------------------------------------------------------
-
-def make_optimizer(name: str, params: Sequence[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizer of :data:`~pytest_modelprof.optimizers.OPTIMIZER_ARGS` named ``name``
-    (``sgd`` plain, ``sgd-momentum``, ``adam``, ``adamw``) over ``params``."""
-    from pytest_modelprof.optimizers import build_optimizer
-
-    optimizer: torch.optim.Optimizer = build_optimizer(name, params)
-    return optimizer
-
-
-
 
 def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
     """CPU model, logical cores, torch version and the GPU in use (or the first one)."""
@@ -106,8 +98,6 @@ def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
 
 
 def _flops(model: nn.Module, batch: Inputs) -> FlopsSection:
-    from pytest_modelprof.profile import profile_model
-
     args, kwargs = batch
     if args and kwargs:
         # profile_model takes positional or keyword inputs; bind the positional ones by name.
@@ -144,8 +134,6 @@ def _memory(
     loss_of: LossFn | None,
     seed: int | None,
 ) -> MemoryStats:
-    from pytest_modelprof._tensors import backward, call_model, default_loss
-
     # One untimed step creates the optimizer state, so the peak is that of a steady step.
     with ProfilingContext(model, seed=seed, threads=None, eval_mode=False, grad=True):
         loss = (loss_of or default_loss)(call_model(model, batch))
@@ -227,12 +215,12 @@ def bench_model(
             bwd = time_backward(model, batch, loss_fn=loss_fn, rounds=rounds, warmup=warmup,
                                 seed=seed, threads=threads)
         with _stage_errors(report, stages, "training step"):
-            opt = make_optimizer(optimizer, trainable)
+            opt = build_optimizer(optimizer, trainable)
             step = time_training_step(model, batch, optimizer=opt, loss_fn=loss_fn,
                                       rounds=rounds, warmup=warmup, seed=seed, threads=threads)
         snapshot.restore()
         with _stage_errors(report, stages, "memory"):
-            memory = _memory(model, batch, make_optimizer(optimizer, trainable), loss_fn, seed)
+            memory = _memory(model, batch, build_optimizer(optimizer, trainable), loss_fn, seed)
         snapshot.restore()
         with _stage_errors(report, stages, "flops"):
             flops = _flops(model, batch)
@@ -289,9 +277,6 @@ def bench(
     ``input_shape`` defaults to the model's own; ``batch`` replaces its first dimension.
     Extra keyword arguments go to the model builder.
     """
-    from pytest_modelprof.capture.real import real_model_and_inputs
-    from pytest_modelprof.models import resolve
-
     spec = resolve(model)
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if batch is not None:
