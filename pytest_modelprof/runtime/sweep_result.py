@@ -14,7 +14,7 @@ from pytest_modelprof.runtime.growth_fit import GrowthFit
 from pytest_modelprof.runtime.timing import TimingStats
 from pytest_modelprof.schema import Frozen
 
-__all__ = ["SweepPoint", "SweepSeries", "SweepResult", "GrowthViolation", "check_growth"]
+__all__ = ["SweepPoint", "SweepSeries", "SweepResult", "check_growth"]
 
 
 class SweepPoint(Frozen):
