@@ -20,9 +20,9 @@ from typing import Final
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.limits import Limits, _why, parse_limit_items
 from pytest_modelprof.gate.setting_values import parse_bool
-from pytest_modelprof.instructions.mode import instructions_mode
 
 __all__ = [
+    "INSTRUCTIONS_MODES",
     "SessionSettings",
     "cli_flag",
     "ini_key",
@@ -138,3 +138,21 @@ def _items(raw: object) -> list[str]:
         return [line for line in raw.splitlines() if line.strip()]
     return [str(item) for item in raw if str(item).strip()]  # type: ignore[attr-defined]
 
+
+#: ``error`` (the default): the test fails naming the install; ``skip``: it is skipped.
+INSTRUCTIONS_MODES: Final = ("error", "skip")
+
+
+def instructions_mode(cli: Mapping[str, object], ini: Mapping[str, object]) -> str:
+    """The mode from the command line, else the ini file, else ``error``."""
+    for source, values in (("--modelprof-instructions", cli), ("ini modelprof_instructions", ini)):
+        raw = values.get("instructions")
+        if raw is None or raw == "":
+            continue
+        mode = str(raw).strip().lower()
+        if mode not in INSTRUCTIONS_MODES:
+            raise SettingsError(
+                f"{source}: bad value {raw!r}; use {' or '.join(INSTRUCTIONS_MODES)}"
+            )
+        return mode
+    return "error"

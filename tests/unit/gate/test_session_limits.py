@@ -10,7 +10,7 @@ import pytest
 from pytest_modelprof.baseline.tolerance import Budget, Relative
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.limits import Limits, parse_limit_items
-from pytest_modelprof.gate.settings import SessionSettings, resolve_session
+from pytest_modelprof.gate.settings import SessionSettings, instructions_mode, resolve_session
 
 ROOT = Path("/repo")
 
@@ -145,3 +145,11 @@ def test_describe_writes_the_settings_a_baseline_records() -> None:
         "compile_dynamic": "false",
     }
     assert "instructions" not in {k.removeprefix("max_").removesuffix("_delta") for k in described}
+
+
+def test_the_mode_without_valgrind_comes_from_the_cli_then_the_ini() -> None:
+    assert instructions_mode({}, {}) == "error"
+    assert instructions_mode({"instructions": None}, {"instructions": "Skip"}) == "skip"
+    assert instructions_mode({"instructions": "error"}, {"instructions": "skip"}) == "error"
+    with pytest.raises(SettingsError, match="ini modelprof_instructions: bad value 'never'"):
+        instructions_mode({}, {"instructions": "never"})
