@@ -22,7 +22,9 @@ import torch
 import torchvision
 from torch import nn
 
-from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
+from pytest_modelprof.report.sweep_text import format_sweep
+from pytest_modelprof.runtime.sweep import sweep
+from pytest_modelprof.runtime.sweep_result import check_growth
 
 
 class TokenMLP(nn.Module):

@@ -16,8 +16,8 @@ from typing import Any, Final, Literal
 import pytest
 
 from pytest_modelprof.gate.report_settings import GITHUB_MODES, check_report_path
-from pytest_modelprof.gate.settings import TIMING_VERDICTS, cli_flag, ini_key
-from pytest_modelprof.instructions.mode import INSTRUCTIONS_MODES
+from pytest_modelprof.gate.setting_values import TIMING_VERDICTS
+from pytest_modelprof.gate.settings import INSTRUCTIONS_MODES, cli_flag, ini_key
 
 __all__ = ["add_options", "option_values"]
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.gate.settings import MarkerSpec, SessionSettings
+from pytest_modelprof.gate.marker import MarkerSpec
+from pytest_modelprof.gate.settings import SessionSettings
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.collector import Collector

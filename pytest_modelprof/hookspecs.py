@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pytest_modelprof.baseline.collector import Collector
     from pytest_modelprof.baseline.metrics import Metric
     from pytest_modelprof.costs.registry import CostRegistry
-    from pytest_modelprof.gate.settings import ProfileRequest
+    from pytest_modelprof.gate.request import ProfileRequest
     from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
@@ -36,7 +36,7 @@ def pytest_modelprof_record(config: pytest.Config, record: ProfileResult) -> Non
     test that failed before its gate judged it gives one record with status ``error``.
 
     ``record`` is the results file's entry for the profile (``results.record.ProfileResult``);
-    its ``checks`` are :class:`~pytest_modelprof.baseline.compare.Check` rows."""
+    its ``checks`` are :class:`~pytest_modelprof.baseline.check.Check` rows."""
 
 
 @pytest.hookspec()

@@ -38,15 +38,10 @@ from pytest_modelprof._plugin_parts import (
 )
 from pytest_modelprof.baseline.metrics import use_metrics
 from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.gate.marker import MARKER_SIGNATURE, MarkerSpec, resolve_marker
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
-from pytest_modelprof.gate.settings import (
-    MARKER_SIGNATURE,
-    MarkerSpec,
-    ProfileRequest,
-    ini_key,
-    resolve_marker,
-    resolve_session,
-)
+from pytest_modelprof.gate.request import ProfileRequest
+from pytest_modelprof.gate.settings import ini_key, resolve_session
 
 if TYPE_CHECKING:
     from pytest_modelprof.gate.fixture import Modelprof, TestProfiles

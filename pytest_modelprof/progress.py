@@ -14,7 +14,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["heartbeat"]
+__all__ = ["ProgressFn", "StderrProgress", "heartbeat"]
+
+ProgressFn = Callable[[str, int, int], None]
+"""Called as ``progress(stage, done, total)`` while measuring."""
 
 
 def format_elapsed(seconds: float) -> str:
@@ -55,3 +58,38 @@ def heartbeat(
         stop.set()
         thread.join()
         say(f"done in {format_elapsed(time.monotonic() - start)}")
+
+
+class StderrProgress:
+    """A one-line progress display on stderr (rewritten in place on a terminal).
+
+    Nothing goes to stdout, so ``--json`` output stays a clean document.
+    """
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._stage = ""
+        self._width = 0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if self.tty:
+            filled = round(20 * done / total) if total else 20
+            line = f"{self.label}: {stage:<16} [{'#' * filled}{'.' * (20 - filled)}] " \
+                   f"{done}/{total}"
+            pad = " " * max(self._width - len(line), 0)
+            self._width = len(line)
+            self.stream.write("\r" + line + pad)
+            self.stream.flush()
+        elif stage != self._stage:
+            # Not a terminal (CI logs): one line per stage, not one per round.
+            self.stream.write(f"{self.label}: {stage} ...\n")
+            self.stream.flush()
+        self._stage = stage
+
+    def close(self) -> None:
+        """End the progress line."""
+        if self.tty and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()

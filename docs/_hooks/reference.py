@@ -37,7 +37,8 @@ def limits_page() -> str:
     option of the plugin with its ini key."""
     from pytest_modelprof._options import OPTIONS
     from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
-    from pytest_modelprof.gate.settings import SETTINGS, ini_key
+    from pytest_modelprof.gate.limits import SETTINGS
+    from pytest_modelprof.gate.settings import ini_key
 
     lines = [
         "# Limits and metrics",

@@ -6,7 +6,8 @@ pydantic document lives in :mod:`pytest_modelprof.baseline.document` and is impo
 
 from __future__ import annotations
 
-from pytest_modelprof.baseline.compare import Check, Comparison, Policy, compare
+from pytest_modelprof.baseline.check import Check
+from pytest_modelprof.baseline.compare import Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric
 from pytest_modelprof.baseline.store import baseline_relpath
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative, Tolerance

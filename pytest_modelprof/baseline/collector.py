@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from pytest_modelprof.units import Number
 
 if TYPE_CHECKING:
-    from pytest_modelprof.baseline.compare import Check, Policy
+    from pytest_modelprof.baseline.check import Check
+    from pytest_modelprof.baseline.compare import Policy
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.baseline.tolerance import Budget, Tolerance
     from pytest_modelprof.schema import ModelProfile

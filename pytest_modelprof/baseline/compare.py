@@ -1,24 +1,5 @@
-"""The one check row, and ``compare(current, baseline, policy)`` for the metric table.
-
-Every limit the gate knows (a relative delta, an absolute budget, latency, a growth exponent,
-the fvcore cross-check, uncounted ops, the capture mode, compile health) ends as a
-:class:`Check`: the metric, the
-kind of limit, baseline, current, delta, the limit, a verdict and a one-line reason with the
-figures, plus a JSON detail for the report sections of that kind. The same type travels from the
-judge through the gate's record and the results file to every renderer; renderers read rows only.
-
-Verdicts:
-
-* ``ok`` - within its limit;
-* ``improved`` - better than the baseline by more than the tolerance (fails only with
-  ``fail_on_improvement``);
-* ``regressed`` - worse than the limit allows: the test fails;
-* ``warning`` - outside the limit, but not a failure (an undecided latency slowdown, or any
-  with ``timing_verdicts='warn'``; compile time unless ``timing_verdicts='fail'``; a
-  kernel-dependent count whose baseline was recorded in another environment);
-* ``unmeasured`` - a limit is set, but the figure is missing (now, or in the baseline): fails;
-* ``new`` - measured now, absent from the baseline (or no baseline at all);
-* ``missing`` - in the baseline, not measured now.
+"""``compare(current, baseline, policy)``: every metric of the table judged, as :class:`~pytest_
+modelprof.baseline.check.Check` rows, with the layers that grew most beside a regression.
 
 Pure and total: :func:`compare` never raises part-way.
 """
@@ -26,37 +7,30 @@ Pure and total: :func:`compare` never raises part-way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.change import (
+    DASH,
+    change_text,
+    delta_text,
+    format_change,
+    relative_change,
+)
+from pytest_modelprof.baseline.check import FAILING, Check, Verdict
 from pytest_modelprof.baseline.environment import environment_changes
 from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Tolerance, format_tolerance
-from pytest_modelprof.units import sign
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
 
 __all__ = [
-    "Verdict",
-    "FAILING",
     "Policy",
-    "Check",
     "Comparison",
     "compare",
-    "format_change",
     "grown_layer_text",
 ]
-
-Verdict = Literal["ok", "improved", "regressed", "warning", "unmeasured", "new", "missing"]
-#: What a limit is: a relative ``delta`` or an absolute ``budget`` of a table metric, or one of
-#: the checks that have their own rule.
-CheckKind = Literal[
-    "delta", "budget", "latency", "growth", "fvcore", "uncounted", "capture", "compile"
-]
-#: Verdicts that fail the test.
-FAILING: Final[frozenset[Verdict]] = frozenset({"regressed", "unmeasured"})
-DASH: Final = "\u2013"
 
 
 @dataclass(frozen=True)
@@ -82,115 +56,6 @@ class Policy:
         written = self.tolerances.get(metric.name, Ignore())
         return metric.name in self.explicit and not isinstance(written, Ignore)
 
-
-@dataclass(frozen=True)
-class Check:
-    """One limit's verdict with everything a message or a report row needs, already formatted.
-
-    The one row type: the judge makes it, the gate's record and the results file hold it (its
-    JSON is the results document's ``checks`` entries) and every renderer reads it.
-
-    ``reason`` holds the figures (``1.82 GFLOPs -> 2.10 GFLOPs (+15.4 %, limit +10.0 %)``), so a
-    row read back from JSON renders without the metric table (a metric registered by a plugin,
-    say). ``hard`` marks limits that rewriting the baseline cannot fix (budgets, growth,
-    fvcore, a limit nothing measured, uncounted ops under ``fail_on_uncounted``), which fail in
-    update mode too.
-    """
-
-    # A plain dataclass, so the plugin imports no pydantic until a profile is judged; pydantic
-    # validates it (extra fields refused) where a record or a results file is read.
-    __pydantic_config__: ClassVar[dict[str, str]] = {"extra": "forbid"}
-
-    metric: str  # a metric name (flops, params, ...) or a check's own (fvcore_macs, ...)
-    label: str
-    kind: CheckKind
-    verdict: Verdict
-    reason: str
-    current: float | None = None
-    baseline: float | None = None
-    limit: str = ""
-    current_text: str = DASH
-    baseline_text: str = DASH
-    delta_text: str = DASH
-    hard: bool = False
-    summary: bool = False  # a column of the summary tables
-    detail: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def change(self) -> float | None:
-        """Signed relative change ``(current - baseline) / baseline`` (``inf`` from zero)."""
-        return relative_change(self.current, self.baseline)
-
-    @property
-    def failed(self) -> bool:
-        """Whether this row fails the test."""
-        return self.verdict in FAILING
-
-    def describe(self) -> str:
-        """One line: ``FLOPs: 1.82 GFLOPs -> 2.1 GFLOPs (+15.4 %, limit max_flops_delta=+10 %)``."""
-        return f"{self.label}: {self.reason}"
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as a JSON object (the results document's ``checks`` entries)."""
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {**data, "detail": dict(self.detail)}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Check:
-        """The inverse of :meth:`to_json`, validated as a results file's rows are."""
-        from pydantic import TypeAdapter
-
-        row: Check = TypeAdapter(cls).validate_python(
-            {**data, "detail": dict(data.get("detail") or {})}
-        )
-        return row
-
-
-
-def relative_change(current: float | None, baseline: float | None) -> float | None:
-    """``(current - baseline) / |baseline|``; from a zero baseline any change is infinite."""
-    if current is None or baseline is None:
-        return None
-    if baseline == 0:
-        if current == 0:
-            return 0.0
-        return float("inf") if current > 0 else float("-inf")
-    return (current - baseline) / abs(baseline)
-
-
-def format_change(change: float | None) -> str:
-    """``0.154`` -> ``+15.4 %``; infinities (from a zero baseline) read ``+inf %``."""
-    if change is None:
-        return "n/a"
-    if change in (float("inf"), float("-inf")):
-        return f"{'+' if change > 0 else '-'}inf %"
-    if change != 0 and round(change * 100, 1) == 0:
-        return f"{change * 100:+.2g} %"  # two significant digits: never "+0.0 %" for a change
-    return f"{change * 100:+.1f} %"
-
-
-def _signed(metric: Metric, diff: float) -> str:
-    return sign(diff) + metric.format(abs(diff))
-
-
-def change_text(metric: Metric, current: float, baseline: float) -> str:
-    """``+15.4 %``; a change under 0.1 % also gives its size (``+16.4 KFLOPs, +0.023 %``), as
-    both sides then print the same (``72 MFLOPs -> 72 MFLOPs``)."""
-    change = relative_change(current, baseline)
-    text = format_change(change)
-    if current != baseline and change is not None and round(change * 100, 1) == 0:
-        return f"{_signed(metric, current - baseline)}, {text}"
-    return text
-
-
-def delta_text(metric: Metric, current: float | None, baseline: float | None) -> str:
-    """``+1.2 GFLOPs (+15.4 %)``, ``0``, or a dash when a side is missing."""
-    if current is None or baseline is None:
-        return DASH
-    diff = current - baseline
-    if diff == 0:
-        return "0"
-    return f"{_signed(metric, diff)} ({format_change(relative_change(current, baseline))})"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Final
 
-from pytest_modelprof.baseline.compare import Check, Policy, compare
+from pytest_modelprof.baseline.check import Check
+from pytest_modelprof.baseline.compare import Policy, compare
 from pytest_modelprof.baseline.metrics import COMPILE, active_metrics
 from pytest_modelprof.compile_health import BreakReason, CompileHealth, new_breaks
 

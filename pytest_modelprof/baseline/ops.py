@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.baseline.compare import Check, Comparison
+from pytest_modelprof.baseline.check import Check
+from pytest_modelprof.baseline.compare import Comparison
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument

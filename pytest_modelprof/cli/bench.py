@@ -24,7 +24,7 @@ from pytest_modelprof.optimizers import OPTIMIZER_ARGS
 from pytest_modelprof.textfit import terminal_width
 
 if TYPE_CHECKING:
-    from pytest_modelprof.runtime.bench import BenchReport, BenchRun
+    from pytest_modelprof.runtime.bench_document import BenchReport, BenchRun
 
 __all__ = ["COMMAND", "HOOK_OVERHEAD"]
 
@@ -97,7 +97,8 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
 def _run_bench(args: argparse.Namespace) -> int:
     resolve_names([args.model])  # a misspelled name fails before torch is imported
     from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.runtime.bench import StderrProgress, bench
+    from pytest_modelprof.progress import StderrProgress
+    from pytest_modelprof.runtime.bench import bench
 
     if args.instructions:
         from pytest_modelprof.instructions import find_valgrind

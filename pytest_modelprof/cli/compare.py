@@ -60,7 +60,7 @@ def _compare_limits(args: argparse.Namespace) -> Any:
     from pytest_modelprof.baseline.metrics import active_metrics
     from pytest_modelprof.baseline.tolerance import Ignore, shown
     from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
-    from pytest_modelprof.gate.settings import Limits, parse_limit_items
+    from pytest_modelprof.gate.limits import Limits, parse_limit_items
 
     try:
         tolerance = parse_limit_tolerance(args.max_delta)

@@ -72,7 +72,7 @@ def _run_graph(args: argparse.Namespace) -> int:
 def _module_times(args: argparse.Namespace) -> dict[str, float]:
     """Per-module forward times of the same model on real tensors, ``{path: ms}``."""
     from pytest_modelprof.profile import real_model_and_inputs
-    from pytest_modelprof.runtime.bench import StderrProgress
+    from pytest_modelprof.progress import StderrProgress
     from pytest_modelprof.runtime.module_timing import time_modules
 
     module, inputs = real_model_and_inputs(args.model, input_shape=args.input_shape,

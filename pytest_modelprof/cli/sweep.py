@@ -18,19 +18,21 @@ from pytest_modelprof.cli._common import (
     show,
 )
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.report.sweep_text import format_sweep
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
 
 def parse_axis_sizes(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]``; one value (``"32"``) holds the axis there, unswept."""
+    """``"1,8,32"`` -> ``[1, 8, 32]``; one value (``"32"``) holds the axis there, unswept.
+    Two or more values must increase (``argparse`` ``type=``: errors are usage errors)."""
     values = _ints(text)
-    if len(values) == 1:
-        return values
-    from pytest_modelprof.runtime.sweep import axis_values_arg  # imports torch
-
-    return axis_values_arg(text)
+    if values != sorted(set(values)):
+        raise argparse.ArgumentTypeError(
+            f"sweep values must be positive and increasing, got {text!r}"
+        )
+    return values
 
 
 def _ints(text: str) -> list[int]:
@@ -98,7 +100,8 @@ def _progress(timed: bool, rounds: int) -> Callable[[str], None]:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from pytest_modelprof.runtime.sweep import check_growth, format_sweep, sweep
+    from pytest_modelprof.runtime.sweep import sweep  # imports torch
+    from pytest_modelprof.runtime.sweep_result import check_growth
 
     over: dict[str, list[int]] = {
         k: v for k, v in (("batch", args.batch), ("seq_len", args.seq_len),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
-from pytest_modelprof.gate.settings import ProfileRequest
+from pytest_modelprof.gate.request import ProfileRequest
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile

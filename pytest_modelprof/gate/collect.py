@@ -37,14 +37,15 @@ from pytest_modelprof.gate.judge import (
     latency_checks,
     latency_tolerance,
 )
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.instructions.gate import INSTRUCTIONS_COLLECTOR
 from pytest_modelprof.llm.gate import LLM_COLLECTOR
 from pytest_modelprof.predict.gate import PREDICTED_COLLECTOR
 from pytest_modelprof.units import Number
 
 if TYPE_CHECKING:
-    from pytest_modelprof.baseline.compare import Check, Policy
+    from pytest_modelprof.baseline.check import Check
+    from pytest_modelprof.baseline.compare import Policy
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.schema import ModelProfile
 

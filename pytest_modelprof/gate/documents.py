@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_modelprof.baseline.compare import Comparison, Verdict
+from pytest_modelprof.baseline.check import Verdict
+from pytest_modelprof.baseline.compare import Comparison
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.ops import op_sites
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS, stored_evidence
 from pytest_modelprof.gate.judge import Evidence, judge
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.results.document import Document, RunInfo, RunResults
 from pytest_modelprof.results.record import ProfileResult, SourceLocation, Status
 from pytest_modelprof.schema import ModelProfile

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.collector import Collector, EvidenceData
-from pytest_modelprof.baseline.compare import Check, Comparison, grown_layer_text
+from pytest_modelprof.baseline.compare import Comparison, grown_layer_text
 from pytest_modelprof.baseline.store import (
     BaselinePaths,
     baseline_relpath,
@@ -25,7 +26,9 @@ from pytest_modelprof.baseline.store import (
 from pytest_modelprof.errors import BaselineError
 from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS, collect, measured_values
 from pytest_modelprof.gate.judge import Evidence, judge
-from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.request import ProfileRequest
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.results.record import ProfileResult, Status
 
 if TYPE_CHECKING:

@@ -7,11 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_modelprof.baseline.store import sanitize_component
 from pytest_modelprof.errors import ModelprofError, SettingsError
-from pytest_modelprof.gate.settings import (
-    ProfileRequest,
-    parse_capture_options,
-    parse_input_shape,
-)
+from pytest_modelprof.gate.request import ProfileRequest, parse_capture_options
+from pytest_modelprof.gate.shapes import parse_input_shape
 
 if TYPE_CHECKING:
     from pytest_modelprof.schema import ModelProfile

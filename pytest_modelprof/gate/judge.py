@@ -16,12 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.change import DASH
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.collector import Collector, CollectorLimits
-from pytest_modelprof.baseline.compare import DASH, Check, Comparison, Policy, compare
+from pytest_modelprof.baseline.compare import Comparison, Policy, compare
 from pytest_modelprof.baseline.metrics import active_metrics, growth_fields
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.costs.user import REGISTER_HINT
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument

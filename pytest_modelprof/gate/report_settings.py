@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Final
 
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import _given, _why, cli_flag, ini_key
+from pytest_modelprof.gate.limits import _why
+from pytest_modelprof.gate.settings import _given, cli_flag, ini_key
 from pytest_modelprof.results.outputs import ReportSettings
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Parsers of the settings' values (switches, timing rounds and verdicts, growth exponents).
 
-Each raises ``ValueError`` with what was expected; :meth:`~pytest_modelprof.gate.settings.
+Each raises ``ValueError`` with what was expected; :meth:`~pytest_modelprof.gate.limits.
 Limits.with_values` turns it into a :class:`~pytest_modelprof.errors.SettingsError` naming where
 the value came from. Standard library only.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from pytest_modelprof.baseline.compare import format_change
+from pytest_modelprof.baseline.change import format_change
 from pytest_modelprof.baseline.metrics import Metric
 from pytest_modelprof.history.model import CommitRow, MetricSeries
 from pytest_modelprof.report._format import nice_ticks, num

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from pytest_modelprof.baseline.compare import format_change
+from pytest_modelprof.baseline.change import format_change
 from pytest_modelprof.baseline.metrics import Metric, active_metrics
 from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, Step, TestHistory
 from pytest_modelprof.report.model import Chart, Fact

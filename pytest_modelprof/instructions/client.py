@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.host import cpu_info
 from pytest_modelprof.instructions.protocol import (
     MeasureRequest,
     Phase,
     ProtocolError,
-    cpu_info,
     decode,
     encode,
 )

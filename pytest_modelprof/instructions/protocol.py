@@ -24,7 +24,6 @@ __all__ = [
     "parse_callgrind_total",
     "allocator_instructions",
     "newest_dump",
-    "cpu_info",
 ]
 
 Phase = Literal["forward", "backward", "training_step"]
@@ -219,42 +218,3 @@ def newest_dump(prefix: Path) -> Path | None:
         if suffix.isdigit():
             numbered.append((int(suffix), path))
     return max(numbered)[1] if numbered else None
-
-
-#: The CPU features that decide which kernels run (vector widths, fused multiply-add, matrix
-#: units); others in /proc/cpuinfo (mitigations, virtualisation) do not change instructions.
-_ISA_PREFIXES: Final = (
-    "sse",
-    "ssse",
-    "avx",
-    "fma",
-    "f16c",
-    "amx",
-    "bmi",
-    "popcnt",
-    "vnni",
-    "asimd",
-    "sve",
-    "neon",
-)
-
-
-def cpu_info(text: str | None = None) -> tuple[str, str]:
-    """``(model name, ISA flags)`` from ``/proc/cpuinfo`` (or ``text``); ``("unknown", "")``
-    where there is none. Flags are the instruction-set ones, sorted and space-separated."""
-    if text is None:
-        try:
-            text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-    name, flags = "unknown", ""
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key = key.strip().lower()
-        if key in ("model name", "cpu model") and name == "unknown":
-            name = " ".join(value.split()) or name
-        elif key in ("flags", "features") and not flags:
-            flags = " ".join(
-                sorted({f for f in value.split() if f.lower().startswith(_ISA_PREFIXES)})
-            )
-    return name, flags

@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_modelprof.baseline.compare import format_change
+from pytest_modelprof.baseline.change import format_change
 from pytest_modelprof.baseline.document import baseline_layers
 from pytest_modelprof.report._format import (
     change_of,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pytest_modelprof._json import JSONProblem, load_json
-from pytest_modelprof.baseline.compare import FAILING
+from pytest_modelprof.baseline.check import FAILING
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.report.markdown import fit, render_markdown
 from pytest_modelprof.report.view import build_view

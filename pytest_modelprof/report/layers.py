@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pytest_modelprof.baseline.compare import format_change
+from pytest_modelprof.baseline.change import format_change
 from pytest_modelprof.report._format import (
     change_of,
     sign_css,

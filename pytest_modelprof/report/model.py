@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 
 STATUS_LABELS: Final[dict[str, tuple[str, str]]] = {
     "regressed": ("regressed", "\u274c"),

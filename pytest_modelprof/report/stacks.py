@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from pytest_modelprof.baseline.compare import DASH, Check
+from pytest_modelprof.baseline.change import DASH
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.report._format import num
 from pytest_modelprof.report.model import Chart, LegendItem, SvgRect, SvgText
 from pytest_modelprof.results.record import ProfileResult

@@ -16,7 +16,7 @@ from dataclasses import fields, is_dataclass, replace
 from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, Final, Literal
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.schema import Frozen, ModelProfile
 

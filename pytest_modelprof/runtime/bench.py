@@ -6,15 +6,8 @@
 mode with dropout off for the others, a fixed seed, everything restored), measures the peak
 memory of a training step with its breakdown, counts the forward's FLOPs by op family with
 :func:`~pytest_modelprof.profile.profile_model`, and records the hardware and software.
-:func:`bench` does the same for a model name.
-
-The document (:class:`BenchReport`) has a fixed set of keys so that other tools can read it::
-
-    runtime.{forward,backward,training_step}.{mean_ms,std_ms,min_ms,max_ms,median_ms,rounds}
-    memory.peak_bytes  memory.breakdown.{parameters,gradients,optimizer_state,activations}
-    flops.total  flops.breakdown.{<op family>: FLOPs}
-    hardware.{cpu,cores,torch,cuda_available,gpu_name,gpu_memory_bytes}
-    timestamp
+:func:`bench` does the same for a model name. The document it fills is
+:class:`~pytest_modelprof.runtime.bench_document.BenchReport`.
 
 Memory is the peak of one training step once the optimizer state exists (one untimed step
 creates it first), from the allocation tracker on the host and from the CUDA caching
@@ -26,20 +19,40 @@ The model is left as it was: weights, buffers, gradients and train/eval flags ar
 from __future__ import annotations
 
 import os
-import platform
-import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Literal, TextIO
+from typing import Any
 
 import torch
 from torch import nn
 
-from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, module_device
+from pytest_modelprof._tensors import (
+    Inputs,
+    as_inputs,
+    backward,
+    call_model,
+    default_loss,
+    flat_tensors,
+    module_device,
+)
+from pytest_modelprof.capture.real import real_model_and_inputs
 from pytest_modelprof.errors import ModelInputError, ModelprofError, SettingsError
-from pytest_modelprof.optimizers import check_optimizer
+from pytest_modelprof.host import cpu_name
+from pytest_modelprof.models import resolve
+from pytest_modelprof.optimizers import build_optimizer, check_optimizer
+from pytest_modelprof.profile import profile_model
+from pytest_modelprof.progress import ProgressFn
+from pytest_modelprof.runtime.bench_document import (
+    BenchReport,
+    BenchRun,
+    FlopsSection,
+    HardwareInfo,
+    MemorySection,
+    OptimizerName,
+    RuntimeSection,
+    RuntimeStats,
+)
 from pytest_modelprof.runtime.context import (
     ProfilingContext,
     restore_training_flags,
@@ -49,159 +62,17 @@ from pytest_modelprof.runtime.memory import MemoryStats, measure_memory
 from pytest_modelprof.runtime.module_timing import ModuleTimings, time_modules
 from pytest_modelprof.runtime.timing import (
     LossFn,
-    TimingStats,
     time_backward,
     time_forward,
     time_training_step,
 )
-from pytest_modelprof.schema import Frozen, dumps_deterministic
 
 __all__ = [
-    "BenchReport",
-    "BenchRun",
-    "StderrProgress",
     "bench",
 ]
 
-#: The names of :data:`pytest_modelprof.optimizers.OPTIMIZER_ARGS`, the one table of optimizers.
-OptimizerName = Literal["sgd", "sgd-momentum", "adam", "adamw"]
-
-ProgressFn = Callable[[str, int, int], None]
-"""Called as ``progress(stage, done, total)`` while measuring."""
-
-
-class RuntimeStats(Frozen):
-    """Summary of the timed rounds of one phase, in milliseconds."""
-
-    mean_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    median_ms: float
-    rounds: int
-
-    @classmethod
-    def of(cls, stats: TimingStats) -> RuntimeStats:
-        """The figures of a :class:`TimingStats`."""
-        return cls(mean_ms=stats.mean, std_ms=stats.std, min_ms=stats.min, max_ms=stats.max,
-                   median_ms=stats.median, rounds=stats.rounds)
-
-
-class RuntimeSection(Frozen):
-    """Forward alone, backward alone (its forward untimed), and a whole optimizer step."""
-
-    forward: RuntimeStats
-    backward: RuntimeStats
-    training_step: RuntimeStats
-
-
-class MemoryBreakdown(Frozen):
-    """What the peak was made of (bytes); the four parts add up to ``peak_bytes``."""
-
-    parameters: int  # weights and buffers
-    gradients: int
-    optimizer_state: int
-    activations: int  # inputs, saved tensors and temporaries
-
-
-class MemorySection(Frozen):
-    """Peak memory of one training step, and its parts."""
-
-    peak_bytes: int
-    breakdown: MemoryBreakdown
-
-    @classmethod
-    def of(cls, stats: MemoryStats) -> MemorySection:
-        """Fold a :class:`MemoryStats` breakdown into the four parts of the document."""
-        b = stats.breakdown
-        return cls(
-            peak_bytes=stats.peak_bytes,
-            breakdown=MemoryBreakdown(
-                parameters=b.get("parameters", 0) + b.get("buffers", 0),
-                gradients=b.get("gradients", 0),
-                optimizer_state=b.get("optimizer_state", 0),
-                activations=b.get("inputs", 0) + b.get("activations", 0),
-            ),
-        )
-
-
-class FlopsSection(Frozen):
-    """Counted FLOPs of one forward pass, in total and per op family (families with FLOPs)."""
-
-    total: int
-    breakdown: dict[str, int]
-
-
-class HardwareInfo(Frozen):
-    """The machine and the torch build the figures come from."""
-
-    cpu: str
-    cores: int
-    torch: str
-    cuda_available: bool
-    gpu_name: str | None
-    gpu_memory_bytes: int | None
-
-
-class BenchReport(Frozen):
-    """The ``modelprof bench --json`` document."""
-
-    runtime: RuntimeSection
-    memory: MemorySection
-    flops: FlopsSection
-    hardware: HardwareInfo
-    timestamp: str  # ISO 8601, UTC
-    # CPU instructions per call (``modelprof bench --instructions``: instructions.counts
-    # .InstructionCounts as JSON); left out otherwise.
-    instructions: dict[str, Any] | None = None
-    # The forward timed at another commit and here, paired (``modelprof bench --against``).
-    against: dict[str, Any] | None = None
-    # The forward's time predicted on a named GPU (``modelprof bench --machine``).
-    predicted: dict[str, Any] | None = None
-
-    def to_json(self) -> str:
-        """Sorted keys, fixed float rounding, indent 2, trailing newline."""
-        data = self.model_dump(mode="json")
-        for optional in ("instructions", "against", "predicted"):
-            if data.get(optional) is None:
-                data.pop(optional, None)
-        return dumps_deterministic(data)
-
-
-@dataclass(frozen=True)
-class BenchRun:
-    """A bench document plus what a report shows beside it (not part of the document)."""
-
-    model: str
-    device: str
-    dtype: str
-    input_shapes: list[list[int]]
-    optimizer: OptimizerName
-    report: BenchReport
-    modules: ModuleTimings | None
-
 
 # -- pieces -----------------------------------------------------------------------------------
-
-def make_optimizer(name: str, params: Sequence[nn.Parameter]) -> torch.optim.Optimizer:
-    """The optimizer of :data:`~pytest_modelprof.optimizers.OPTIMIZER_ARGS` named ``name``
-    (``sgd`` plain, ``sgd-momentum``, ``adam``, ``adamw``) over ``params``."""
-    from pytest_modelprof.optimizers import build_optimizer
-
-    optimizer: torch.optim.Optimizer = build_optimizer(name, params)
-    return optimizer
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.lower().startswith("model name"):
-                    return line.partition(":")[2].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "unknown"
-
 
 def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
     """CPU model, logical cores, torch version and the GPU in use (or the first one)."""
@@ -217,7 +88,7 @@ def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
         gpu_name = str(props.name)
         gpu_memory = int(props.total_memory)
     return HardwareInfo(
-        cpu=_cpu_name(),
+        cpu=cpu_name(),
         cores=os.cpu_count() or 1,
         torch=str(torch.__version__),
         cuda_available=available,
@@ -227,8 +98,6 @@ def hardware_info(device: torch.device | str | None = None) -> HardwareInfo:
 
 
 def _flops(model: nn.Module, batch: Inputs) -> FlopsSection:
-    from pytest_modelprof.profile import profile_model
-
     args, kwargs = batch
     if args and kwargs:
         # profile_model takes positional or keyword inputs; bind the positional ones by name.
@@ -265,8 +134,6 @@ def _memory(
     loss_of: LossFn | None,
     seed: int | None,
 ) -> MemoryStats:
-    from pytest_modelprof._tensors import backward, call_model, default_loss
-
     # One untimed step creates the optimizer state, so the peak is that of a steady step.
     with ProfilingContext(model, seed=seed, threads=None, eval_mode=False, grad=True):
         loss = (loss_of or default_loss)(call_model(model, batch))
@@ -276,44 +143,6 @@ def _memory(
         opt.zero_grad(set_to_none=True)
     return measure_memory(model, batch, mode="training_step", optimizer=opt, loss_fn=loss_of,
                           seed=seed)
-
-
-# -- progress ---------------------------------------------------------------------------------
-
-class StderrProgress:
-    """A one-line progress display on stderr (rewritten in place on a terminal).
-
-    Nothing goes to stdout, so ``--json`` output stays a clean document.
-    """
-
-    def __init__(self, label: str, stream: TextIO | None = None) -> None:
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self._stage = ""
-        self._width = 0
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if self.tty:
-            filled = round(20 * done / total) if total else 20
-            line = f"{self.label}: {stage:<16} [{'#' * filled}{'.' * (20 - filled)}] " \
-                   f"{done}/{total}"
-            pad = " " * max(self._width - len(line), 0)
-            self._width = len(line)
-            self.stream.write("\r" + line + pad)
-            self.stream.flush()
-        elif stage != self._stage:
-            # Not a terminal (CI logs): one line per stage, not one per round.
-            self.stream.write(f"{self.label}: {stage} ...\n")
-            self.stream.flush()
-        self._stage = stage
-
-    def close(self) -> None:
-        """End the progress line."""
-        if self.tty and self._width:
-            self.stream.write("\r" + " " * self._width + "\r")
-            self.stream.flush()
-
 
 # -- measuring --------------------------------------------------------------------------------
 
@@ -386,12 +215,12 @@ def bench_model(
             bwd = time_backward(model, batch, loss_fn=loss_fn, rounds=rounds, warmup=warmup,
                                 seed=seed, threads=threads)
         with _stage_errors(report, stages, "training step"):
-            opt = make_optimizer(optimizer, trainable)
+            opt = build_optimizer(optimizer, trainable)
             step = time_training_step(model, batch, optimizer=opt, loss_fn=loss_fn,
                                       rounds=rounds, warmup=warmup, seed=seed, threads=threads)
         snapshot.restore()
         with _stage_errors(report, stages, "memory"):
-            memory = _memory(model, batch, make_optimizer(optimizer, trainable), loss_fn, seed)
+            memory = _memory(model, batch, build_optimizer(optimizer, trainable), loss_fn, seed)
         snapshot.restore()
         with _stage_errors(report, stages, "flops"):
             flops = _flops(model, batch)
@@ -448,9 +277,6 @@ def bench(
     ``input_shape`` defaults to the model's own; ``batch`` replaces its first dimension.
     Extra keyword arguments go to the model builder.
     """
-    from pytest_modelprof.capture.real import real_model_and_inputs
-    from pytest_modelprof.models import resolve
-
     spec = resolve(model)
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if batch is not None:

@@ -3,8 +3,9 @@
 ``sweep(model, over={"batch": [1, 8, 32]})`` profiles the model at each point (one capture per
 point, plus an optional latency measurement) and fits a growth exponent per metric: the slope
 of ``log(metric)`` against ``log(value)`` by least squares. Linear growth fits 1, attention over
-sequence length fits 2. :func:`check_growth` is the pure gate: ``max_flops_growth=1.1``
-fails a change that turns linear growth quadratic.
+sequence length fits 2 (:mod:`~pytest_modelprof.runtime.growth_fit`). The result and its
+gate are in :mod:`~pytest_modelprof.runtime.sweep_result`, the text in
+:mod:`~pytest_modelprof.report.sweep_text`.
 
 Shape axes (:data:`SHAPE_AXES`) change the inputs: ``batch`` is dimension 0, ``seq_len``
 dimension 1 (override with ``axis_dims``), ``input_size`` the trailing spatial dimensions
@@ -15,15 +16,17 @@ With several axes, each one is swept in turn while the others stay at their firs
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
-from pytest_modelprof.baseline.metrics import active_metrics, growth_fields, growth_labels
-from pytest_modelprof.errors import MeasurementError, SettingsError
+from pytest_modelprof.analysis.rollup import ROOT
+from pytest_modelprof.baseline.metrics import active_metrics
+from pytest_modelprof.errors import SettingsError
+from pytest_modelprof.profile import profile_model
+from pytest_modelprof.runtime.growth_fit import GrowthFit, fit_growth
 from pytest_modelprof.runtime.sweep_inputs import (
     SHAPE_AXES,
     ModelArg,
@@ -32,256 +35,16 @@ from pytest_modelprof.runtime.sweep_inputs import (
     input_shapes,
     label_of,
 )
-from pytest_modelprof.runtime.timing import TimingStats, time_forward
-from pytest_modelprof.schema import Frozen
+from pytest_modelprof.runtime.sweep_result import SweepPoint, SweepResult, SweepSeries
+from pytest_modelprof.runtime.timing import time_forward
 
 __all__ = [
     "SHAPE_AXES",
     "sweep",
-    "check_growth",
-    "axis_values_arg",
-    "format_sweep",
 ]
-
-class SweepPoint(Frozen):
-    """The model measured at one value of one axis."""
-
-    axis: str
-    value: int
-    input_shapes: list[list[int]]
-    params: int
-    flops: int
-    macs: int
-    traffic: int
-    peak_activation_bytes: int
-    latency_ms: float | None = None
-    latency: TimingStats | None = None
-    # FLOPs by top-level child module ("(model)": ops of the model's own forward).
-    module_flops: dict[str, int] = {}
-    # Metrics measured by the caller's ``measure_more`` (the gate's memory estimates), by name.
-    extra: dict[str, float] = {}
-
-    def metric(self, name: str) -> float | None:
-        """The value of a swept metric by name (``None`` if it was not measured)."""
-        if name in self.extra:
-            return float(self.extra[name])
-        value = getattr(self, name, None)
-        return None if value is None else float(value)
-
-
-class GrowthFit(Frozen):
-    """``metric ~ value ** exponent``: least-squares slope in log-log space.
-
-    ``tail_exponent`` is the slope between the last two points: where a mix of linear and
-    quadratic terms is heading (an attention model's total fits between 1 and 2 and tends to 2).
-    """
-
-    exponent: float
-    intercept: float
-    r2: float
-    tail_exponent: float | None
-    points: int
-
-
-class SweepSeries(Frozen):
-    """One axis swept, the others held at the base point."""
-
-    axis: str
-    values: list[int]
-    points: list[SweepPoint]
-    fits: dict[str, GrowthFit]
-    module_fits: dict[str, GrowthFit]  # per top-level module, of its FLOPs only
-
-
-class SweepResult(Frozen):
-    """Every series of a sweep; ``base`` is the point the other axes were held at."""
-
-    model: str
-    base: dict[str, int]
-    series: list[SweepSeries]
-
-    def series_for(self, axis: str) -> SweepSeries:
-        """The series of ``axis``; raises ``KeyError`` naming the swept axes."""
-        for s in self.series:
-            if s.axis == axis:
-                return s
-        swept = ", ".join(s.axis for s in self.series)
-        raise SettingsError(f"{axis!r} was not swept; swept: {swept}")
-
-    def exponent(self, axis: str, metric: str = "flops") -> float:
-        """The fitted growth exponent of ``metric`` along ``axis``."""
-        return self.series_for(axis).fits[metric].exponent
-
-
-class GrowthViolation(Frozen):
-    """A fitted exponent above its limit."""
-
-    axis: str
-    metric: str
-    limit_key: str
-    limit: float
-    exponent: float
-    message: str
-
-
-# -- pure pieces -------------------------------------------------------------------------------
-
-def fit_growth(xs: Sequence[float], ys: Sequence[float]) -> GrowthFit:
-    """Least-squares fit of ``log y = exponent * log x + intercept``; points with y <= 0 are
-    left out (a metric that is zero somewhere has no power law there)."""
-    pairs = [(math.log(x), math.log(y)) for x, y in zip(xs, ys, strict=True) if x > 0 and y > 0]
-    n = len(pairs)
-    if n < 2:
-        raise MeasurementError(
-            f"a growth fit needs at least 2 points with positive values, got {n}"
-        )
-    mx = math.fsum(p[0] for p in pairs) / n
-    my = math.fsum(p[1] for p in pairs) / n
-    sxx = math.fsum((p[0] - mx) ** 2 for p in pairs)
-    if sxx == 0:
-        raise MeasurementError("a growth fit needs at least 2 distinct axis values")
-    sxy = math.fsum((p[0] - mx) * (p[1] - my) for p in pairs)
-    slope = sxy / sxx
-    intercept = my - slope * mx
-    ss_tot = math.fsum((p[1] - my) ** 2 for p in pairs)
-    ss_res = math.fsum((p[1] - (slope * p[0] + intercept)) ** 2 for p in pairs)
-    r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else 1.0
-    (x1, y1), (x2, y2) = pairs[-2], pairs[-1]
-    tail = (y2 - y1) / (x2 - x1) if x2 != x1 else None
-    return GrowthFit(exponent=slope, intercept=intercept, r2=r2, tail_exponent=tail, points=n)
-
-
-def check_growth(
-    result: SweepResult, limits: Mapping[str, float | None], *, slack: float = 0.0
-) -> list[GrowthViolation]:
-    """Every (axis, metric) whose fitted exponent exceeds its limit by more than ``slack``.
-
-    ``limits`` maps growth limit names (:func:`~pytest_modelprof.baseline.metrics.
-    growth_fields`) to a maximum exponent (``None``: no limit).
-    No hidden slack by default: a limit of 1.1 means 1.1 (pass ``slack`` to allow curvature).
-    """
-    out: list[GrowthViolation] = []
-    for key, limit in limits.items():
-        if limit is None:
-            continue
-        fields = growth_fields()
-        metric = fields.get(key)
-        if metric is None:
-            known = ", ".join(fields)
-            raise SettingsError(f"unknown growth limit {key!r}; known: {known}")
-        for series in result.series:
-            fit = series.fits.get(metric)
-            if fit is None or fit.exponent <= limit + slack:
-                continue
-            worst = max(series.module_fits.items(), key=lambda kv: kv[1].exponent, default=None)
-            where = (
-                f"; fastest-growing module {worst[0]!r} (exponent {worst[1].exponent:.2f})"
-                if worst is not None and metric == "flops" else ""
-            )
-            out.append(GrowthViolation(
-                axis=series.axis, metric=metric, limit_key=key, limit=limit,
-                exponent=fit.exponent,
-                message=(
-                    f"{metric} grows as {series.axis}^{fit.exponent:.2f} over "
-                    f"{series.values[0]}..{series.values[-1]}, above {key}={limit:g}{where}"
-                ),
-            ))
-    return out
-
-
-def parse_axis_values(text: str) -> list[int]:
-    """``"1,8,32"`` -> ``[1, 8, 32]`` (positive integers, at least two, strictly increasing)."""
-    try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError:
-        raise SettingsError(
-            f"expected comma-separated integers like '1,8,32', got {text!r}"
-        ) from None
-    if len(values) < 2:
-        raise SettingsError(f"a sweep needs at least two values, got {text!r}")
-    if any(v <= 0 for v in values) or values != sorted(set(values)):
-        raise SettingsError(f"sweep values must be positive and increasing, got {text!r}")
-    return values
-
-
-def axis_values_arg(text: str) -> list[int]:
-    """:func:`parse_axis_values` for ``argparse`` ``type=``: errors become usage errors."""
-    import argparse
-
-    try:
-        return parse_axis_values(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def format_sweep(result: SweepResult, width: int = 100) -> str:
-    """A plain-text table per axis with the fitted exponents and a bar per point, every line
-    at most ``width`` columns."""
-    from pytest_modelprof.textfit import Column, fit_line, layout_table, wrap_items
-    from pytest_modelprof.units import format_bytes, format_count
-
-    held = ", ".join(f"{k}={v}" for k, v in result.base.items()) or "defaults"
-    lines = [f"sweep of {result.model} (others held at {held})"]
-    labels = growth_labels()
-    for series in result.series:
-        lines.append("")
-        columns = [Column(series.axis, ">"), Column("FLOPs", ">"), Column("peak act.", ">"),
-                   Column("latency", ">"), Column("curve")]
-        top = max(p.flops for p in series.points) or 1
-        room = max(10, min(30, width - 52))  # what the figures leave of the line
-        rows = [
-            [str(p.value), format_count(p.flops, "FLOPs"), format_bytes(p.peak_activation_bytes),
-             f"{p.latency_ms:.3g} ms" if p.latency_ms is not None else "-",
-             "#" * max(1, round(room * p.flops / top)) if p.flops else ""]
-            for p in series.points
-        ]
-        lines += layout_table(columns, rows, width, shrink=((4, 10),)).lines
-        fits = [
-            f"{labels.get(m, m)} ^{f.exponent:.2f}"
-            + (f" (last step ^{f.tail_exponent:.2f})"
-               if f.tail_exponent is not None and abs(f.tail_exponent - f.exponent) >= 0.05
-               else "")
-            for m, f in series.fits.items()
-        ]
-        lines += wrap_items(f"growth with {series.axis} (metric ~ {series.axis}^k)", fits,
-                            width, "  ")
-        linear = _fixed_plus_linear([p.value for p in series.points],
-                                    [float(p.flops) for p in series.points])
-        if linear is not None:
-            # A whole-model exponent below 1 reads as sub-linear; a fixed part (a head, an
-            # embedding) plus a part linear in the axis is what it usually is: say so.
-            fixed, per = linear
-            lines += fit_line(
-                f"  FLOPs = {format_count(fixed, 'FLOPs')} + {format_count(per, 'FLOPs')} "
-                f"\u00d7 {series.axis}: linear, plus a fixed part that keeps k below 1",
-                width,
-            )
-        if len(series.module_fits) > 1:
-            mods = [f"{k} ^{f.exponent:.2f}" for k, f in series.module_fits.items()]
-            lines += wrap_items("FLOPs by module", mods, width, "  ")
-    return "\n".join(lines) + "\n"
-
-
-def _fixed_plus_linear(xs: Sequence[int], ys: Sequence[float]) -> tuple[float, float] | None:
-    """``(fixed, per_unit)`` when ``y = fixed + per_unit * x`` fits every point within 0.5 %
-    with a fixed part of at least 5 % of the first point; else ``None``."""
-    n = len(xs)
-    if n < 3 or len(set(xs)) < n:
-        return None
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    per = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-    fixed = my - per * mx
-    if per <= 0 or fixed < 0.05 * ys[0]:
-        return None
-    if any(abs(fixed + per * x - y) > 0.005 * y for x, y in zip(xs, ys, strict=True)):
-        return None
-    return fixed, per
 
 
 def _module_flops(layers: Sequence[Any]) -> dict[str, int]:
-    from pytest_modelprof.analysis.rollup import ROOT
-
     out: dict[str, int] = {}
     for layer in layers:
         name = layer.name
@@ -338,8 +101,6 @@ def sweep(
     )
 
     def measure(point: dict[str, int], axis: str) -> SweepPoint:
-        from pytest_modelprof.profile import profile_model
-
         arch = {k: v for k, v in point.items() if k not in SHAPE_AXES}
         batch = subject.inputs_at(point)
         shapes = input_shapes(batch)

@@ -8,7 +8,7 @@ from modelprof_testing import Project
 
 from pytest_modelprof._options import OPTIONS, Option
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import BUILTIN_LIMIT_NAMES, SETTINGS, Limits
+from pytest_modelprof.gate.limits import BUILTIN_LIMIT_NAMES, SETTINGS, Limits
 
 PLAIN = """
 import pytest
@@ -120,7 +120,7 @@ def test_no_limit_has_a_flag_of_its_own(project: Project) -> None:
 # and the judge receives, are exactly the built-in ones changed by this one value.
 REACHES = """
 from pytest_modelprof._plugin_parts import SESSION_KEY
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 
 
 def test_the_value_reaches_the_limits(request):

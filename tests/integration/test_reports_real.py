@@ -44,7 +44,7 @@ def test_real_model_report(pytester: pytest.Pytester, tmp_path: Path,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.baseline.store import baseline_relpath
-    from pytest_modelprof.gate.settings import Limits
+    from pytest_modelprof.gate.limits import Limits
     from pytest_modelprof.profile import profile_model
 
     pytester.makepyfile(test_models=PROJECT)

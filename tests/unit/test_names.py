@@ -15,14 +15,9 @@ import pytest
 
 from pytest_modelprof._options import OPTIONS, add_options
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
-from pytest_modelprof.gate.settings import (
-    BUILTIN_LIMIT_NAMES,
-    MARKER_ARGS,
-    SESSION_SETTINGS,
-    SETTINGS,
-    cli_flag,
-    ini_key,
-)
+from pytest_modelprof.gate.limits import BUILTIN_LIMIT_NAMES, SETTINGS
+from pytest_modelprof.gate.marker import MARKER_ARGS
+from pytest_modelprof.gate.settings import SESSION_SETTINGS, cli_flag, ini_key
 
 #: The FLOPs' disagreement with fvcore's count (``fvcore=True``): a quantity with a limit of its
 #: own (``max_fvcore_delta``) that is not a row of the metric table.

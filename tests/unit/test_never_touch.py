@@ -493,7 +493,8 @@ def test_the_gates_measurements_run_a_copy(collector: str) -> None:
     # Seen before: latency, the latency sweep, the fvcore cross-check and compile health
     # ran the user's module itself: its lazy layer got materialised, its caches filled.
     from pytest_modelprof.gate import collect
-    from pytest_modelprof.gate.settings import Limits, ProfileRequest
+    from pytest_modelprof.gate.limits import Limits
+    from pytest_modelprof.gate.request import ProfileRequest
 
     lazy = collector != "fvcore"  # fvcore traces with torch.jit, which a lazy layer refuses
     model = _lazy_with_caches() if lazy else LogsCalls()

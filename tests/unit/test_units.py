@@ -132,7 +132,7 @@ def test_one_minus_sign_in_all_output() -> None:
     from pathlib import Path
 
     import pytest_modelprof
-    from pytest_modelprof.baseline.compare import delta_text
+    from pytest_modelprof.baseline.change import delta_text
     from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
     from pytest_modelprof.history.view import signed
     from pytest_modelprof.report._format import signed_count

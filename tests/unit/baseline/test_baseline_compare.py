@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pytest_modelprof.baseline.compare import Policy, compare, format_change, layer_growth
+from pytest_modelprof.baseline.change import format_change
+from pytest_modelprof.baseline.compare import Policy, compare, layer_growth
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Relative
 from pytest_modelprof.schema import LayerStats, ModelProfile

@@ -22,7 +22,8 @@ import torch.nn as nn
 from pytest_modelprof.baseline.document import ALWAYS_RECORDED, BaselineDocument
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.gate.evaluate import Outcome, evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.profile import profile_model
 from pytest_modelprof.schema import ModelProfile
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_modelprof.baseline import metrics
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric, active_metrics, use_metrics
 from pytest_modelprof.baseline.tolerance import Exact
-from pytest_modelprof.gate import settings
+from pytest_modelprof.gate import limits
 
 TOY = Metric(
     name="toy_tokens",
@@ -44,7 +44,7 @@ def _constants(module: ModuleType) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("module", [metrics, settings], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [metrics, limits], ids=lambda m: m.__name__)
 def test_no_upper_case_name_follows_the_session_metric_set(module: ModuleType) -> None:
     before = _constants(module)
     with use_metrics(BUILTIN_METRICS.with_metrics(TOY)):
@@ -57,7 +57,7 @@ def test_the_live_set_is_reached_through_functions() -> None:
 
     with use_metrics(BUILTIN_METRICS.with_metrics(TOY)):
         assert active_metrics().by_name("toy_tokens") is TOY
-        assert "max_toy_tokens_delta" in settings.limit_names()
+        assert "max_toy_tokens_delta" in limits.limit_names()
         assert growth_fields()["max_toy_tokens_growth"] == "toy_tokens"
     assert active_metrics().by_name("toy_tokens") is None
-    assert "max_toy_tokens_delta" not in settings.limit_names()
+    assert "max_toy_tokens_delta" not in limits.limit_names()

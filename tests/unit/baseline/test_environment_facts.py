@@ -14,7 +14,7 @@ from pytest_modelprof.baseline.environment import ENVIRONMENT_FACTS, fact_change
 from pytest_modelprof.baseline.metrics import Metric, extended_metrics
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.judge import growth_checks
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.report.summary import environment_line, problem_lines
 from pytest_modelprof.results.record import ProfileResult
 from pytest_modelprof.runtime.sweep import sweep

@@ -16,7 +16,8 @@ from pytest_modelprof.baseline.metrics import (
     use_metrics,
 )
 from pytest_modelprof.baseline.tolerance import Exact
-from pytest_modelprof.gate.settings import Limits, resolve_marker
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.marker import resolve_marker
 
 TOY = Metric(
     name="toy_tokens",

@@ -10,7 +10,7 @@ from torch import nn
 
 from pytest_modelprof import profile_model
 from pytest_modelprof.gate.documents import compare_profiles
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
@@ -85,7 +85,7 @@ def test_the_op_family_chart_shows_baseline_and_current() -> None:
 
 
 def test_a_long_op_line_of_the_failure_message_fits_100_columns() -> None:
-    from pytest_modelprof.baseline.compare import Check
+    from pytest_modelprof.baseline.check import Check
     from pytest_modelprof.gate.evaluate import failure_text
 
     change = {

@@ -8,7 +8,8 @@ import pytest
 from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.baseline.tolerance import Budget, Ignore, Relative
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import Limits, resolve_marker
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.marker import resolve_marker
 
 OLD_LIMITS = (
     "max_memory",

@@ -15,7 +15,7 @@ import pytest
 
 from pytest_modelprof.baseline.compare import compare
 from pytest_modelprof.baseline.document import BASELINE_SCHEMA_VERSION, BaselineDocument
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.results.document import RESULTS_SCHEMA_VERSION, RunResults, load_document
 from pytest_modelprof.schema import PROFILE_SCHEMA_VERSION, ModelProfile
 

@@ -9,7 +9,8 @@ from pathlib import Path
 from pytest_modelprof.baseline.metrics import Metric, active_metrics, extended_metrics
 from pytest_modelprof.baseline.tolerance import Exact
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.summary import summary_lines

@@ -150,7 +150,7 @@ def _stats(median: float, low: float, high: float, std: float) -> dict[str, floa
 def test_bench_warns_when_its_rounds_spread_as_on_a_busy_machine() -> None:
     # Seen before: forward medians of 4.55 ms and 220 ms (std 93.5 ms) on a busy runner, no word.
     from pytest_modelprof.cli.bench import busy_warnings
-    from pytest_modelprof.runtime.bench import BenchReport
+    from pytest_modelprof.runtime.bench_document import BenchReport
 
     def doc(forward: dict[str, float | int]) -> BenchReport:
         quiet = _stats(10.0, 9.8, 10.6, 0.2)

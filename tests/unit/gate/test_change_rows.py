@@ -10,7 +10,8 @@ from typing import Any
 from pytest_modelprof.baseline.compare import Policy, compare
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.runtime import NormalisedTiming
 from pytest_modelprof.schema import ModelProfile
 

@@ -8,7 +8,8 @@ from pathlib import Path
 from pytest_modelprof.compile.gate import compile_wanted
 from pytest_modelprof.compile_health import BreakReason, CompileHealth
 from pytest_modelprof.gate.evaluate import Outcome, evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.schema import ModelProfile
 
 MakeProfile = Callable[..., ModelProfile]

@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.gate.cache import ProfileCache
 from pytest_modelprof.gate.evaluate import Outcome, evaluate, update_command
 from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.gate.renames import inputs_identity, renamed
-from pytest_modelprof.gate.settings import Limits, ProfileRequest, SessionSettings
+from pytest_modelprof.gate.request import ProfileRequest
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.report.summary import problem_lines, summary_lines
 from pytest_modelprof.results.record import ProfileResult, records_from_json, records_to_json
 from pytest_modelprof.schema import LayerStats, ModelProfile, TensorSpec

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_modelprof.gate.judge import growth_checks
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 
 
 def _sweep(exponent: float) -> dict[str, object]:

@@ -10,7 +10,8 @@ from pathlib import Path
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.baseline.environment import environment_changes
 from pytest_modelprof.gate.evaluate import Outcome, evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.instructions.counts import InstructionCounts
 from pytest_modelprof.schema import ModelProfile
 

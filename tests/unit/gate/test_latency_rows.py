@@ -14,7 +14,8 @@ import torch.nn as nn
 
 from pytest_modelprof.gate.collect import measure_compile, measure_latency
 from pytest_modelprof.gate.judge import latency_checks
-from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.request import ProfileRequest
 from pytest_modelprof.runtime.noise import NormalisedTiming
 
 
@@ -81,7 +82,7 @@ def test_a_compile_time_limit_set_to_ignore_compiles_nothing() -> None:
 
 def test_a_growth_limit_set_to_ignore_sweeps_nothing() -> None:
     from pytest_modelprof.gate.collect import run_sweep
-    from pytest_modelprof.gate.settings import resolve_marker
+    from pytest_modelprof.gate.marker import resolve_marker
 
     spec = resolve_marker([], {"max_latency_growth": "ignore"}, Limits(), where="test_x")
     assert spec.limits.growth == {}

@@ -7,7 +7,7 @@ import random
 from typing import Any
 
 from pytest_modelprof.gate.judge import latency_checks
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.runtime.noise import NormalisedTiming
 from pytest_modelprof.runtime.paired import PairedTiming, compare_paired
 

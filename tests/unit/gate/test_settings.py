@@ -9,17 +9,10 @@ import pytest
 
 from pytest_modelprof.baseline.tolerance import Budget, Exact, Ignore, Relative
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import (
-    BUILTIN_LIMIT_NAMES,
-    MARKER_SIGNATURE,
-    SETTINGS,
-    Limits,
-    cli_flag,
-    ini_key,
-    parse_input_shape,
-    resolve_marker,
-    resolve_session,
-)
+from pytest_modelprof.gate.limits import BUILTIN_LIMIT_NAMES, SETTINGS, Limits
+from pytest_modelprof.gate.marker import MARKER_SIGNATURE, resolve_marker
+from pytest_modelprof.gate.settings import cli_flag, ini_key, resolve_session
+from pytest_modelprof.gate.shapes import parse_input_shape
 
 ROOT = Path("/repo")
 
@@ -206,7 +199,7 @@ def test_flag_and_ini_names() -> None:
 
 
 def test_sweep_marker_values_are_validated() -> None:
-    from pytest_modelprof.gate.settings import parse_sweep
+    from pytest_modelprof.gate.shapes import parse_sweep
 
     assert parse_sweep({"batch": [1, 8, 32]}, "marker on t") == {"batch": [1, 8, 32]}
     # A builder keyword is an axis too: the named model is rebuilt with each value.
@@ -271,7 +264,7 @@ def test_absurd_numbers_are_one_line_naming_the_limit(key: str, raw: object, mes
 
 
 def test_the_signature_names_every_argument_and_setting() -> None:
-    from pytest_modelprof.gate.settings import MARKER_ARGS
+    from pytest_modelprof.gate.marker import MARKER_ARGS
 
     named = set(re.findall(r"[(, ](\w+)=", MARKER_SIGNATURE))
     assert named == {*MARKER_ARGS, *SETTINGS}

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.collect import BUILTIN_COLLECTORS
 from pytest_modelprof.gate.judge import Evidence, judge, uncounted_check
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.schema import Environment, ModelProfile, UncountedOp
 
 MakeProfile = Callable[..., ModelProfile]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from pytest_modelprof.gate.documents import compare_profiles
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.report.summary import summary_lines
 from pytest_modelprof.schema import ModelProfile
 

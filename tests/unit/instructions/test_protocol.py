@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_modelprof.host import cpu_info
 from pytest_modelprof.instructions import INSTALL_HINT, InstructionsUnavailable, find_valgrind
 from pytest_modelprof.instructions.client import InstructionServer, counts_from_reply
 from pytest_modelprof.instructions.counts import NOISE, keep_stored
@@ -15,7 +16,6 @@ from pytest_modelprof.instructions.protocol import (
     MeasureRequest,
     ProtocolError,
     allocator_instructions,
-    cpu_info,
     decode,
     encode,
     newest_dump,
@@ -210,14 +210,3 @@ def test_importing_the_engine_imports_neither_torch_nor_pydantic() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
-
-
-def test_the_mode_without_valgrind_comes_from_the_cli_then_the_ini() -> None:
-    from pytest_modelprof.errors import SettingsError
-    from pytest_modelprof.instructions.mode import instructions_mode
-
-    assert instructions_mode({}, {}) == "error"
-    assert instructions_mode({"instructions": None}, {"instructions": "Skip"}) == "skip"
-    assert instructions_mode({"instructions": "error"}, {"instructions": "skip"}) == "error"
-    with pytest.raises(SettingsError, match="ini modelprof_instructions: bad value 'never'"):
-        instructions_mode({}, {"instructions": "never"})

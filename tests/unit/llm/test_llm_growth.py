@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 from pytest_modelprof.baseline.collector import Measure
-from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.request import ProfileRequest
 from pytest_modelprof.llm.gate import LLM_COLLECTOR as LLM
 from pytest_modelprof.llm.growth import decode_growth, fit_exponent
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_modelprof.errors import SettingsError
-from pytest_modelprof.gate.settings import Limits, resolve_marker
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.marker import resolve_marker
 
 
 def test_llm_rides_on_the_request_as_sorted_pairs() -> None:

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 
 from pytest_modelprof.baseline.document import BaselineDocument
 from pytest_modelprof.gate.documents import compare_profiles
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.machines import GENERIC
 from pytest_modelprof.results.document import RunInfo, RunResults
 from pytest_modelprof.results.record import ProfileResult, SourceLocation

@@ -9,9 +9,9 @@ from dataclasses import replace
 
 from report_samples import AFTER, BEFORE, NASTY_MODULE, baseline_of, profile
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.gate.documents import compare_documents, compare_profiles
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view

@@ -8,7 +8,7 @@ from typing import Any
 
 from report_samples import layer, profile
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.report.html import render_html
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.evaluate import evaluate
-from pytest_modelprof.gate.settings import Limits, SessionSettings
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.results.document import RunInfo, RunResults, load_document
 from pytest_modelprof.results.record import ProfileResult, records_from_json, records_to_json
 from pytest_modelprof.schema import ModelProfile

@@ -11,7 +11,7 @@ from report_samples import AFTER, BEFORE, baseline_of
 from pytest_modelprof.baseline.renames import METRIC_RENAMES
 from pytest_modelprof.errors import ReportError
 from pytest_modelprof.gate.documents import compare_documents
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.report.markdown import render_markdown
 from pytest_modelprof.report.view import build_view
 from pytest_modelprof.results.document import (

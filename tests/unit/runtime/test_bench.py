@@ -14,18 +14,16 @@ import torch
 import torchvision
 from torch import nn
 
-from pytest_modelprof.optimizers import OPTIMIZER_ARGS
+from pytest_modelprof.optimizers import OPTIMIZER_ARGS, build_optimizer
 from pytest_modelprof.profile import profile_model
+from pytest_modelprof.progress import StderrProgress
 from pytest_modelprof.runtime.bench import (
-    BenchReport,
-    BenchRun,
-    StderrProgress,
     bench,
     bench_model,
     hardware_info,
-    make_optimizer,
     with_batch,
 )
+from pytest_modelprof.runtime.bench_document import BenchReport, BenchRun
 from pytest_modelprof.runtime.memory import storage_bytes
 
 SHAPE = (2, 3, 32, 32)  # batch 2: batch norm in train mode needs two values per channel
@@ -185,10 +183,10 @@ def test_bench_by_name_with_batch_and_builder_kwargs() -> None:
 
 def test_optimizers_and_a_bad_name() -> None:
     params = list(nn.Linear(2, 2).parameters())
-    kinds = {name: type(make_optimizer(name, params)).__name__ for name in OPTIMIZER_ARGS}
+    kinds = {name: type(build_optimizer(name, params)).__name__ for name in OPTIMIZER_ARGS}
     assert kinds == {"sgd": "SGD", "sgd-momentum": "SGD", "adam": "Adam", "adamw": "AdamW"}
     with pytest.raises(ValueError, match=r"unknown optimizer 'lbfgs' \(the optimizers: sgd, sgd-m"):
-        make_optimizer("lbfgs", params)
+        build_optimizer("lbfgs", params)
     with pytest.raises(ValueError, match="unknown optimizer"):
         bench_model(nn.Linear(2, 2), torch.randn(1, 2), optimizer="lbfgs")  # type: ignore[arg-type]
 

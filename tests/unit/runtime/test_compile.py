@@ -446,7 +446,8 @@ def test_the_gate_compiles_as_the_test_asks() -> None:
     # torch.compile: forced static recompiles per batch size, forced dynamic never, and the
     # default is torch's own automatic dynamic shapes.
     from pytest_modelprof.gate.collect import measure_compile
-    from pytest_modelprof.gate.settings import Limits, ProfileRequest
+    from pytest_modelprof.gate.limits import Limits
+    from pytest_modelprof.gate.request import ProfileRequest
 
     request = ProfileRequest(Clean(), (2, 8))
     sweep = {"batch": [2, 3, 4]}

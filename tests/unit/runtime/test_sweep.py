@@ -9,13 +9,10 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_modelprof.runtime.sweep import (
-    check_growth,
-    fit_growth,
-    format_sweep,
-    parse_axis_values,
-    sweep,
-)
+from pytest_modelprof.report.sweep_text import format_sweep
+from pytest_modelprof.runtime.growth_fit import fit_growth
+from pytest_modelprof.runtime.sweep import sweep
+from pytest_modelprof.runtime.sweep_result import check_growth
 
 
 class Scores(nn.Module):
@@ -135,13 +132,6 @@ def test_input_size_and_integer_inputs() -> None:
     shapes = [p.input_shapes[0] for p in result.series_for("seq_len").points]
     assert shapes == [[2, 10], [2, 20], [2, 40]]
     assert result.exponent("seq_len", "peak_activation_bytes") == pytest.approx(1.0, abs=1e-6)
-
-
-def test_parse_axis_values() -> None:
-    assert parse_axis_values("1,8,32") == [1, 8, 32]
-    for bad in ["8", "1,x", "8,1", "0,4"]:
-        with pytest.raises(ValueError):
-            parse_axis_values(bad)
 
 
 def test_the_sweep_text_fits_100_columns_with_units_and_explains_a_fixed_part() -> None:
