@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 import torch
@@ -20,7 +18,7 @@ from torch import nn
 
 from pytest_modelprof.baseline.collector import Measure
 from pytest_modelprof.errors import ModelprofError, SettingsError
-from pytest_modelprof.gate.settings import Limits
+from pytest_modelprof.gate.settings import Limits, ProfileRequest
 from pytest_modelprof.instructions import InstructionsUnavailable
 from pytest_modelprof.instructions.client import (
     InstructionServer,
@@ -196,32 +194,15 @@ def test_a_reply_without_counts_is_a_protocol_error() -> None:
         counts_from_reply({"ok": True, "calls": 5})
 
 
-@dataclass(frozen=True)
-class Request:
-    """The part of the gate's request the instructions collector reads."""
-
-    model: Any
-    input_shape: Any = None
-    inputs: Any = None
-    device: str | None = None
-    name: str | None = None
-    dtype: str | None = None
-    include_backward: bool = False
-    llm: tuple[tuple[str, Any], ...] | None = None
-    step: tuple[tuple[str, Any], ...] = ()
-
-    def engine_kwargs(self) -> dict[str, Any]:
-        return {}
-
-
 def test_the_collector_gates_the_forward_or_the_training_step(stand_in: Path) -> None:
     try:
         forward = INSTRUCTIONS_COLLECTOR.measure(
-            Measure(request=Request("resnet18", input_shape=(1, 3, 8, 8)), limits=Limits())
+            Measure(request=ProfileRequest("resnet18", input_shape=(1, 3, 8, 8)), limits=Limits())
         )
         training = INSTRUCTIONS_COLLECTOR.measure(
             Measure(
-                request=Request(Doubler(), input_shape=(3,), include_backward=True), limits=Limits()
+                request=ProfileRequest(Doubler(), input_shape=(3,), include_backward=True),
+                limits=Limits(),
             )
         )
     finally:
@@ -236,7 +217,7 @@ def test_the_collector_gates_the_forward_or_the_training_step(stand_in: Path) ->
 
 
 def test_the_collector_refuses_a_gpu_profile_naming_its_device() -> None:
-    call = Measure(request=Request("resnet18", device="cuda:0"), limits=Limits())
+    call = Measure(request=ProfileRequest("resnet18", device="cuda:0"), limits=Limits())
     with pytest.raises(ModelprofError, match="device='cuda:0'; measure them on the CPU"):
         INSTRUCTIONS_COLLECTOR.measure(call)
 
