@@ -110,9 +110,10 @@ def instrument_on(control: str = "callgrind_control") -> None:
     except OSError as exc:
         raise ProtocolError(f"cannot run {control} ({exc}); it comes with valgrind") from None
     spins = 0
-    while process.poll() is None:
-        spins += 1  # guest code to run: valgrind answers vgdb between basic blocks
-    output = process.stdout.read().decode(errors="replace") if process.stdout else ""
+    with process:  # its output pipe is closed on the way out
+        while process.poll() is None:
+            spins += 1  # guest code to run: valgrind answers vgdb between basic blocks
+        output = process.stdout.read().decode(errors="replace") if process.stdout else ""
     if process.returncode != 0:
         raise ProtocolError(f"{' '.join(command)} failed: {output.strip()[-300:]}")
 

@@ -40,3 +40,12 @@ def test_new_files_get_the_umask_permissions(tmp_path: Path) -> None:
         os.umask(old)
     plain = stat.S_IMODE((tmp_path / "plain.json").stat().st_mode)
     assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == plain
+
+
+def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    write_text_atomic(path, '{"flops": 1}\n')
+    with pytest.raises(UnicodeEncodeError):
+        write_text_atomic(path, '{"name": "\ud800"}\n')  # a lone surrogate: no UTF-8 for it
+    assert path.read_text(encoding="utf-8") == '{"flops": 1}\n'
+    assert [p.name for p in tmp_path.iterdir()] == ["baseline.json"]

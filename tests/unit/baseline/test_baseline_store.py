@@ -201,3 +201,24 @@ def test_this_repos_baselines_keep_their_paths() -> None:
     for path, nodeid in zip(files, ids, strict=True):
         name = json.loads(path.read_text(encoding="utf-8")).get("name")
         assert paths.relpath(nodeid, name) == path.relative_to(root)
+
+
+def test_an_unreadable_baseline_names_its_file_and_is_left_alone(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(b'{"test": "caf\xe9"}')
+    with pytest.raises(BaselineError, match=r"latin\.json: cannot read baseline \('utf-8'"):
+        read_text(latin)
+    loop = tmp_path / "loop.json"
+    loop.symlink_to(loop)  # a link to itself: opening it fails, though it is there
+    with pytest.raises(BaselineError, match=r"loop\.json: cannot read baseline \(.*symbolic"):
+        read_text(loop)
+    assert latin.read_bytes() == b'{"test": "caf\xe9"}'
+
+
+def test_a_baseline_that_cannot_be_written_says_which_directory_to_fix(tmp_path: Path) -> None:
+    (tmp_path / "baselines").write_text("a file where the directory should be")
+    target = tmp_path / "baselines" / "sub" / "test_x.json"
+    with pytest.raises(BaselineError) as caught:
+        write_atomic(target, "{}\n")
+    assert str(caught.value).startswith(f"cannot write baseline {target}: ")
+    assert f"Check that {target.parent} is writable" in str(caught.value)

@@ -14,7 +14,11 @@ from typing import Any
 import pytest
 
 from pytest_modelprof.baseline.compare import compare
-from pytest_modelprof.baseline.document import BASELINE_SCHEMA_VERSION, BaselineDocument
+from pytest_modelprof.baseline.document import (
+    BASELINE_SCHEMA_VERSION,
+    BaselineDocument,
+    migrate,
+)
 from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.results.document import RESULTS_SCHEMA_VERSION, RunResults, load_document
 from pytest_modelprof.schema import PROFILE_SCHEMA_VERSION, ModelProfile
@@ -186,3 +190,19 @@ def test_results_of_each_version_judge_again_as_before(version: int) -> None:
             test.profile, test=test.nodeid, name=None, settings={}
         )
         assert _verdicts(current, test.baseline, test.nodeid) == BEFORE[test.nodeid]
+
+
+def test_a_v2_baseline_keeps_its_timing_verdicts_and_llm_growth_under_todays_names() -> None:
+    v2 = {
+        "schema_version": 2,
+        "test": "t.py::test_llm",
+        "settings": {"timing_strict": "true", "max_memory_delta": "0.1"},
+        "measured": {"llm": {"growth": {"kv_cache_bytes": 1.0, "flops": 2.0}}},
+        "compile": {"compile_s": 1.5},
+    }
+    doc = migrate(v2, source="v2.json")
+    assert doc["settings"] == {"timing_verdicts": "fail", "max_traffic_delta": "0.1"}
+    assert doc["measured"]["llm"]["growth"] == {"kv_cache": 1.0, "flops": 2.0}
+    assert doc["compile"] == {"compile_time": 1.5}
+    lenient = migrate({**v2, "settings": {"timing_strict": "false"}}, source="v2.json")
+    assert lenient["settings"] == {"timing_verdicts": "warn"}

@@ -184,3 +184,21 @@ def test_worker_coverage_round_trip() -> None:
     controller.merge_worker_json(worker.worker_json())  # every worker collects the same
     assert controller.expanded == worker.expanded
     assert controller.selected == {"t.py::a"} and controller.deselected == 1
+
+
+def test_files_that_name_no_test_of_ours_are_never_stale(tmp_path: Path) -> None:
+    bdir = tmp_path / "baselines"
+    ours = put(tmp_path, "test_gone/test_x.json", "test_gone.py::test_x")
+    others = {
+        "list.json": "[1, 2]",
+        "number_test.json": json.dumps({"test": 5, "metrics": {}}),
+        "number_name.json": json.dumps({"test": "test_gone.py::test_x", "name": 3}),
+        "no_path.json": json.dumps({"test": "", "metrics": {}}),
+        "broken.json": '{"test": ',
+    }
+    for rel, text in others.items():
+        (bdir / rel).write_text(text)
+    (bdir / "latin.json").write_bytes(b'{"test": "caf\xe9"}')
+    stale = find_stale(bdir, used=set(), expanded={}, completed=set(), rootdir=tmp_path)
+    assert stale == [ours]
+    assert all((bdir / rel).exists() for rel in [*others, "latin.json"])

@@ -16,6 +16,7 @@ from pytest_modelprof.baseline.tolerance import (
     parse_tolerance,
     shown,
 )
+from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.units import parse_bytes, parse_quantity
 
 
@@ -131,3 +132,15 @@ def test_format_tolerance() -> None:
     assert format_tolerance(Relative(0.1), drop=True) == "-10.0 %"
     assert format_tolerance(Exact()) == "exact"
     assert format_tolerance(Ignore()) == "ignored"
+
+
+def test_an_integer_too_long_to_print_is_named_by_its_size() -> None:
+    # Past Python's digit limit for str() (4,300): repr() itself refuses it.
+    assert shown(10**5000) == "an integer of about 5001 digits"
+
+
+def test_a_budget_of_the_wrong_kind_names_the_kind() -> None:
+    with pytest.raises(SettingsError, match="such as '9G', not a list"):
+        parse_budget([1], parse_quantity)
+    assert parse_budget(Budget(5.0), parse_quantity) == Budget(5.0)  # already read: kept
+    assert parse_budget("ignore", parse_quantity) is None
