@@ -25,6 +25,13 @@ def plain(input_shape=None, width=8):
     return nn.Linear(4, width)
 
 
+def huge_reads_values(input_shape=None):
+    m = nn.Linear(4, 4)
+    m.scale = float(m.weight.abs().max())
+    m.big = nn.Linear(32768, 32768)  # 4 GiB of fp32 weights: over the 2 GiB CPU fallback
+    return m
+
+
 def broken(input_shape=None, width=8):
     raise RuntimeError("the factory is broken")
 """
@@ -63,3 +70,12 @@ def test_real_mode_builds_a_named_model_with_real_weights() -> None:
     p = profile_model("buildfactories_mod:reads_values", input_shape=(2, 4), mode="real")
     assert p.capture.mode == "real"
     assert p.total_macs == 64
+
+
+def test_a_cpu_fallback_build_over_the_limit_is_stopped_before_allocating() -> None:
+    with pytest.raises(ModelBuildError) as info:
+        profile_model("buildfactories_mod:huge_reads_values", input_shape=(2, 4))
+    text = str(info.value)
+    assert text.startswith("buildfactories_mod:huge_reads_values: building on meta failed (")
+    assert "and was stopped before allocating it" in text
+    assert "mode='real'" in text  # what to do instead
