@@ -254,7 +254,7 @@ def compare_paired_sequential(
     limit = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
     first = min(first or rounds, limit)
     step = step or first
-    if first < 2 or limit < first:
+    if first < 2:  # first is at most limit already
         raise SettingsError(f"need 2 <= rounds <= max_rounds, got {first} and {limit}")
     timing = measure(first)
     comparison = compare_paired(timing, tolerance=tolerance, alpha=alpha)
