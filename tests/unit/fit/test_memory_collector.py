@@ -12,7 +12,8 @@ from torch import nn
 from pytest_modelprof.baseline.collector import Measure
 from pytest_modelprof.fit import StepOptions, estimate_memory
 from pytest_modelprof.fit.gate import MEMORY_COLLECTOR, request_options, sweep_memory
-from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.request import ProfileRequest
 
 
 def _mlp() -> nn.Module:

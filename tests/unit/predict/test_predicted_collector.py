@@ -11,7 +11,8 @@ import pytest
 from torch import nn
 
 from pytest_modelprof.baseline.collector import Measure
-from pytest_modelprof.gate.settings import Limits, ProfileRequest
+from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.gate.request import ProfileRequest
 from pytest_modelprof.predict import predict_profile
 from pytest_modelprof.predict.gate import GATE_GPU, GATE_PRECISION, PREDICTED_COLLECTOR
 from pytest_modelprof.profile import profile_with_capture

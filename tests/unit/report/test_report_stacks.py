@@ -6,7 +6,7 @@ figures below are exact: the bar spans 800 units (x 150 to 950) for the larger s
 
 from __future__ import annotations
 
-from pytest_modelprof.baseline.compare import Check
+from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.report.stacks import stack_charts
 from pytest_modelprof.results.record import ProfileResult
 
