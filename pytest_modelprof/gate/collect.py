@@ -27,7 +27,6 @@ from pytest_modelprof.baseline.compile_rows import compile_checks, compile_metri
 from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
 from pytest_modelprof.baseline.metrics import COMPILE, TIMING, active_metrics, growth_fields
 from pytest_modelprof.baseline.tolerance import Ignore
-from pytest_modelprof.compile import analyze_compile
 from pytest_modelprof.compile.gate import compile_wanted
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import ModelprofError
@@ -201,6 +200,7 @@ def measure_compile(
     dynamo, inductor = compile_wanted(frozenset(m for m in limits.explicit if limits.limited(m)))
     if not dynamo:
         return None
+    from pytest_modelprof.compile import analyze_compile  # imports torch
 
     batches = list(sweep_axes.get("batch", [])) if sweep_axes else []
     return analyze_compile(
