@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     pass
 
+from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
@@ -20,6 +21,7 @@ from pytest_modelprof.cli._common import (
 )
 from pytest_modelprof.cli.bench import HOOK_OVERHEAD
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -46,9 +48,7 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
 def _run_graph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.exports.graph import export_graph
-    from pytest_modelprof.textfit import terminal_width
 
     if args.timed and args.detail:
         raise ModelprofError("--timed times modules, and --detail draws ops; drop one of them")
