@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric, use_metrics
+from pytest_modelprof.baseline.store import BaselinePaths
+from pytest_modelprof.costs.user import session_registry, using_registry
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.gate.marker import MarkerSpec
 from pytest_modelprof.gate.settings import SessionSettings
+from pytest_modelprof.textfit import fit_line
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.collector import Collector
     from pytest_modelprof.baseline.metrics import MetricTable
     from pytest_modelprof.baseline.stale import RunCoverage
-    from pytest_modelprof.baseline.store import BaselinePaths
     from pytest_modelprof.costs.registry import CostRegistry
     from pytest_modelprof.gate.cache import ProfileCache
     from pytest_modelprof.gate.fixture import TestProfiles
@@ -80,8 +83,6 @@ def uses_gate(item: pytest.Item) -> bool:
 def session_formulas(config: pytest.Config) -> CostRegistry:
     """The session's cost formulas: the hook ``pytest_modelprof_register_formulas`` adds to a
     copy of the built-in ones, on first use (so a run without profiles never imports torch)."""
-    from pytest_modelprof.costs.user import session_registry
-
     state = config.stash[SESSION_KEY]
     if state.formulas is None:
         state.formulas = session_registry(
@@ -98,8 +99,6 @@ def session_metrics(config: pytest.Config) -> MetricTable:
 
     Each collector key a metric names must be a built-in collector's or one the
     ``pytest_modelprof_register_collectors`` hook returned."""
-    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS, Metric
-
     state = config.stash[SESSION_KEY]
     if state.metrics is None:
         added: list[Metric] = []
@@ -169,7 +168,6 @@ def error_row(
     item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
 ) -> ProfileResult:
     """The error row of a gated test that failed before its gate judged it."""
-    from pytest_modelprof.baseline.store import BaselinePaths
     from pytest_modelprof.results.record import error_record
 
     excinfo = call.excinfo
@@ -274,8 +272,6 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from pytest_modelprof.baseline.metrics import use_metrics
-
         try:
             with use_metrics(session_metrics(session.config)):  # the session's metric labels
                 self.notes, self.annotations = self.collector.finish(int(exitstatus))
@@ -286,8 +282,6 @@ class Reports:
 
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        from pytest_modelprof.textfit import fit_line
-
         width = int(terminalreporter.config.get_terminal_writer().fullwidth)
         for line in self.notes:
             for part in fit_line(line, width):
@@ -310,7 +304,6 @@ class Formulas:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         if not uses_gate(item):
             return (yield)
-        from pytest_modelprof.costs.user import using_registry
 
         # Built on the first profile of the session, not here: a gated test that never
         # profiles (a cached profile, another engine) imports no torch for it.

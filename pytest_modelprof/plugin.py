@@ -37,14 +37,20 @@ from pytest_modelprof._plugin_parts import (
     uses_gate,
 )
 from pytest_modelprof.baseline.metrics import use_metrics
+from pytest_modelprof.baseline.stale import RunCoverage, prune, stored_inputs, survey
+from pytest_modelprof.baseline.store import BaselinePaths
 from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.gate.cache import ProfileCache, call_profile_model
+from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
 from pytest_modelprof.gate.marker import MARKER_SIGNATURE, MarkerSpec, resolve_marker
 from pytest_modelprof.gate.report_settings import REPORT_KEYS, resolve_reports
 from pytest_modelprof.gate.request import ProfileRequest
 from pytest_modelprof.gate.settings import ini_key, resolve_session
+from pytest_modelprof.instructions import InstructionsUnavailable
+from pytest_modelprof.report.session import SessionReports
+from pytest_modelprof.textfit import fit_line, fit_text
 
 if TYPE_CHECKING:
-    from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
     from pytest_modelprof.results.record import ProfileResult
     from pytest_modelprof.schema import ModelProfile
 
@@ -86,8 +92,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = SessionState(settings)
     session_metrics(config)  # a bad pytest_modelprof_register_metrics hook stops the run here
     if not settings.disable:  # a disabled gate proves nothing about baselines: never prune
-        from pytest_modelprof.baseline.stale import RunCoverage
-
         config.stash[SESSION_KEY].coverage = RunCoverage()
     config.pluginmanager.register(Gatherer(config), "modelprof-gatherer")
     config.pluginmanager.register(Formulas(config), "modelprof-formulas")
@@ -118,15 +122,11 @@ def _configure_reports(config: pytest.Config) -> None:
     except SettingsError as exc:
         raise pytest.UsageError(f"pytest-modelprof: {exc}") from None
     if not is_worker(config) and reports.active(os.environ):
-        from pytest_modelprof.report.session import SessionReports
-
         collector = SessionReports(reports, Path(config.rootpath))
         config.pluginmanager.register(Reports(collector), "modelprof-reports")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    from pytest_modelprof.textfit import fit_line
-
     return fit_line(config.stash[SESSION_KEY].settings.header(), _terminal_width(config))
 
 
@@ -146,8 +146,6 @@ def _spec(item: pytest.Item) -> MarkerSpec:
 
 
 def _profiles(item: pytest.Item) -> TestProfiles:
-    from pytest_modelprof.gate.fixture import TestProfiles
-
     state = item.stash.setdefault(ITEM_KEY, ItemState())
     if state.profiles is None:
         state.profiles = TestProfiles()
@@ -156,8 +154,6 @@ def _profiles(item: pytest.Item) -> TestProfiles:
 
 def _profile(config: pytest.Config, request: ProfileRequest) -> ModelProfile:
     """Profile through the session cache, the ``pytest_modelprof_profile`` hook, then the engine."""
-    from pytest_modelprof.gate.cache import ProfileCache, call_profile_model
-
     state = config.stash[SESSION_KEY]
     if state.cache is None:
         state.cache = ProfileCache()
@@ -175,8 +171,6 @@ def modelprof(request: pytest.FixtureRequest) -> Modelprof:
     """Profile a model, register it for this test's baseline gate and return the profile:
     ``modelprof(module_or_name, input_shape=..., inputs=..., name=None, dtype=None,
     mode="auto", include_backward=False, fail_on_uncounted=False)``."""
-    from pytest_modelprof.gate.fixture import Modelprof
-
     item = request.node
     assert isinstance(item, pytest.Item)
 
@@ -209,8 +203,6 @@ def modelprof(request: pytest.FixtureRequest) -> Modelprof:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     state = config.stash.get(SESSION_KEY, None)
     if state is not None and not state.settings.disable:
-        from pytest_modelprof.baseline.store import BaselinePaths
-
         # Tests whose usual baseline paths meet get paths apart: the collection says which.
         state.paths = BaselinePaths(state.settings.baseline_dir, [i.nodeid for i in items])
 
@@ -229,7 +221,6 @@ def _short_failure(item: pytest.Item, message: str) -> None:
     """A failure without a traceback: the message already names the culprit and the fix.
     The terminal gets it fitted to its width; the reports get it as written."""
     __tracebackhide__ = True
-    from pytest_modelprof.textfit import fit_text
 
     item.stash.setdefault(ITEM_KEY, ItemState()).message = message
     pytest.fail(fit_text(message, _terminal_width(item.config)), pytrace=False)
@@ -257,7 +248,6 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     if problem is not None:  # outside the except block: one error, no chained traceback
         _short_failure(item, problem)
     result = yield  # the test body; if it failed, its exception propagates and no gate runs
-    from pytest_modelprof.instructions import InstructionsUnavailable
 
     state = item.config.stash[SESSION_KEY]
     profiles = _profiles(item)
@@ -360,7 +350,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput: dict[str, Any] = config.workeroutput  # type: ignore[attr-defined]
         workeroutput[WORKER_OUTPUT_KEY] = coverage.worker_json()
         return
-    from pytest_modelprof.baseline.stale import prune, survey
 
     why = coverage.incomplete("--lf" if getattr(config.option, "lf", False) else None)
     if why is not None:
@@ -387,7 +376,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if not (state.records or state.stale or state.stale_unchecked or kept):
         return
     from pytest_modelprof.report.summary import problem_lines, summary_lines
-    from pytest_modelprof.textfit import fit_line
 
     tr = terminalreporter
     width = _terminal_width(config)
@@ -476,7 +464,6 @@ def _renames(state: SessionState, config: pytest.Config) -> list[tuple[ProfileRe
     """Tests without a baseline whose model and inputs a stale baseline holds (a rename)."""
     if not state.stale or not any(r.status == "missing" for r in state.records):
         return []
-    from pytest_modelprof.baseline.stale import stored_inputs
     from pytest_modelprof.gate.renames import inputs_identity, renamed
 
     root = state.settings.baseline_dir

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from pytest_modelprof.errors import SettingsError, UsageError
+from pytest_modelprof.models import resolve
 from pytest_modelprof.schema import CaptureMode
 
 __all__ = [
@@ -54,8 +55,6 @@ class Subject:
 def make_subject(model: nn.Module | str, name: str | None, arch_kwargs: dict[str, Any]) -> Subject:
     """Resolve a name through the model registry, or take a module as given."""
     if isinstance(model, str):
-        from pytest_modelprof.models import resolve
-
         spec = resolve(model)
         return Subject(name or spec.name, None, spec, arch_kwargs)
     if isinstance(model, nn.Module):

@@ -10,7 +10,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_modelprof.baseline.tolerance import Ignore, Relative
+from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit
 from pytest_modelprof.errors import SettingsError, close_matches, suggestion
+from pytest_modelprof.models import list_models, resolve
+from pytest_modelprof.report.session import write_outputs
+from pytest_modelprof.textfit import fit_text, terminal_width
+from pytest_modelprof.units import parse_bytes
 
 if TYPE_CHECKING:
     from pytest_modelprof.machines import Machine
@@ -74,8 +80,6 @@ def machine_of(args: argparse.Namespace, default: str = "amp") -> Machine | None
 
 def parse_capacity(text: str) -> int:
     """A memory size such as ``24GB``, ``22GiB`` or ``25769803776``, in bytes."""
-    from pytest_modelprof.units import parse_bytes
-
     try:
         value = int(parse_bytes(text))
     except ValueError as exc:
@@ -181,9 +185,6 @@ def parse_top(text: str) -> int:
 def parse_tolerance(text: str) -> float:
     """``0.05`` or ``5%`` -> ``0.05``, in the marker's grammar (``10`` is refused as a likely
     typo for 10 %; ``"1000%"`` says it)."""
-    from pytest_modelprof.baseline.tolerance import Ignore, Relative
-    from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit
-
     try:
         tolerance = parse_limit(text)
         if isinstance(tolerance, Ignore):
@@ -210,8 +211,6 @@ def out(text: str) -> None:
 def show(text: str) -> None:
     """Text a person reads to stdout: every line fitted to the terminal's width (tables are
     laid out to it already; a long line of prose wraps under its own indentation)."""
-    from pytest_modelprof.textfit import fit_text, terminal_width
-
     end = "\n" if text.endswith("\n") else ""
     sys.stdout.write(fit_text(text.removesuffix("\n"), terminal_width()) + end)
 
@@ -226,8 +225,6 @@ def note(text: str) -> None:
 def suggest(name: str) -> str:
     """Close model names for an error message (empty when the registry has none)."""
     try:
-        from pytest_modelprof.models import list_models
-
         known = [n for names in list_models().values() for n in names]
     except Exception:  # the suggestion is a courtesy; never hide the real error behind it
         return ""
@@ -239,8 +236,6 @@ def suggest(name: str) -> str:
 
 def resolve_names(names: Sequence[str]) -> None:
     """Resolve every name before any slow work, so a typo fails at once."""
-    from pytest_modelprof.models import resolve
-
     for name in names:
         resolve(name)
 
@@ -319,8 +314,6 @@ def add_report_outputs(p: argparse.ArgumentParser) -> None:
 
 def write_reports(results: Any, args: argparse.Namespace) -> None:
     from pathlib import Path
-
-    from pytest_modelprof.report.session import write_outputs
 
     def path(value: str | None) -> Path | None:
         return Path(value) if value else None

@@ -20,8 +20,12 @@ from pytest_modelprof.cli._common import (
     show,
 )
 from pytest_modelprof.cli.profile import PRECISION_CHOICES
+from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.instructions import InstructionServer, find_valgrind
 from pytest_modelprof.optimizers import OPTIMIZER_ARGS
-from pytest_modelprof.textfit import terminal_width
+from pytest_modelprof.progress import StderrProgress, heartbeat
+from pytest_modelprof.textfit import Column, fit_line, layout_table, terminal_width
+from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from pytest_modelprof.runtime.bench_document import BenchReport, BenchRun
@@ -96,13 +100,9 @@ def _add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 def _run_bench(args: argparse.Namespace) -> int:
     resolve_names([args.model])  # a misspelled name fails before torch is imported
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.progress import StderrProgress
     from pytest_modelprof.runtime.bench import bench
 
     if args.instructions:
-        from pytest_modelprof.instructions import find_valgrind
-
         if str(args.device) != "cpu":
             raise ModelprofError(
                 f"--instructions counts what the CPU executes; leave --device={args.device} out"
@@ -158,7 +158,6 @@ def _with_prediction(run: BenchRun, args: argparse.Namespace) -> BenchRun:
     """The run with its forward's time predicted on ``--machine`` at ``--precision``."""
     from dataclasses import replace
 
-    from pytest_modelprof.errors import SettingsError
     from pytest_modelprof.machines import machine_spec
     from pytest_modelprof.predict import predict_profile
     from pytest_modelprof.profile import profile_with_capture
@@ -179,7 +178,6 @@ def _with_against(run: BenchRun, args: argparse.Namespace) -> tuple[BenchRun, bo
     from dataclasses import replace
     from pathlib import Path
 
-    from pytest_modelprof.errors import ModelprofError
     from pytest_modelprof.history.paired import time_against
 
     if run.dtype != "float32":
@@ -213,9 +211,6 @@ def _batch_hint(message: str, args: argparse.Namespace) -> str:
 def _with_instructions(run: BenchRun, args: argparse.Namespace) -> BenchRun:
     """The run with its instruction counts (one callgrind process for the three phases)."""
     from dataclasses import replace
-
-    from pytest_modelprof.instructions import InstructionServer
-    from pytest_modelprof.progress import heartbeat
 
     # About a minute of CPU to start; wall time grows with the machine's load, so the phase
     # and its elapsed time are said every half minute while it runs.
@@ -262,8 +257,6 @@ def _ms(value: float) -> str:
 def render_bench(run: BenchRun, *, top: int = 10, width: int = 100) -> str:
     """The bench document as a short report, with the slowest modules, in ``width`` columns."""
     from pytest_modelprof.runtime.module_timing import format_module_times
-    from pytest_modelprof.textfit import Column, fit_line, layout_table
-    from pytest_modelprof.units import format_bytes, format_count
 
     doc = run.report
     shapes = ", ".join("x".join(str(s) for s in shape) for shape in run.input_shapes)

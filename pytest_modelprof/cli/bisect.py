@@ -6,6 +6,7 @@ import argparse
 import shlex
 from pathlib import Path
 
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -25,7 +26,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
                    "right (a tag, branch or hash)")
     p.add_argument("--bad", default="HEAD", metavar="REF",
                    help="a later commit where it is too high (default: HEAD)")
-    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 
     p.add_argument("--metric", default="flops", metavar="NAME",
                    help="the metric that grew (default: flops): "

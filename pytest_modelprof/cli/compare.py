@@ -10,16 +10,22 @@ from pytest_modelprof.errors import ModelprofError
 if TYPE_CHECKING:
     pass
 
+from pytest_modelprof.baseline.metrics import active_metrics
+from pytest_modelprof.baseline.tolerance import Ignore, shown
+from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
 from pytest_modelprof.cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     Command,
     add_option,
     add_report_outputs,
+    note,
     out,
     show,
     write_reports,
 )
+from pytest_modelprof.gate.judge import latency_tolerance
+from pytest_modelprof.gate.settings import Limits, parse_limit_items
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
@@ -57,11 +63,6 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _compare_limits(args: argparse.Namespace) -> Any:
-    from pytest_modelprof.baseline.metrics import active_metrics
-    from pytest_modelprof.baseline.tolerance import Ignore, shown
-    from pytest_modelprof.baseline.tolerance import parse_tolerance as parse_limit_tolerance
-    from pytest_modelprof.gate.limits import Limits, parse_limit_items
-
     try:
         tolerance = parse_limit_tolerance(args.max_delta)
     except ValueError as exc:
@@ -77,8 +78,6 @@ def _compare_limits(args: argparse.Namespace) -> Any:
 
 
 def _limit_names() -> list[str]:
-    from pytest_modelprof.baseline.metrics import active_metrics
-
     # The switches the judge reads from two stored sides; growth and fvcore limits need a
     # sweep or a model run, which a stored file does not hold.
     return sorted([*active_metrics().limit_keys(), "timing_verdicts", "fail_on_uncounted"])
@@ -114,8 +113,6 @@ def _run_paired(args: argparse.Namespace, limits: Any) -> int:
     """``--model``: the model at OLD and at NEW, timed paired in two processes."""
     from pathlib import Path
 
-    from pytest_modelprof.cli._common import note
-    from pytest_modelprof.gate.judge import latency_tolerance
     from pytest_modelprof.history.paired import time_against
 
     note(f"modelprof compare: timing {args.model} at {args.old} and {args.new}, paired "

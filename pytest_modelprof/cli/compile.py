@@ -11,6 +11,7 @@ from pytest_modelprof.cli._common import (
     out,
     show,
 )
+from pytest_modelprof.models import resolve
 
 __all__ = ["COMMAND"]
 
@@ -50,7 +51,6 @@ def _run_compile(args: argparse.Namespace) -> int:
     import json
 
     from pytest_modelprof.compile import analyze_compile, format_compile_health
-    from pytest_modelprof.models import resolve
 
     shape: tuple[int, ...] | None = args.input_shape
     batches: list[int] = list(args.batch or [])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     pass
 
+from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.cli._common import (
     EXIT_OK,
     Command,
@@ -20,6 +21,8 @@ from pytest_modelprof.cli._common import (
 )
 from pytest_modelprof.cli.bench import HOOK_OVERHEAD
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.progress import StderrProgress
+from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
 
@@ -46,9 +49,7 @@ def _add_graph_arguments(p: argparse.ArgumentParser) -> None:
 def _run_graph(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.exports.graph import export_graph
-    from pytest_modelprof.textfit import terminal_width
 
     if args.timed and args.detail:
         raise ModelprofError("--timed times modules, and --detail draws ops; drop one of them")
@@ -72,7 +73,6 @@ def _run_graph(args: argparse.Namespace) -> int:
 def _module_times(args: argparse.Namespace) -> dict[str, float]:
     """Per-module forward times of the same model on real tensors, ``{path: ms}``."""
     from pytest_modelprof.profile import real_model_and_inputs
-    from pytest_modelprof.progress import StderrProgress
     from pytest_modelprof.runtime.module_timing import time_modules
 
     module, inputs = real_model_and_inputs(args.model, input_shape=args.input_shape,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from pytest_modelprof._files import write_text_atomic
+from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 from pytest_modelprof.cli._common import EXIT_OK, Command, add_option, note, out, show
 from pytest_modelprof.textfit import terminal_width
 
@@ -24,7 +26,6 @@ def parse_metrics(text: str) -> list[str]:
 def _add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help="baseline folders or files of one git repository (default: baselines)")
-    from pytest_modelprof.baseline.metrics import BUILTIN_METRICS
 
     # history.build.DEFAULT_METRICS, without importing it (pydantic) for --help.
     default = [m.name for m in BUILTIN_METRICS if m.summary and not m.derived_from]
@@ -44,7 +45,6 @@ def _add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.history import HistoryError, read_history
 
     paths = [Path(p) for p in args.paths]

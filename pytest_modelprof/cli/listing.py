@@ -12,6 +12,8 @@ from pytest_modelprof.cli._common import (
     out,
     show,
 )
+from pytest_modelprof.errors import ModelprofError, did_you_mean
+from pytest_modelprof.models import list_models
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
@@ -31,7 +33,6 @@ def _add_list_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _run_list(args: argparse.Namespace) -> int:
-    from pytest_modelprof.models import list_models
     from pytest_modelprof.report.listings import render_model_list
     from pytest_modelprof.schema import dumps_deterministic
 
@@ -42,8 +43,6 @@ def _run_list(args: argparse.Namespace) -> int:
         note(f"no model name contains {args.filter!r}; listing the names that nearly do")
     if args.source is not None:
         if args.source not in groups:
-            from pytest_modelprof.errors import ModelprofError, did_you_mean
-
             hint = did_you_mean(args.source, groups, n=1, cutoff=0.5)
             raise ModelprofError(
                 f"--source {args.source!r} is no model source{hint or '.'} "

@@ -15,6 +15,7 @@ from pytest_modelprof.cli._common import (
     show,
 )
 from pytest_modelprof.cli.profile import PRECISION_CHOICES as PRECISIONS
+from pytest_modelprof.errors import SettingsError
 
 if TYPE_CHECKING:
     from pytest_modelprof.machines import Machine
@@ -48,7 +49,6 @@ def _add_llm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _machine(args: argparse.Namespace) -> Machine | None:
-    from pytest_modelprof.errors import SettingsError
     from pytest_modelprof.machines import MACHINES
 
     machine = machine_of(args)
@@ -61,7 +61,7 @@ def _machine(args: argparse.Namespace) -> Machine | None:
 def _run_llm(args: argparse.Namespace) -> int:
     import json
 
-    from pytest_modelprof.llm import format_llm, profile_llm
+    from pytest_modelprof.llm import format_llm, profile_llm  # profile_llm imports torch
 
     arch = dict(args.arch)
     costs = profile_llm(

@@ -19,8 +19,16 @@ from pytest_modelprof.cli._common import (
     show,
 )
 from pytest_modelprof.errors import ModelprofError
-from pytest_modelprof.fit.options import OPTIMIZER_IMPLS, OPTIMIZERS, PRECISIONS, SHARDS
-from pytest_modelprof.textfit import terminal_width
+from pytest_modelprof.fit.options import (
+    OPTIMIZER_IMPLS,
+    OPTIMIZERS,
+    PRECISIONS,
+    SHARDS,
+    StepOptions,
+    parse_optimizer,
+)
+from pytest_modelprof.textfit import Column, layout_table, terminal_width
+from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from pytest_modelprof.fit.estimate import MemoryEstimate
@@ -128,7 +136,6 @@ def _add_memory_arguments(p: argparse.ArgumentParser) -> None:
 def _capacities(args: argparse.Namespace) -> list[tuple[str, int]]:
     """(label, bytes) of --machine and --capacity; every machine of the table without them."""
     from pytest_modelprof.machines import MACHINES, machine_spec
-    from pytest_modelprof.units import format_bytes
 
     chosen = []
     if args.machine is not None:  # a bare balance is refused here: it has no memory
@@ -154,7 +161,6 @@ def _run_memory(args: argparse.Namespace) -> int:
 
 def _estimate_and_judge(args: argparse.Namespace, resume: Callable[[], None]) -> int:
     from pytest_modelprof.fit.estimate import estimate_memory
-    from pytest_modelprof.fit.options import StepOptions, parse_optimizer
     from pytest_modelprof.fit.verdict import fit_on
 
     name, impl = parse_optimizer(args.optimizer)
@@ -253,9 +259,6 @@ def _in_module(module: str) -> str:
 
 def render_memory(estimate: MemoryEstimate, fits: list[Fit], width: int = 100) -> str:
     """The estimate and the fit per device as a short report, in ``width`` columns."""
-    from pytest_modelprof.textfit import Column, layout_table
-    from pytest_modelprof.units import format_bytes, format_count
-
     e = estimate
     shapes = ", ".join("x".join(str(s) for s in shape) for shape in e.input_shapes)
     what = f"training step, {e.optimizer}:{e.optimizer_impl}" if e.train else "inference"

@@ -18,6 +18,8 @@ from pytest_modelprof.cli._common import (
     resolve_names,
     show,
 )
+from pytest_modelprof.errors import ModelprofError, SettingsError
+from pytest_modelprof.models import TOKEN_KINDS, resolve
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
@@ -88,8 +90,6 @@ def _of_shape(spec: Any) -> str:
 
 def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
     """``(input_shape, inputs)`` from --input-shape, --seq-len and --input-dtype."""
-    from pytest_modelprof.errors import ModelprofError
-
     shape = args.input_shape
     dtype = args.input_dtype
     if args.seconds is not None:  # the model's default audio shape, its length set
@@ -112,9 +112,6 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, Any]:
 
 def _audio_shape(args: argparse.Namespace) -> Any:
     """The model's default raw-audio shape with ``--seconds`` of samples."""
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.models import TOKEN_KINDS, resolve
-
     if args.input_shape is not None or args.seq_len is not None:
         raise ModelprofError("give one of --seq-len, --seconds or --input-shape")
     # Checked here so the answer names the options, not input_shape_for's arguments.
@@ -133,9 +130,6 @@ def _audio_shape(args: argparse.Namespace) -> Any:
 
 def _token_shape(args: argparse.Namespace, dtype: str | None) -> tuple[Any, str | None]:
     """``(shape, dtype)`` of ``--seq-len`` tokens for the model."""
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.models import TOKEN_KINDS, resolve
-
     if args.input_shape is not None:
         raise ModelprofError("give --seq-len or --input-shape, not both")
     if args.seq_len <= 0:
@@ -155,9 +149,6 @@ def _token_shape(args: argparse.Namespace, dtype: str | None) -> tuple[Any, str 
 
 def _with_batch(args: argparse.Namespace, shape: Any) -> Any:
     """The input shape with ``--batch`` as its first dimension."""
-    from pytest_modelprof.errors import ModelprofError
-    from pytest_modelprof.models import resolve
-
     if shape is None:
         spec = resolve(args.model)
         shape = spec.default_input_shape
@@ -170,7 +161,6 @@ def _with_batch(args: argparse.Namespace, shape: Any) -> Any:
 
 def _prediction_gpu(args: argparse.Namespace) -> str | None:
     """The GPU to predict on: ``--machine`` when it names one (not a bare balance)."""
-    from pytest_modelprof.errors import SettingsError
     from pytest_modelprof.machines import MACHINES
 
     name: str | None = args.machine

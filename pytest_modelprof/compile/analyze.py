@@ -38,6 +38,7 @@ from torch import nn
 
 from pytest_modelprof import _compat
 from pytest_modelprof._tensors import Inputs, as_inputs, call_model, flat_tensors, map_tensors
+from pytest_modelprof.capture.real import real_model_and_inputs
 from pytest_modelprof.compile_health import BreakReason, CompileHealth
 from pytest_modelprof.errors import ModelprofError, SettingsError, UsageError, clause
 from pytest_modelprof.runtime.context import ProfilingContext
@@ -268,8 +269,6 @@ def analyze_compile(
     the first inputs. ``inductor=True`` also compiles with Inductor, caches off, for ``kernels``
     and ``compile_time``.
     """
-    from pytest_modelprof.capture.real import real_model_and_inputs
-
     if not isinstance(model, (nn.Module, str)):
         raise UsageError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
     module, first = real_model_and_inputs(

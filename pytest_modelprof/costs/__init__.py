@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from pytest_modelprof.costs import (
+    attention,
+    linear_algebra,
+    movement,
+    norm,
+    pointwise,
+    recurrent,
+    spatial,
+    vision,
+)
 from pytest_modelprof.costs.registry import (
     ZERO,
     CostRegistry,
@@ -18,17 +28,6 @@ __all__ = ["CostRegistry", "FormulaEntry", "OpCost", "TensorMeta", "ZERO", "defa
 @lru_cache(maxsize=1)
 def default_registry() -> CostRegistry:
     """The built-in formulas (built once; copy it before adding your own)."""
-    from pytest_modelprof.costs import (
-        attention,
-        linear_algebra,
-        movement,
-        norm,
-        pointwise,
-        recurrent,
-        spatial,
-        vision,
-    )
-
     reg = CostRegistry()
     # Order matters only for the in-place/functional twins the pointwise tables skip if taken.
     for family in (

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_modelprof.costs.pointwise import SOFTMAX_FLOPS
+from pytest_modelprof.costs.norm import LAYER_NORM_FLOPS
+from pytest_modelprof.costs.pointwise import ACTIVATION_FLOPS, SOFTMAX_FLOPS
 from pytest_modelprof.costs.registry import Args, CostRegistry, OpCost, prod
 
 __all__: list[str] = []
@@ -85,9 +86,6 @@ def native_mha(a: Args, out: Any) -> OpCost:
 
 def transformer_encoder_layer(a: Args, out: Any) -> OpCost:
     """nn.TransformerEncoderLayer's fused fast path: attention, FFN, two norms, activation."""
-    from pytest_modelprof.costs.norm import LAYER_NORM_FLOPS
-    from pytest_modelprof.costs.pointwise import ACTIVATION_FLOPS
-
     src = a["src"]
     b, length, e = src.shape if src.ndim == 3 else (1, *src.shape)
     attn = native_mha(

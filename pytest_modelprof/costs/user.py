@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from pytest_modelprof.costs import default_registry
 from pytest_modelprof.costs.registry import CostRegistry, Formula
 from pytest_modelprof.errors import FormulaError
 
@@ -58,8 +59,6 @@ def register_formula(
     An op that already has a formula raises, unless it is the same function registered again
     (a module imported twice).
     """
-    from pytest_modelprof.costs import default_registry
-
     registry = default_registry()
 
     def decorate(formula: Formula) -> Formula:
@@ -83,8 +82,6 @@ def _same_function(a: Formula, b: Formula) -> bool:
 
 def active_registry() -> CostRegistry:
     """The registry a profile uses: the pytest session's, else the process-wide one."""
-    from pytest_modelprof.costs import default_registry
-
     session = _SESSION.get()
     return session() if session is not None else default_registry()
 
@@ -102,8 +99,6 @@ def using_registry(registry: Callable[[], CostRegistry]) -> Iterator[None]:
 
 def session_registry(register: Callable[[CostRegistry], object]) -> CostRegistry:
     """A copy of the process-wide registry with what ``register`` (the hook) adds to it."""
-    from pytest_modelprof.costs import default_registry
-
     builtin = default_registry()
     registry = builtin.copy()
     try:

@@ -27,6 +27,7 @@ from pytest_modelprof.analysis.partition import is_view_like, view_roots
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.schema import Frozen, dumps_deterministic
+from pytest_modelprof.textfit import Column, cut_middle, layout_table
 from pytest_modelprof.units import format_count
 
 __all__ = [
@@ -394,8 +395,6 @@ def to_json(graph: GraphExport) -> str:
 def to_text(graph: GraphExport, width: int = 100) -> str:
     """Node ids, names, params and FLOPs; every edge; then the stats, in ``width`` columns
     (names give way, cut in the middle)."""
-    from pytest_modelprof.textfit import Column, cut_middle, layout_table
-
     timed = _timed(graph)
     columns = [Column("id", ">"), Column("name"), Column("type"), Column("params", ">"),
                Column("flops", ">"), *([Column("forward_ms", ">")] if timed else []),

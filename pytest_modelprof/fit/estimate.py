@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from torch import nn
 
 from pytest_modelprof._compat import FakeTensorMode
-from pytest_modelprof._tensors import Inputs, as_inputs, map_tensors
+from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
 from pytest_modelprof.capture.classify import short
 from pytest_modelprof.capture.hf_masks import has_padding, unpadded_masks
 from pytest_modelprof.capture.standin import cloned_standins, empty_standins, standin_copy
@@ -28,6 +28,7 @@ from pytest_modelprof.errors import ModelBuildError, ModelInputError, ModelprofE
 from pytest_modelprof.fit.options import StepOptions
 from pytest_modelprof.fit.shard import scaled_components, sharded_peak
 from pytest_modelprof.fit.step import StepLog, tracked_step
+from pytest_modelprof.models import resolve
 
 __all__ = ["MemoryEstimate", "PeakMoment", "estimate_memory", "measure_step_memory"]
 
@@ -77,8 +78,6 @@ class MemoryEstimate(BaseModel):
 
 
 def _shapes(inputs: Inputs) -> list[list[int]]:
-    from pytest_modelprof._tensors import flat_tensors
-
     return [list(t.shape) for t in flat_tensors(inputs, [])]
 
 
@@ -239,7 +238,6 @@ def _source(model: nn.Module | str, arch: dict[str, Any]) -> tuple[str, nn.Modul
         return type(model).__name__, model, None
     if not isinstance(model, str):
         raise UsageError(f"model must be an nn.Module or a model name, not {type(model).__name__}")
-    from pytest_modelprof.models import resolve
 
     spec = resolve(model)
     try:

@@ -27,6 +27,7 @@ from pytest_modelprof.baseline.compile_rows import compile_checks, compile_metri
 from pytest_modelprof.baseline.memory_metrics import STEP_COMPONENTS
 from pytest_modelprof.baseline.metrics import COMPILE, TIMING, active_metrics, growth_fields
 from pytest_modelprof.baseline.tolerance import Ignore
+from pytest_modelprof.compile.gate import compile_wanted
 from pytest_modelprof.compile_health import CompileHealth
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.fit.gate import MEMORY_COLLECTOR, sweep_memory
@@ -196,13 +197,11 @@ def measure_compile(
     declares one, compiled as ``torch.compile`` does by default (automatic dynamic shapes)
     unless ``compile_dynamic=True``/``False`` forces ``torch.compile(dynamic=...)``.
     """
-    from pytest_modelprof.compile.gate import compile_wanted
-
     # A limit set to "off" asks for nothing: no Dynamo run, no Inductor compile.
     dynamo, inductor = compile_wanted(frozenset(m for m in limits.explicit if limits.limited(m)))
     if not dynamo:
         return None
-    from pytest_modelprof.compile import analyze_compile
+    from pytest_modelprof.compile import analyze_compile  # imports torch
 
     batches = list(sweep_axes.get("batch", [])) if sweep_axes else []
     return analyze_compile(

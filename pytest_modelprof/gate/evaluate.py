@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.collector import Collector, EvidenceData
 from pytest_modelprof.baseline.compare import Comparison, grown_layer_text
+from pytest_modelprof.baseline.document import BaselineDocument
+from pytest_modelprof.baseline.ops import op_change_text, op_sites
 from pytest_modelprof.baseline.store import (
     BaselinePaths,
     baseline_relpath,
@@ -30,9 +32,9 @@ from pytest_modelprof.gate.limits import Limits
 from pytest_modelprof.gate.request import ProfileRequest
 from pytest_modelprof.gate.settings import SessionSettings
 from pytest_modelprof.results.record import ProfileResult, Status
+from pytest_modelprof.schema import describe_inputs
 
 if TYPE_CHECKING:
-    from pytest_modelprof.baseline.document import BaselineDocument
     from pytest_modelprof.schema import ModelProfile
 
 __all__ = [
@@ -73,8 +75,6 @@ def _row_lines(check: Check) -> list[str]:
         lines += [f"    {grown_layer_text(d)}" for d in layers]
     ops = check.detail.get("op_changes") if check.detail else None
     if ops:
-        from pytest_modelprof.baseline.ops import op_change_text
-
         lines.append("  ops whose calls changed (baseline \u2192 current):")
         for d in ops:
             text = op_change_text(d)
@@ -107,7 +107,6 @@ def _test_changes(current: BaselineDocument, baseline: BaselineDocument | None) 
     (they are judged by the limits all the same: the environment lets nothing off for them)."""
     if baseline is None:
         return []
-    from pytest_modelprof.schema import describe_inputs
 
     out = []
     before, after = describe_inputs(baseline.inputs), describe_inputs(current.inputs)
@@ -121,8 +120,6 @@ def _test_changes(current: BaselineDocument, baseline: BaselineDocument | None) 
 
 def _load(path: Path, shown: str) -> tuple[BaselineDocument | None, str | None]:
     """The stored baseline (``None`` when absent) or why it cannot be read."""
-    from pytest_modelprof.baseline.document import BaselineDocument
-
     try:
         text = read_text(path)
         return (BaselineDocument.from_json(text, source=shown) if text is not None else None), None
@@ -214,8 +211,6 @@ def _document(
     settings: Mapping[str, str],
 ) -> BaselineDocument:
     """The profile as a baseline stores it, with what each collector keeps of its evidence."""
-    from pytest_modelprof.baseline.document import BaselineDocument
-
     kept: dict[str, EvidenceData] = {}
     facts: dict[str, str] = {}
     for key, found in evidence.items():
@@ -261,8 +256,6 @@ def evaluate(
     who = f"modelprof: {profile.model} in {label}"
     rel, path, shown = stored.rel, stored.path, stored.shown
     baseline, load_error = stored.document, stored.error
-
-    from pytest_modelprof.baseline.ops import op_sites
 
     measured = Evidence(current, found, op_sites=op_sites(profile.op_calls))
     comparison = judge(

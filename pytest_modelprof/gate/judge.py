@@ -20,10 +20,13 @@ from pytest_modelprof.baseline.change import DASH
 from pytest_modelprof.baseline.check import Check
 from pytest_modelprof.baseline.collector import Collector, CollectorLimits
 from pytest_modelprof.baseline.compare import Comparison, Policy, compare
+from pytest_modelprof.baseline.layers import with_layer_changes
 from pytest_modelprof.baseline.metrics import active_metrics, growth_fields
+from pytest_modelprof.baseline.ops import explain_ops
 from pytest_modelprof.baseline.tolerance import Exact, Ignore, Relative
 from pytest_modelprof.costs.user import REGISTER_HINT
 from pytest_modelprof.gate.limits import Limits
+from pytest_modelprof.units import format_bytes, format_count
 
 if TYPE_CHECKING:
     from pytest_modelprof.baseline.document import BaselineDocument
@@ -64,8 +67,6 @@ class Evidence:
 
 
 def _format_count(value: float, unit: str) -> str:
-    from pytest_modelprof.units import format_count
-
     return format_count(value, unit)
 
 
@@ -325,8 +326,6 @@ def _uncounted_changes(
 ) -> tuple[list[str], list[str], list[str]]:
     """Per op in both: ``(ops whose calls grew, ops that only moved more bytes, ops that shrank)``
     as figures, e.g. ``mylib.attn.default \u00d71 \u2192 \u00d750, 128 B \u2192 6.4 KB moved``."""
-    from pytest_modelprof.units import format_bytes
-
     calls_grew, bytes_grew, shrank = [], [], []
     for op in sorted(set(now) & set(before)):
         n, b = now[op], before[op]
@@ -501,8 +500,6 @@ def judge(
         ),
         *capture_check(evidence.document, baseline),
     ]
-    from pytest_modelprof.baseline.layers import with_layer_changes
-    from pytest_modelprof.baseline.ops import explain_ops
 
     explained = explain_ops(comparison.plus(extra), evidence.document, baseline, evidence.op_sites)
     return with_layer_changes(explained, evidence.document, baseline)

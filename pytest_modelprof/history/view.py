@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from pytest_modelprof._version import __version__
 from pytest_modelprof.baseline.change import format_change
 from pytest_modelprof.baseline.metrics import Metric, active_metrics
+from pytest_modelprof.history.charts import series_chart
 from pytest_modelprof.history.model import CommitRow, HistoryDocument, Point, Step, TestHistory
 from pytest_modelprof.report.model import Chart, Fact
 from pytest_modelprof.report.view import breakable
@@ -114,8 +116,6 @@ def _step_row(step: Step, commits: dict[str, CommitRow]) -> StepRow:
 
 def _section(i: int, test: TestHistory, doc: HistoryDocument,
              commits: dict[str, CommitRow]) -> TestSection:
-    from pytest_modelprof.history.charts import series_chart
-
     facts = [Fact("model", test.model), Fact("baseline", test.path),
              Fact("versions", str(test.versions))]
     if test.renamed_from:
@@ -152,8 +152,6 @@ def _section(i: int, test: TestHistory, doc: HistoryDocument,
 
 def build_history_view(doc: HistoryDocument, *, title: str = "Cost history") -> HistoryView:
     """Format the document once for every renderer."""
-    from pytest_modelprof._version import __version__
-
     commits = {c.hash: c for c in doc.commits}
     facts = (
         Fact("head", doc.coverage.head[:8]),

@@ -14,12 +14,12 @@ from pytest_modelprof.instructions.client import (
     DEFAULT_CALLS,
     DEFAULT_WARMUP,
     INSTALL_HINT,
+    InstructionServer,
     InstructionsUnavailable,
     find_valgrind,
 )
 
 if TYPE_CHECKING:
-    from pytest_modelprof.instructions.client import InstructionServer
     from pytest_modelprof.instructions.counts import InstructionCounts
 
 __all__ = [
@@ -34,10 +34,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "InstructionServer":
-        from pytest_modelprof.instructions.client import InstructionServer
-
-        return InstructionServer
     if name == "InstructionCounts":
         from pytest_modelprof.instructions.counts import InstructionCounts
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from pytest_modelprof.baseline.collector import EvidenceData, JsonCollector, Measure
 from pytest_modelprof.baseline.llm_metrics import LLM
+from pytest_modelprof.llm.growth import decode_growth
 from pytest_modelprof.units import Number
 
 __all__ = ["LLM_COLLECTOR"]
@@ -26,8 +27,6 @@ def measure(call: Measure) -> EvidenceData | None:
     options: dict[str, Any] = dict(request.llm or ())
     context = options.get("context")
     if isinstance(context, tuple):  # a context sweep: the growth exponent of decode FLOPs
-        from pytest_modelprof.llm.growth import decode_growth
-
         options.pop("context")
         return decode_growth(request.model, context, dtype=request.dtype, **options)
     costs = profile_llm(request.model, dtype=request.dtype, **options)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, final
 
+from pytest_modelprof.models._meta import meta_safe_build
 from pytest_modelprof.models._names import torchvision_scan
 from pytest_modelprof.models._spec import InputKind, ModelSpec, Shape
 
@@ -212,8 +213,6 @@ def _shape_kwargs(name: str, shape: Shape) -> dict[str, Any]:
 
 def _build(name: str, **kwargs: Any) -> nn.Module:
     import torchvision.models as tvm
-
-    from pytest_modelprof.models._meta import meta_safe_build
 
     builder: Callable[..., nn.Module] = tvm.get_model_builder(name)
     if name.startswith("regnet_"):

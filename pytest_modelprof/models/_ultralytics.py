@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_modelprof.errors import ModelBuildError, ModelNotFoundError
+from pytest_modelprof.models._meta import meta_safe_build
 from pytest_modelprof.models._spec import ModelSpec, Shape
 
 if TYPE_CHECKING:
@@ -203,8 +204,6 @@ def _model_class(tasks: Any, cfg: Mapping[str, Any], stem: str) -> Any:
 
 
 def _build_yaml(name: str, path: str, scale: str | None, **kwargs: Any) -> nn.Module:
-    from pytest_modelprof.models._meta import meta_safe_build
-
     tasks = _import_tasks()
     cfg = tasks.yaml_model_load(path)
     # yaml_model_load guesses the scale from the file name; the bundled file is unscaled

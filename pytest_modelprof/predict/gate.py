@@ -13,6 +13,8 @@ from typing import Any
 
 from pytest_modelprof.baseline.collector import EvidenceData, JsonCollector, Measure
 from pytest_modelprof.baseline.predicted_metrics import PREDICTED
+from pytest_modelprof.machines import PRECISIONS
+from pytest_modelprof.predict import predict_profile
 
 __all__ = ["PREDICTED_COLLECTOR"]
 
@@ -26,8 +28,6 @@ _STEP_PRECISIONS = {"fp16-mixed": "amp", "bf16-mixed": "amp-bf16"}
 
 def measure(call: Measure) -> EvidenceData | None:
     """Profile the test's model on meta and predict its forward on :data:`GATE_GPU`."""
-    from pytest_modelprof.machines import PRECISIONS
-    from pytest_modelprof.predict import predict_profile
     from pytest_modelprof.profile import profile_with_capture
 
     request = call.request

@@ -19,6 +19,7 @@ import linecache
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_modelprof.analysis.partition import partition
 from pytest_modelprof.capture.record import Capture, OpRecord
 from pytest_modelprof.costs.registry import TensorMeta
 
@@ -446,8 +447,6 @@ def _attention_kernel(ops: Sequence[OpRecord], group: list[int], sizes: _Sizes) 
 
 def fused_kernels(capture: Capture, precision: str) -> list[Kernel]:
     """One kernel per subgraph of the partition (what a fusing compiler launches)."""
-    from pytest_modelprof.analysis.partition import partition
-
     ops = capture.ops
     eager = eager_kernels(ops, site_texts(capture.sites), precision)
     ratio = sum(k.bytes for k in eager) / max(1, sum(op.memory for op in ops if not op.is_view))

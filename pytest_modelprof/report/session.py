@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_modelprof._files import write_text_atomic
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ def write_outputs(
     markdown: Path | None = None,
 ) -> list[Path]:
     """Render ``results`` into the given files; returns the paths written."""
-    from pytest_modelprof._files import write_text_atomic
     from pytest_modelprof.report.view import build_view
 
     written = []

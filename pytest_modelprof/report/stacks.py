@@ -15,6 +15,7 @@ from typing import Final
 
 from pytest_modelprof.baseline.change import DASH
 from pytest_modelprof.baseline.check import Check
+from pytest_modelprof.baseline.metrics import active_metrics
 from pytest_modelprof.report._format import num
 from pytest_modelprof.report.model import Chart, LegendItem, SvgRect, SvgText
 from pytest_modelprof.results.record import ProfileResult
@@ -45,8 +46,6 @@ def _part_name(row: Check, total: Check | None) -> str:
 
 
 def _format(metric: str, value: float) -> str:
-    from pytest_modelprof.baseline.metrics import active_metrics
-
     found = active_metrics().by_name(metric)
     return found.format(value) if found is not None else f"{value:g}"
 

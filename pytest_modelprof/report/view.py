@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pytest_modelprof.baseline.check import Check
+from pytest_modelprof.baseline.ops import op_change_text
 from pytest_modelprof.report._format import time
 from pytest_modelprof.report.charts import (
     layer_chart,
@@ -272,8 +273,6 @@ def _details(result: ProfileResult) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The lists a row's detail carries, whatever the kind of check: graph breaks with their
     source lines (compile health; several rows carry the same breaks, shown once), newly
     uncounted ops, the ops whose calls changed with the lines that called them."""
-    from pytest_modelprof.baseline.ops import op_change_text
-
     out = []
     breaks_shown = False
     for c in result.checks:

@@ -22,9 +22,19 @@ from typing import Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from pytest_modelprof._json import JSONProblem, load_json
 from pytest_modelprof._version import __version__
-from pytest_modelprof.baseline.document import BaselineDocument
-from pytest_modelprof.errors import ReportError
+from pytest_modelprof.baseline.document import BaselineDocument, baseline_layers, migrate
+from pytest_modelprof.baseline.layers import layer_detail, layer_row_metric
+from pytest_modelprof.baseline.metrics import Metric, active_metrics
+from pytest_modelprof.baseline.renames import (
+    GROWTH_ROW_RENAMES,
+    METRIC_RENAMES,
+    TRAFFIC_FIELD,
+    renamed,
+)
+from pytest_modelprof.baseline.renames import renamed_keys as keys
+from pytest_modelprof.errors import BaselineError, ReportError
 from pytest_modelprof.results.record import (
     STATUS_ORDER,
     ProfileResult,
@@ -104,8 +114,6 @@ Document = ModelProfile | RunResults | BaselineDocument
 
 
 def _load_json(text: str, source: str) -> Any:
-    from pytest_modelprof._json import JSONProblem, load_json
-
     try:
         # Any float the gate wrote is fine here (a report shows it); the nesting and the
         # integers are checked before anything recurses over the data.
@@ -152,10 +160,6 @@ def _results_v2_to_v3(data: dict[str, Any]) -> dict[str, Any]:
 def _with_layer_changes(test: Any) -> Any:
     """One test of a v3 file with the judge's layer changes on its FLOPs row, from the profile
     and the baseline the file holds (a test with either missing has none to show)."""
-    from pytest_modelprof.baseline.document import baseline_layers, migrate
-    from pytest_modelprof.baseline.layers import layer_detail, layer_row_metric
-    from pytest_modelprof.errors import BaselineError
-
     name = layer_row_metric()
     if not isinstance(test, dict) or not test.get("profile") or not test.get("baseline"):
         return test
@@ -183,11 +187,6 @@ def _results_v3_to_v4(data: dict[str, Any]) -> dict[str, Any]:
 
 def _renamed_test(test: Any) -> Any:
     """One test of a v4 file under the quantity names of v5 (``baseline.renames``)."""
-    from pytest_modelprof.baseline.document import migrate
-    from pytest_modelprof.baseline.renames import METRIC_RENAMES, TRAFFIC_FIELD, renamed
-    from pytest_modelprof.baseline.renames import renamed_keys as keys
-    from pytest_modelprof.errors import BaselineError
-
     if not isinstance(test, dict):
         return test
     out = dict(test)
@@ -216,14 +215,6 @@ def _renamed_test(test: Any) -> Any:
 def _renamed_row(row: Any) -> Any:
     """One check row of a v4 file under the metric names of v5: its metric and label, the
     growth rows' names and the layer changes' bytes moved."""
-    from pytest_modelprof.baseline.metrics import active_metrics
-    from pytest_modelprof.baseline.renames import (
-        GROWTH_ROW_RENAMES,
-        METRIC_RENAMES,
-        TRAFFIC_FIELD,
-        renamed,
-    )
-
     name = row.get("metric") if isinstance(row, dict) else None
     if not isinstance(name, str):
         return row
@@ -265,9 +256,6 @@ def _migrate(data: dict[str, Any]) -> dict[str, Any]:
 
 def _results_v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
     """v1 rows held a metric name, numbers and a limit; v2 rows carry their texts and reason."""
-    from pytest_modelprof.baseline.metrics import Metric, active_metrics
-    from pytest_modelprof.baseline.renames import METRIC_RENAMES
-
     tests = []
     for test in data.get("tests", []):
         rows = []

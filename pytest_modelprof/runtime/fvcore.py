@@ -18,7 +18,12 @@ from typing import Any
 import torch
 from torch import nn
 
+from pytest_modelprof.capture.kernels import canonical_kernels
+from pytest_modelprof.capture.real import real_model_and_inputs
 from pytest_modelprof.errors import ModelprofError
+from pytest_modelprof.models import resolve
+from pytest_modelprof.profile import profile_model
+from pytest_modelprof.runtime.context import restore_training_flags, training_flags
 
 __all__ = ["FvcoreComparison", "compare_with_fvcore", "load_fvcore"]
 
@@ -97,11 +102,6 @@ def compare_with_fvcore(
     registry's default for a name.
     Raises :class:`ModelprofError` when fvcore is missing or cannot trace the model.
     """
-    from pytest_modelprof.capture.kernels import canonical_kernels
-    from pytest_modelprof.capture.real import real_model_and_inputs
-    from pytest_modelprof.profile import profile_model
-    from pytest_modelprof.runtime.context import restore_training_flags, training_flags
-
     flop_count_analysis = load_fvcore()
     # A name is built on the CPU with random weights, a module is copied with its weights (fvcore
     # runs the copy, never the user's module); inputs are resolved as profile_model does.
@@ -114,8 +114,6 @@ def compare_with_fvcore(
     )
     shape: tuple[int, ...] | None = tuple(input_shape) if input_shape is not None else None
     if isinstance(model, str):
-        from pytest_modelprof.models import resolve
-
         spec = resolve(model)
         label = name or spec.name
         shape = shape or (tuple(spec.default_input_shape) if spec.default_input_shape else None)

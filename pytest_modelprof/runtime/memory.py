@@ -40,6 +40,7 @@ from pytest_modelprof._tensors import (
 )
 from pytest_modelprof.errors import SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
+from pytest_modelprof.units import format_bytes
 
 __all__ = [
     "MemoryStats",
@@ -74,8 +75,6 @@ class MemoryStats(BaseModel):
 
     def describe(self) -> str:
         """One line: the peak and its non-zero parts."""
-        from pytest_modelprof.units import format_bytes
-
         parts = ", ".join(
             f"{k} {format_bytes(self.breakdown[k])}"
             for k in BREAKDOWN_KEYS

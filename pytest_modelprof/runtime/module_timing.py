@@ -33,6 +33,7 @@ from pytest_modelprof.errors import ModelInputError, SettingsError
 from pytest_modelprof.runtime.context import ProfilingContext
 from pytest_modelprof.runtime.timing import CudaEventTimer, timer_for
 from pytest_modelprof.schema import Frozen
+from pytest_modelprof.textfit import Column, cut_middle, layout_table
 
 __all__ = [
     "ModuleTimings",
@@ -309,8 +310,6 @@ def _summarise(
 def format_module_times(timings: ModuleTimings, *, top: int = 10, width: int = 100) -> str:
     """The ``top`` modules by self time, one line each, with their share of the forward, in
     ``width`` columns (module names cut in the middle, then types)."""
-    from pytest_modelprof.textfit import Column, cut_middle, layout_table
-
     whole = timings.forward_ms or 1.0
     columns = [Column("module"), Column("type"), Column("calls", ">"), Column("self", ">"),
                Column("total", ">"), Column("share", ">")]

@@ -36,6 +36,9 @@ import time
 import traceback
 from typing import Any
 
+from pytest_modelprof._tensors import call_model
+from pytest_modelprof.capture.real import real_model_and_inputs
+
 SIDES = ("base", "head")
 
 
@@ -62,9 +65,6 @@ class _Side:
 def _build(request: dict[str, Any], kwargs: dict[str, Any]) -> tuple[Any, Any]:
     """The model of a load request, built afresh, and a call of it on its inputs."""
     import torch
-
-    from pytest_modelprof._tensors import call_model
-    from pytest_modelprof.capture.real import real_model_and_inputs
 
     # The same weights and inputs on both sides: values can change the speed.
     torch.manual_seed(0)

@@ -9,7 +9,9 @@ import torch
 from torch import nn
 
 from pytest_modelprof._tensors import Inputs, as_inputs, flat_tensors, map_tensors
+from pytest_modelprof.capture.run import real_copy
 from pytest_modelprof.errors import ModelInputError, SettingsError
+from pytest_modelprof.models import resolve
 
 __all__ = ["SHAPE_AXES", "ModelArg", "SweepSubject", "input_shapes", "for_profile", "label_of"]
 
@@ -46,8 +48,6 @@ class SweepSubject:
         dtype: torch.dtype | None,
         fixed: dict[str, Any],
     ) -> None:
-        from pytest_modelprof.capture.run import real_copy
-
         self.model = model
         self.inputs = inputs
         self.input_shape = input_shape
@@ -58,8 +58,6 @@ class SweepSubject:
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.spec = None
         if isinstance(model, str):
-            from pytest_modelprof.models import resolve
-
             self.spec = resolve(model)
         # Timing runs the module: a user's module is timed as a copy, so the forward cannot
         # change it.
