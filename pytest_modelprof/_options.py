@@ -131,8 +131,8 @@ OPTIONS: Final[tuple[Option, ...]] = (
     ),
     Option(
         "timing_base",
-        "also time latency-limited models at git REF and judge against "
-        "that (experimental; 'auto': a pull request's merge base on GitHub Actions)",
+        "time latency-limited models at git REF too and judge the head against it, paired "
+        "(default 'auto': a pull request's merge base on GitHub Actions, off elsewhere; 'off')",
         argparse={"metavar": "REF"},
     ),
     Option(

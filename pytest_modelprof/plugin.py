@@ -102,8 +102,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _configure_timing_base(config: pytest.Config, off: bool) -> None:
-    ref = config.option.modelprof_timing_base
-    if not off and ref not in (None, "off"):  # unset: off, and no torch imported for it
+    ref = config.option.modelprof_timing_base or "auto"
+    if ref == "auto" and os.environ.get("GITHUB_ACTIONS") != "true":
+        return  # the default outside GitHub Actions: off, and nothing imported for it
+    if not off and ref != "off":
         from pytest_modelprof.history.paired import session_base
 
         close = session_base(ref, Path(config.rootpath), os.environ)

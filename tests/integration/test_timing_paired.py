@@ -115,9 +115,13 @@ def test_a_slower_head_fails_paired_under_load_and_an_unchanged_one_passes(
         # (an uncommitted file of theirs included); the base's worktree is gone again.
         assert _state(repo) == before
         _commit(repo, 0.0, "back to the base's speed")
-        unchanged = pytester.runpytest_subprocess(
-            "--modelprof-timing-base", "HEAD~2", f"--modelprof-json={reports / 'same.json'}"
-        )
+        # No flag: on a pull request in GitHub Actions the default pairs with the merge base.
+        event = reports / "event.json"
+        base_sha = _git(repo, "rev-parse", "HEAD~2").strip()
+        event.write_text(json.dumps({"pull_request": {"base": {"sha": base_sha}}}))
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
+        monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+        unchanged = pytester.runpytest_subprocess(f"--modelprof-json={reports / 'same.json'}")
     finally:
         busy.kill()
         busy.wait()
@@ -129,7 +133,10 @@ def test_a_slower_head_fails_paired_under_load_and_an_unchanged_one_passes(
     unchanged.assert_outcomes(passed=RUNS)  # 5 runs out of 5
     same = _latency_rows(reports / "same.json")
     assert [r["verdict"] for r in same] == ["ok"] * RUNS
-    assert all(str(r["detail"]["judged"]).startswith("paired with base") for r in same)  # type: ignore[index]
+    assert all(
+        str(r["detail"]["judged"]).startswith(f"paired with base {base_sha[:8]}")  # type: ignore[index]
+        for r in same
+    )
     assert "modelprof-base-" not in _git(repo, "worktree", "list")
 
 
