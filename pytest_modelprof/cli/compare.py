@@ -25,7 +25,7 @@ from pytest_modelprof.cli._common import (
     write_reports,
 )
 from pytest_modelprof.gate.judge import latency_tolerance
-from pytest_modelprof.gate.settings import Limits, parse_limit_items
+from pytest_modelprof.gate.limits import Limits, parse_limit_items
 from pytest_modelprof.textfit import terminal_width
 
 __all__ = ["COMMAND"]
