@@ -39,6 +39,7 @@ from pytest_modelprof._plugin_parts import (
 from pytest_modelprof.baseline.metrics import use_metrics
 from pytest_modelprof.baseline.stale import RunCoverage, prune, stored_inputs, survey
 from pytest_modelprof.baseline.store import BaselinePaths
+from pytest_modelprof.ci import AUTO, on_github_actions
 from pytest_modelprof.errors import ModelprofError, SettingsError
 from pytest_modelprof.gate.cache import ProfileCache, call_profile_model
 from pytest_modelprof.gate.fixture import Modelprof, TestProfiles
@@ -102,8 +103,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _configure_timing_base(config: pytest.Config, off: bool) -> None:
-    ref = config.option.modelprof_timing_base or "auto"
-    if ref == "auto" and os.environ.get("GITHUB_ACTIONS") != "true":
+    ref = config.option.modelprof_timing_base or AUTO
+    if ref == AUTO and not on_github_actions(os.environ):
         return  # the default outside GitHub Actions: off, and nothing imported for it
     if not off and ref != "off":
         from pytest_modelprof.history.paired import session_base

@@ -24,6 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_modelprof.ci import AUTO, on_github_actions
 from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import Repo, find_repo, run_git
 from pytest_modelprof.history.worktree import Worktree, _end_group, detached_worktree
@@ -44,8 +45,6 @@ __all__ = [
     "time_against",
 ]
 
-#: ``--modelprof-timing-base auto``: the merge base of a pull request in GitHub Actions, else off.
-AUTO = "auto"
 #: A block of calls lasts about this long (or as long as building the model, where that takes
 #: longer, so rebuilding costs at most half the time): long next to the timer, short next to
 #: the drift of a busy machine (both sides get the same number of calls).
@@ -300,7 +299,7 @@ def ci_base_ref(env: Mapping[str, str], root: Path) -> str | None:
     ``GITHUB_BASE_REF`` (``origin/<branch>``). A clone too shallow to hold the merge base gives
     the target itself, so :class:`PairedBase` says what is missing when it cannot build it.
     """
-    if env.get("GITHUB_ACTIONS") != "true":
+    if not on_github_actions(env):
         return None
     target: str | None = None
     event = env.get("GITHUB_EVENT_PATH")

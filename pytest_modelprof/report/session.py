@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_modelprof._files import write_text_atomic
+from pytest_modelprof.ci import on_github_actions
 from pytest_modelprof.errors import ReportError
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ class SessionReports:
         opts = self.options
         github = opts.github and bool(self.records)
         summary_path = self.env.get("GITHUB_STEP_SUMMARY") if github else None
-        annotate = github and self.env.get("GITHUB_ACTIONS") == "true"
+        annotate = github and on_github_actions(self.env)
         if not (opts.any_file or summary_path or annotate):
             return [], []
         results = self.results(exit_status)

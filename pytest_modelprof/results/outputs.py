@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_modelprof.ci import on_github_actions
+
 __all__ = ["ReportSettings"]
 
 
@@ -31,7 +33,5 @@ class ReportSettings:
 
     def active(self, env: Mapping[str, str]) -> bool:
         """Whether the run has anything to collect for the reports."""
-        on_github = self.github and (
-            bool(env.get("GITHUB_STEP_SUMMARY")) or env.get("GITHUB_ACTIONS") == "true"
-        )
+        on_github = self.github and (bool(env.get("GITHUB_STEP_SUMMARY")) or on_github_actions(env))
         return self.any_file or on_github

@@ -12,9 +12,9 @@ import pytest
 from history_repo import GitRepo, git
 from torch import nn
 
+from pytest_modelprof.ci import AUTO
 from pytest_modelprof.history.git import Repo
 from pytest_modelprof.history.paired import (
-    AUTO,
     PairedBase,
     TimingProcess,
     ci_base_ref,
