@@ -95,7 +95,9 @@ def test_paired_rounds_alternate_sides_until_a_verdict_or_the_cap(tmp_path: Path
     assert timing.rounds in (2, 4, 6)  # looks after 2 rounds, then every 2, at most 6
     assert len(timing.base_ms) == len(timing.head_ms) == comparison.rounds_current
     assert comparison.tolerance == 0.05
-    assert 1 <= timing.calls <= 1000
+    # The block is sized from the call time: a call of this tiny model is far below the ~5 ms
+    # block, so a block holds many calls (and never more than the cap).
+    assert 1 < timing.calls <= 1000
 
 
 def test_rounds_before_a_model_is_loaded_are_refused_and_the_process_goes_on(
