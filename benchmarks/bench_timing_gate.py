@@ -68,6 +68,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from pytest_modelprof.history.paired import BLOCK_MS, PAIRED_FIRST, PAIRED_STEP
 from pytest_modelprof.runtime.calibration import DEFAULT_BASELINE_ROUNDS_FACTOR
 from pytest_modelprof.runtime.noise import (
     DEFAULT_ALPHA,
@@ -338,6 +339,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "share), default 10")
     parser.add_argument("--seed", type=int, default=0,
                         help="--paired: seed of the order the tests are shuffled into")
+    parser.add_argument("--block-ms", type=float, default=BLOCK_MS,
+                        help=f"--paired: a block's length in ms (default {BLOCK_MS:g}, the "
+                             "plugin's)")
+    parser.add_argument("--first", type=int, default=PAIRED_FIRST,
+                        help=f"--paired: rounds before the first look (default {PAIRED_FIRST})")
+    parser.add_argument("--step", type=int, default=PAIRED_STEP,
+                        help=f"--paired: rounds between later looks (default {PAIRED_STEP})")
     args = parser.parse_args(argv)
     if args.paired:
         from bench_timing_paired import run_paired

@@ -53,9 +53,10 @@ def _add_compare_arguments(p: argparse.ArgumentParser) -> None:
                         "slower beyond it")
     add_option(p, "--input-shape",
                help="with --model: the input shape, e.g. 1,3,224,224 (default: the model's)")
-    add_option(p, "--rounds", default=20,
-               help="with --model: paired rounds before the first verdict (default: 20; "
-                    "more only while undecided, up to 8 x N)")
+    add_option(p, "--rounds", default=100,
+               help="with --model: the gate's timing_rounds (default: 100): a first verdict "
+                    "after min(10, N) paired rounds, more only while undecided, up to 8 x N "
+                    "timed calls of the model")
     add_report_outputs(p)
     add_option(p, "--json", help="print the comparison as a results document to stdout instead "
                "of the text")

@@ -29,7 +29,11 @@ from pytest_modelprof.errors import ModelprofError
 from pytest_modelprof.history.git import Repo, find_repo, run_git
 from pytest_modelprof.history.worktree import Worktree, _end_group, detached_worktree
 from pytest_modelprof.runtime import paired_worker
-from pytest_modelprof.runtime.noise import DEFAULT_TOLERANCE, LatencyComparison
+from pytest_modelprof.runtime.noise import (
+    DEFAULT_MAX_ROUNDS_FACTOR,
+    DEFAULT_TOLERANCE,
+    LatencyComparison,
+)
 from pytest_modelprof.runtime.paired import (
     SIDES,
     PairedTiming,
@@ -54,11 +58,14 @@ WARMUP_CALLS = 5
 #: Untimed calls after each rebuild.
 RELOAD_WARMUP = 1
 #: Paired rounds before the first verdict (at most the test's ``timing_rounds``), and between
-#: later looks while undecided, up to the stored-baseline mode's cap.
-PAIRED_FIRST = 20
+#: later looks while undecided, up to the stored-baseline mode's cap. A round is a block on each
+#: side, many calls: 10 decide a clear case on a quiet machine and on a loaded one (BENCHMARKS.md,
+#: "Paired timing").
+PAIRED_FIRST = 10
 PAIRED_STEP = 10
-#: The rounds :func:`time_against` asks for (its cap is 8 x this).
-PAIRED_ROUNDS = 20
+#: The ``timing_rounds`` of :func:`time_against`: the gate's default, so ``modelprof bench
+#: --against`` and ``modelprof compare --model`` judge as the gate does.
+PAIRED_ROUNDS = 100
 
 
 class TimingProcess:
@@ -144,11 +151,16 @@ def time_paired(
 ) -> tuple[PairedTiming, LatencyComparison]:
     """Warm both sides up (the model loaded), size a block to about ``block_ms`` (at least
     ``build_ms``), then ABBA rounds, one look's worth per request, until the paired verdict is
-    decided or the round cap (8 x ``rounds``) is reached: the first look after ``first``
-    rounds (at most ``rounds``), then one every ``step``."""
+    decided or the cap is reached: the first look after ``first`` rounds (at most ``rounds``),
+    then one every ``step``. The cap counts timed calls of the model, as the stored-baseline
+    mode's does (a round there times one call): ``max_rounds`` (default 8 x ``rounds``) calls
+    in all, so a round of two blocks of ``k`` calls uses ``2k`` of it; never fewer rounds than
+    the first look's."""
     # The fastest of a few calls sizes the block: one call may have waited for the CPU.
     one = worker.rounds(["head", "base"], WARMUP_CALLS, fresh=False, warmup=WARMUP_CALLS)[0]
     calls = max(1, min(1000, math.ceil(max(block_ms, build_ms) / max(one, 1e-3))))
+    first = min(first, rounds)
+    max_calls = max_rounds if max_rounds is not None else DEFAULT_MAX_ROUNDS_FACTOR * rounds
     done = [0]
 
     def measure_rounds(n: int) -> PairedTiming:
@@ -163,9 +175,9 @@ def time_paired(
     return compare_paired_sequential(
         measure_rounds,
         rounds=rounds,
-        max_rounds=max_rounds,
+        max_rounds=max(first, max_calls // (2 * calls)),
         tolerance=tolerance,
-        first=min(first, rounds),
+        first=first,
         step=step,
     )
 

@@ -92,7 +92,9 @@ def test_paired_rounds_alternate_sides_until_a_verdict_or_the_cap(tmp_path: Path
     finally:
         worker.close()
     assert timing.base == "abc"
-    assert timing.rounds in (2, 4, 6)  # looks after 2 rounds, then every 2, at most 6
+    # Looks after 2 rounds, then every 2, at most 6 timed calls a side: less than the first
+    # look's blocks, so the first look is the last.
+    assert timing.rounds == 2
     assert len(timing.base_ms) == len(timing.head_ms) == comparison.rounds_current
     assert comparison.tolerance == 0.05
     # The block is sized from the call time: a call of this tiny model is far below the ~5 ms
@@ -124,3 +126,27 @@ def test_a_timing_process_that_dies_is_said_with_the_last_words_it_wrote(tmp_pat
             worker.rounds(["base", "head"], 1, fresh=False)
     finally:
         worker.close()
+
+
+def test_the_round_cap_counts_timed_calls_of_the_model_as_the_stored_mode_does(
+    tmp_path: Path,
+) -> None:
+    # The same model on both sides and no tolerance: the interval holds 0 at every look, so the
+    # rounds go on until the cap. A stored round times one call of the model; a paired round
+    # times a block of many calls on each side, and uses up as much of the cap.
+    trees = _trees(tmp_path)
+    worker = TimingProcess(tmp_path, [p for p in sys.path if p], tmp_path / "timing.log")
+    try:
+        worker.load(
+            "pairtimed_tree:build",
+            {"base": trees["head"], "head": trees["head"]},
+            input_shape=[2, 4],
+        )
+        timing, _ = time_paired(
+            worker, base_label="same", rounds=4, max_rounds=64, tolerance=0.0, first=2, step=2
+        )
+    finally:
+        worker.close()
+    assert timing.calls > 32  # a call of this model is far below a block: many calls a block
+    # At most max_rounds timed calls in all, and never fewer rounds than the first look's.
+    assert timing.rounds == 2
