@@ -114,16 +114,16 @@ class SlowedDown(nn.Module):
         return out
 
 
-def paired_model(slowdown: float = 0.0, model: str = "cnn") -> nn.Module:
+def paired_model(slowdown: float = 0.0, arch: str = "cnn") -> nn.Module:
     """The benchmark model for one side of a paired session (built by name in its process):
-    the small CNN, or the torchvision model ``model`` (random weights)."""
-    if model == "cnn":
+    the small CNN, or the torchvision model ``arch`` (random weights)."""
+    if arch == "cnn":
         inner = _bench_model()
     else:
         import torchvision
 
         torch.manual_seed(0)
-        inner = torchvision.models.get_model(model, weights=None)
+        inner = torchvision.models.get_model(arch, weights=None)
     # Both sides wrapped, so the wrapper's own cost is on both and only ``slowdown`` differs.
     return SlowedDown(inner, slowdown).eval()
 

@@ -48,8 +48,8 @@ def _session(
     build_ms = proc.load(
         "bench_timing_gate:paired_model",
         {
-            "base": {"kwargs": {"slowdown": 0.0, "model": args.model}},
-            "head": {"kwargs": {"slowdown": slowdown, "model": args.model}},
+            "base": {"kwargs": {"slowdown": 0.0, "arch": args.model}},
+            "head": {"kwargs": {"slowdown": slowdown, "arch": args.model}},
         },
         input_shape=[1, 3, args.input_size, args.input_size],
         device="cpu",
@@ -139,7 +139,7 @@ def run_paired(args: argparse.Namespace) -> int:
                     t0 = time.perf_counter()
                     proc.load(
                         "bench_timing_gate:paired_model",
-                        {side: {"kwargs": {"model": args.model}} for side in ("base", "head")},
+                        {side: {"kwargs": {"arch": args.model}} for side in ("base", "head")},
                         input_shape=[1, 3, args.input_size, args.input_size],
                         device="cpu",
                     )
