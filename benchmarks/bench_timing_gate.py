@@ -114,10 +114,18 @@ class SlowedDown(nn.Module):
         return out
 
 
-def paired_model(slowdown: float = 0.0) -> nn.Module:
-    """The benchmark model for one side of a paired session (built by name in its process)."""
+def paired_model(slowdown: float = 0.0, arch: str = "cnn") -> nn.Module:
+    """The benchmark model for one side of a paired session (built by name in its process):
+    the small CNN, or the torchvision model ``arch`` (random weights)."""
+    if arch == "cnn":
+        inner = _bench_model()
+    else:
+        import torchvision
+
+        torch.manual_seed(0)
+        inner = torchvision.models.get_model(arch, weights=None)
     # Both sides wrapped, so the wrapper's own cost is on both and only ``slowdown`` differs.
-    return SlowedDown(_bench_model(), slowdown).eval()
+    return SlowedDown(inner, slowdown).eval()
 
 
 def _spin(deadline: float) -> None:
@@ -339,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "share), default 10")
     parser.add_argument("--seed", type=int, default=0,
                         help="--paired: seed of the order the tests are shuffled into")
+    parser.add_argument("--model", default="cnn",
+                        help="--paired: the model, 'cnn' (default: a small CNN that builds in "
+                             "about a millisecond) or a torchvision name, e.g. resnet18 (with "
+                             "--input-size 224)")
     parser.add_argument("--block-ms", type=float, default=BLOCK_MS,
                         help=f"--paired: a block's length in ms (default {BLOCK_MS:g}, the "
                              "plugin's)")

@@ -47,7 +47,10 @@ def _session(
     t0 = time.perf_counter()
     build_ms = proc.load(
         "bench_timing_gate:paired_model",
-        {"base": {"kwargs": {"slowdown": 0.0}}, "head": {"kwargs": {"slowdown": slowdown}}},
+        {
+            "base": {"kwargs": {"slowdown": 0.0, "arch": args.model}},
+            "head": {"kwargs": {"slowdown": slowdown, "arch": args.model}},
+        },
         input_shape=[1, 3, args.input_size, args.input_size],
         device="cpu",
     )
@@ -78,7 +81,7 @@ def _stored_test(args: argparse.Namespace) -> Callable[[float], float]:
     )
 
     torch.set_num_threads(1)
-    heads = {s: paired_model(s) for s in SLOWDOWNS}
+    heads = {s: paired_model(s, args.model) for s in SLOWDOWNS}
     x = torch.randn(1, 3, args.input_size, args.input_size)
     baseline = measure_forward_normalised(heads[0.0], x, rounds=4 * args.rounds)
 
@@ -108,7 +111,8 @@ def run_paired(args: argparse.Namespace) -> int:
     started = time.time()
     print(f"# {' '.join([sys.executable, *sys.argv])}")
     print(
-        f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; "
+        f"# {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start; model "
+        f"{args.model} at {args.input_size}x{args.input_size}; "
         f"{unchanged} unchanged and {slowed} + {slowed} slowed paired tests in {len(plan)} "
         f"timing processes of up to {args.tests_per_process} tests, one busy process beside "
         f"them; --rounds {args.rounds} (first look after {min(args.first, args.rounds)} "
@@ -135,7 +139,7 @@ def run_paired(args: argparse.Namespace) -> int:
                     t0 = time.perf_counter()
                     proc.load(
                         "bench_timing_gate:paired_model",
-                        {"base": {}, "head": {}},
+                        {side: {"kwargs": {"arch": args.model}} for side in ("base", "head")},
                         input_shape=[1, 3, args.input_size, args.input_size],
                         device="cpu",
                     )
