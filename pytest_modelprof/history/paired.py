@@ -41,6 +41,7 @@ from pytest_modelprof.runtime.paired import (
     Side,
     abba_sides,
     compare_paired_sequential,
+    paired_round_cap,
     use_paired_base,
 )
 
@@ -152,10 +153,9 @@ def time_paired(
     """Warm both sides up (the model loaded), size a block to about ``block_ms`` (at least
     ``build_ms``), then ABBA rounds, one look's worth per request, until the paired verdict is
     decided or the cap is reached: the first look after ``first`` rounds (at most ``rounds``),
-    then one every ``step``. The cap counts timed calls of the model, as the stored-baseline
-    mode's does (a round there times one call): ``max_rounds`` (default 8 x ``rounds``) calls
-    in all, so a round of two blocks of ``k`` calls uses ``2k`` of it; never fewer rounds than
-    the first look's."""
+    then one every ``step``. The cap is ``max_rounds`` (default 8 x ``rounds``) timed calls of
+    the model in all, as :func:`~pytest_modelprof.runtime.paired.paired_round_cap` counts
+    them."""
     # The fastest of a few calls sizes the block: one call may have waited for the CPU.
     one = worker.rounds(["head", "base"], WARMUP_CALLS, fresh=False, warmup=WARMUP_CALLS)[0]
     calls = max(1, min(1000, math.ceil(max(block_ms, build_ms) / max(one, 1e-3))))
@@ -175,7 +175,7 @@ def time_paired(
     return compare_paired_sequential(
         measure_rounds,
         rounds=rounds,
-        max_rounds=max(first, max_calls // (2 * calls)),
+        max_rounds=paired_round_cap(max_calls, calls, first),
         tolerance=tolerance,
         first=first,
         step=step,

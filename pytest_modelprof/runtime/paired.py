@@ -46,6 +46,7 @@ __all__ = [
     "PairedTiming",
     "abba_sides",
     "compare_paired_sequential",
+    "paired_round_cap",
     "split_timing",
     "PairedUnavailable",
     "use_paired_base",
@@ -235,6 +236,13 @@ def compare_paired(
         current_ms=quantile(sorted(timing.head_ms), 0.5),
         paired_base=timing.base,
     )
+
+
+def paired_round_cap(max_calls: int, calls: int, first: int) -> int:
+    """The most paired rounds of ``calls``-call blocks within ``max_calls`` timed calls of the
+    model in all, the unit of the stored-baseline mode's cap (a round there times one call, a
+    paired round a block on each side); never fewer than ``first``, the first look's."""
+    return max(first, max_calls // (2 * max(calls, 1)))
 
 
 def compare_paired_sequential(

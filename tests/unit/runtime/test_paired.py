@@ -13,6 +13,7 @@ from pytest_modelprof.runtime.paired import (
     compare_paired,
     compare_paired_sequential,
     hodges_lehmann,
+    paired_round_cap,
     signed_rank_p,
 )
 from pytest_modelprof.runtime.verdicts import latency_gate
@@ -139,3 +140,18 @@ def test_the_first_look_comes_early_and_later_ones_in_smaller_steps() -> None:
 
     _, verdict = compare_paired_sequential(measure_clear, rounds=100, first=20, step=10)
     assert verdict.verdict == "regressed" and clear == [20]
+
+
+@pytest.mark.parametrize(
+    ("max_calls", "calls", "first", "cap"),
+    [
+        (800, 8, 10, 50),  # two 8-call blocks a round use 16 of the 800 calls
+        (800, 1, 10, 400),  # one call a block: two calls a round
+        (800, 40, 10, 10),  # 20 rounds' worth of calls, but the first look takes 10 rounds
+        (64, 806, 2, 2),  # less than one block: the first look still happens
+    ],
+)
+def test_the_round_cap_counts_timed_calls_of_both_sides(
+    max_calls: int, calls: int, first: int, cap: int
+) -> None:
+    assert paired_round_cap(max_calls, calls, first) == cap
