@@ -41,12 +41,15 @@ model for both sides, the head slowed by +15 %, +8 % or 0 %, and time them in AB
 beside them the whole time. ``--sessions`` unchanged-head tests (``--quick``: 200, the fewest
 whose Wilson upper end can be <= 2 %) and ``--slowed-sessions`` tests of each slowed head,
 shuffled together. False alarms are ``regressed`` verdicts at 0 %, detection ``regressed`` at
-+15 %; at +8 % (the limit itself) the share called regressed is shown. One stored-baseline test
-of the same model per timing process, in this process, gives the cost ratio per timed test under
-the same load. ``--save`` keeps every test's verdict, estimate and process.
++15 %; at +8 % (the limit itself) the share called regressed is shown. After each timing
+process, one stored-baseline test of each head, in this process, gives the cost ratio per timed
+test and head under the same load; the timing process's start is timed apart (once per session).
+``--model resnet18 --input-size 224`` times a torchvision model instead of the small CNN;
+``--block-ms``, ``--first`` and ``--step`` sweep the paired mode's constants. ``--save`` keeps
+every test's verdict, estimate and process.
 
 Reproduce: python benchmarks/bench_timing_gate.py --quick   (26-33 min on 2 shared cores, load 2-9)
-           python benchmarks/bench_timing_gate.py --paired --quick
+           python benchmarks/bench_timing_gate.py --paired --quick   (3 min quiet, 5-6 min loaded)
            python benchmarks/bench_timing_gate.py              (more sessions, raw-ms contrast)
            ... --save s.json / --load s.json                   (keep / replay recorded sessions)
 """
